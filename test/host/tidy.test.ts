@@ -1,0 +1,80 @@
+// The layering rules of the project, enforced (BRIEF §2): the core that runs on the
+// ESP32 must not be able to reach Node, the DOM, Moddable or the simulator.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+function sources(dir: string): string[] {
+  const full = join(repo, dir);
+  const out: string[] = [];
+  for (const name of readdirSync(full)) {
+    const p = join(full, name);
+    if (statSync(p).isDirectory()) out.push(...sources(join(dir, name)));
+    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+// Comments may name what the code must not use; only code counts.
+function code(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+}
+
+function imports(text: string): string[] {
+  const out: string[] = [];
+  const re = /(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|import\s+['"]([^'"]+)['"]/g;
+  for (let m = re.exec(text); m; m = re.exec(text)) out.push((m[1] ?? m[2] ?? m[3]) as string);
+  return out;
+}
+
+const BANNED: [RegExp, string][] = [
+  [/\bDate\.now\b/, 'Date.now (time comes through the Clock)'],
+  [/\bMath\.random\b/, 'Math.random (randomness comes through an interface)'],
+  [/\bsetTimeout\b|\bsetInterval\b|\bsetImmediate\b/, 'timers (the device uses Moddable timer; time comes through the Clock)'],
+  [/\bconsole\b/, 'console (the device has trace(); logging comes through Log)'],
+  [/\bprocess\b/, 'process (Node only)'],
+  [/\bBuffer\b/, 'Buffer (Node only)'],
+  [/\bTextEncoder\b|\bTextDecoder\b/, 'TextEncoder/TextDecoder (not global on the device)'],
+  [/\b(?:window|document|navigator)\b/, 'DOM globals'],
+  [/\brequire\s*\(/, 'require'],
+];
+
+function checkTree(dir: string, allowed: string[]): string[] {
+  const problems: string[] = [];
+  for (const file of sources(dir)) {
+    const rel = relative(repo, file);
+    const text = code(readFileSync(file, 'utf8'));
+    for (const spec of imports(text)) {
+      if (!spec.startsWith('.')) {
+        problems.push(`${rel}: imports '${spec}' (only relative imports inside ${allowed.join(', ')})`);
+        continue;
+      }
+      const target = relative(repo, resolve(dirname(file), spec));
+      if (!allowed.some((a) => target === a || target.startsWith(a + '/'))) {
+        problems.push(`${rel}: imports '${spec}' which is outside ${allowed.join(', ')}`);
+      }
+    }
+    for (const [re, what] of BANNED) {
+      if (re.test(text)) problems.push(`${rel}: uses ${what}`);
+    }
+  }
+  return problems;
+}
+
+describe('tidy: the platform-free core', () => {
+  it('hub/ imports only hub/ and catalog/, and uses no platform globals', () => {
+    assert.deepEqual(checkTree('hub', ['hub', 'catalog']), []);
+  });
+  it('catalog/ imports only catalog/, and uses no platform globals', () => {
+    assert.deepEqual(checkTree('catalog', ['catalog']), []);
+  });
+  it('the checker itself catches a violation', () => {
+    const text = code("import { x } from 'node:fs';\nconst t = Date.now(); // Math.random() in a comment is fine\n");
+    assert.deepEqual(imports(text), ['node:fs']);
+    assert.ok(BANNED[0]![0].test(text));
+    assert.ok(!BANNED[1]![0].test(text));
+  });
+});
