@@ -40,6 +40,8 @@ export async function bundleSuites(suiteFiles) {
     conditions: ['import', 'default'],
     write: false,
     logLevel: 'silent',
+    // Modules are strict; the bundle must be too, or writes to frozen objects fail silently on XS.
+    banner: { js: '"use strict";' },
     define: { 'process.env.NODE_ENV': '"production"' },
   });
   return out.outputFiles[0].text;

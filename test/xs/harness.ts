@@ -16,6 +16,26 @@ interface Suite {
 }
 export interface CaseResult { name: string; ok: boolean; error?: string; ms?: number }
 
+// xsnap has no timers. Libraries the suites use (fast-check) read them at load; the suites
+// themselves run on virtual clocks and never wait, so a timer that fires on the next turn
+// is enough for the engine and honest about what it is.
+const timers = globalThis as Record<string, unknown>;
+if (typeof timers.setTimeout !== 'function') {
+  let nextId = 1;
+  const live = new Set<number>();
+  timers.setTimeout = (fn: (...a: unknown[]) => void, _ms?: number, ...args: unknown[]): number => {
+    const id = nextId++;
+    live.add(id);
+    Promise.resolve().then(() => {
+      if (live.delete(id)) fn(...args);
+    });
+    return id;
+  };
+  timers.clearTimeout = (id: number): void => {
+    live.delete(id);
+  };
+}
+
 const root: Suite = { name: '', tests: [], suites: [], before: [], after: [], beforeEach: [], afterEach: [] };
 let current = root;
 const ctx: Ctx = { timeout: () => ctx, slow: () => ctx, retries: () => ctx };
