@@ -1,0 +1,94 @@
+// Everything the hub core needs from the world comes through these interfaces
+// (BRIEF §2). The device entry, the simulator and the tests each supply their own;
+// the core never imports a platform.
+
+/** Monotonic milliseconds. The device uses Moddable's `time` ticks; the simulator a virtual clock. */
+export interface Clock {
+  now(): number;
+}
+
+/** Randomness for resume tokens. The device uses the radio's RNG; the simulator a seeded PRNG. */
+export interface Random {
+  /** Fills `into` with random bytes. */
+  fill(into: Uint8Array): void;
+}
+
+/** Small persistent key/value storage (the device's NVS Preferences: keys ≤ 15 characters). */
+export interface Store {
+  get(key: string): Uint8Array | undefined;
+  set(key: string, value: Uint8Array): void;
+  delete(key: string): void;
+}
+
+/** Credentials and the tier each grants; compared in constant time by the core. */
+export interface CredentialEntry {
+  readonly credential: Uint8Array;
+  readonly tier: number;
+}
+
+/** Structured, bounded logging: a code and up to two numbers. Never payloads, names or credentials. */
+export interface Log {
+  event(code: string, a?: number, b?: number): void;
+}
+
+export const NULL_LOG: Log = Object.freeze({ event(): void {} });
+
+/**
+ * The robot's real-time core as the hub sees it. Telemetry flows the other way:
+ * the host calls `Hub.publishSample` when the robot produces a sample.
+ */
+export interface RobotPort {
+  /** Stop at once (ESTOP latch, deadman). Must not depend on any client observing it. */
+  stop(source: number): void;
+  /** Resume permission after an ESTOP clear (the robot stays still until commanded). */
+  release(): void;
+  /** A motion or other publication accepted from a client: up to 32 samples, each `[t, v1, …]`. */
+  publish(channelId: number, samples: readonly (readonly number[])[]): void;
+  /** An intent accepted from a client; returns 0 on success or a NACK code. */
+  intent(channelId: number, args: readonly (number | string)[]): number;
+}
+
+/** Congestion levels as the shedding table reads them (§10.3). */
+export const LinkLevel = { CLEAR: 0, CONGESTED: 1, SEVERE: 2 } as const;
+
+/** What a link can tell about itself: delivered throughput and round-trip time (§10.2 "link estimate"). */
+export interface LinkEstimate {
+  /** Bytes per second the link has recently delivered (or can deliver), 0 if unknown. */
+  throughputBps: number;
+  /** Smoothed round-trip time in ms, 0 if unknown. */
+  rttMs: number;
+}
+
+/**
+ * One transport to one client, as the core sees it (the binding layer implements it).
+ * The core hands it whole frames; framing, fragmentation and the egress queue are the
+ * binding's. `send` copies the bytes: the caller reuses its buffer at once.
+ */
+export interface Link {
+  readonly binding: string;
+  /** Largest frame the binding carries in one piece (after its own framing). */
+  readonly mtu: number;
+  /** One transmission serves every peer (§10.6). */
+  readonly broadcast: boolean;
+  /** Room for a frame of `length` bytes in the egress queue right now. */
+  canSend(length: number): boolean;
+  /** Queues a frame; only called after `canSend` said yes. */
+  send(frame: Uint8Array, length: number): void;
+  /** The 12-byte ESTOP frame, written ahead of every queue (§10.4, §11.2). */
+  writeAhead(frame: Uint8Array): void;
+  /** Current congestion level from the binding's own detector (§10.3): 0, 1, ≥ 2. */
+  level(): number;
+  estimate(): LinkEstimate;
+  /** Egress-queue occupancy 0..1, for health. */
+  occupancy(): number;
+  /** Closes the transport. The core calls it when it parks or closes a session. */
+  close(): void;
+}
+
+/** The core's side of an attached link: the binding feeds it frames and tells it of loss. */
+export interface LinkSink {
+  /** One whole frame from the client (after the binding's framing/reassembly). */
+  frame(bytes: Uint8Array, start: number, end: number): void;
+  /** The transport was lost or reported lost (§6.6). */
+  lost(): void;
+}

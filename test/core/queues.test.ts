@@ -1,0 +1,366 @@
+import fc from 'fast-check';
+import { NEVER_SHED_STALL_EVICTION_MS } from '../../hub/constants.js';
+import type { Link, LinkEstimate } from '../../hub/ports.js';
+import { EventQueue, FrameRing, StallClock } from '../../hub/queues.js';
+import { deepEqual, equal, ok, throws } from '../lib/assert.js';
+import { runs } from '../lib/env.js';
+
+function frame(len: number, fill: number): Uint8Array {
+  const f = new Uint8Array(len);
+  for (let i = 0; i < len; i++) f[i] = (fill + i) & 0xff;
+  return f;
+}
+
+function head(r: FrameRing): Uint8Array {
+  const out = new Uint8Array(r.headLength);
+  equal(r.copyHead(out), r.headLength);
+  return out;
+}
+
+// A link that takes `budget` bytes and copies what it is given, as Link.send promises.
+class FakeLink implements Link {
+  readonly binding = 'fake';
+  readonly mtu = 1024;
+  readonly broadcast = false;
+  budget = 0;
+  readonly sent: Uint8Array[] = [];
+  readonly given: Uint8Array[] = [];
+  canSend(length: number): boolean {
+    return length <= this.budget;
+  }
+  send(f: Uint8Array, length: number): void {
+    this.budget -= length;
+    this.given.push(f);
+    this.sent.push(f.slice(0, length));
+  }
+  writeAhead(): void {}
+  level(): number {
+    return 0;
+  }
+  estimate(): LinkEstimate {
+    return { throughputBps: 0, rttMs: 0 };
+  }
+  occupancy(): number {
+    return 0;
+  }
+  close(): void {}
+}
+
+describe('hub/queues: FrameRing (§10.4 never-shed queue)', () => {
+  it('holds whole frames in order and gives them back byte for byte', () => {
+    const r = new FrameRing(64, 8);
+    ok(r.push(frame(5, 1), 5));
+    ok(r.push(frame(7, 50), 7));
+    ok(r.push(frame(9, 100), 3), 'a prefix of a larger buffer');
+    equal(r.size, 3);
+    equal(r.bytes, 15);
+    deepEqual(head(r), frame(5, 1));
+    ok(r.shift());
+    deepEqual(head(r), frame(7, 50));
+    ok(r.shift());
+    deepEqual(head(r), frame(3, 100));
+    ok(r.shift());
+    equal(r.size, 0);
+    equal(r.bytes, 0);
+    ok(!r.shift(), 'shift on empty');
+    equal(r.headLength, 0);
+    equal(r.headStart, -1);
+    equal(r.copyHead(new Uint8Array(4)), 0);
+  });
+
+  it('the head frame is readable in place: storage[headStart, headStart + headLength)', () => {
+    const r = new FrameRing(32, 4);
+    r.push(frame(6, 10), 6);
+    r.push(frame(4, 20), 4);
+    r.shift();
+    equal(r.headStart, 6);
+    equal(r.headLength, 4);
+    deepEqual(r.storage.slice(r.headStart, r.headStart + r.headLength), frame(4, 20));
+  });
+
+  it('refuses what does not fit, by bytes or by frame count, and changes nothing', () => {
+    const r = new FrameRing(10, 2);
+    ok(!r.push(frame(11, 0), 11), 'larger than the ring');
+    equal(r.size, 0);
+    ok(r.push(frame(6, 0), 6));
+    ok(!r.fits(5));
+    ok(!r.push(frame(5, 0), 5), '6 + 5 > 10');
+    ok(r.fits(4));
+    ok(r.push(frame(4, 9), 4));
+    ok(!r.push(frame(1, 0), 1), 'full by bytes');
+    const s = new FrameRing(100, 2);
+    s.push(frame(1, 0), 1);
+    s.push(frame(1, 0), 1);
+    ok(!s.fits(1));
+    ok(!s.push(frame(1, 0), 1), 'full by frame count');
+    equal(s.size, 2);
+    equal(s.bytes, 2);
+    deepEqual(head(r), frame(6, 0));
+  });
+
+  it('wraps by leaving a gap at the end: frames stay contiguous', () => {
+    const r = new FrameRing(10, 8);
+    r.push(frame(4, 1), 4); // [0, 4)
+    r.push(frame(4, 2), 4); // [4, 8)
+    r.shift(); // head at 4
+    ok(!r.fits(5), '2 bytes after the tail, 4 before the head');
+    ok(r.push(frame(4, 3), 4), 'goes to the front');
+    equal(r.bytes, 8);
+    ok(!r.fits(1), 'wrapped: nothing between tail 4 and head 4');
+    equal(r.headStart, 4);
+    deepEqual(head(r), frame(4, 2));
+    r.shift();
+    equal(r.headStart, 0, 'past the gap, the head is back at the front');
+    deepEqual(head(r), frame(4, 3));
+    ok(r.push(frame(6, 4), 6), 'unwrapped again: [4, 10)');
+    equal(r.bytes, 10);
+    r.shift();
+    deepEqual(head(r), frame(6, 4));
+    equal(r.headStart, 4);
+  });
+
+  it('an emptied ring starts over at offset 0 (all its room contiguous again)', () => {
+    const r = new FrameRing(10, 4);
+    r.push(frame(7, 0), 7);
+    r.shift();
+    ok(r.push(frame(10, 5), 10));
+    equal(r.headStart, 0);
+    deepEqual(head(r), frame(10, 5));
+  });
+
+  it('clear empties it', () => {
+    const r = new FrameRing(16, 4);
+    r.push(frame(5, 0), 5);
+    r.push(frame(5, 0), 5);
+    r.clear();
+    equal(r.size, 0);
+    equal(r.bytes, 0);
+    ok(r.push(frame(16, 3), 16));
+  });
+
+  it('rejects bad sizes and bad lengths', () => {
+    throws(() => new FrameRing(0, 1), (e) => e instanceof RangeError);
+    throws(() => new FrameRing(10, 0), (e) => e instanceof RangeError);
+    const r = new FrameRing(10, 2);
+    throws(() => r.push(frame(3, 0), 0), (e) => e instanceof RangeError);
+    throws(() => r.push(frame(3, 0), 4), (e) => e instanceof RangeError);
+    r.push(frame(3, 0), 3);
+    throws(() => r.copyHead(new Uint8Array(2)), (e) => e instanceof RangeError);
+  });
+
+  it('drainTo sends head frames while the link has room, in order, and reports how many', () => {
+    const r = new FrameRing(16, 8);
+    r.push(frame(6, 1), 6); // [0, 6)
+    r.push(frame(6, 2), 6); // [6, 12)
+    r.push(frame(3, 3), 3); // [12, 15)
+    const link = new FakeLink();
+    const scratch = new Uint8Array(16);
+    link.budget = 11;
+    equal(r.drainTo(link, scratch), 1, 'room for one 6-byte frame, not two');
+    equal(link.given[0], r.storage, 'a head at offset 0 is handed over in place');
+    equal(r.drainTo(link, scratch), 0, '5 bytes left, the head needs 6');
+    link.budget = 100;
+    equal(r.drainTo(link, scratch), 2);
+    equal(link.given[1], scratch, 'a head elsewhere goes through the scratch buffer');
+    deepEqual(link.sent, [frame(6, 1), frame(6, 2), frame(3, 3)]);
+    equal(r.size, 0);
+    equal(r.drainTo(link, scratch), 0);
+  });
+
+  it('property: against a plain array of frames, through pushes, shifts and wraps', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 64 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.array(fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constant(0)), { maxLength: 120 }),
+        (cap, maxFrames, ops) => {
+          const r = new FrameRing(cap, maxFrames);
+          const model: Uint8Array[] = [];
+          let seq = 0;
+          for (const op of ops) {
+            if (op === 0) {
+              const want = model.shift();
+              if (want === undefined) {
+                if (r.shift()) return false;
+                continue;
+              }
+              const got = new Uint8Array(r.headLength);
+              r.copyHead(got);
+              if (!sameBytes(got, want)) return false;
+              if (!sameBytes(r.storage.subarray(r.headStart, r.headStart + r.headLength), want)) return false;
+              if (!r.shift()) return false;
+            } else {
+              const f = frame(op, seq++ * 7);
+              const fits = r.fits(op);
+              const took = r.push(f, op);
+              if (took !== fits) return false;
+              if (model.length === 0 && op <= cap && !took) return false; // an empty ring takes any frame ≤ cap
+              if (model.length === maxFrames && took) return false;
+              if (took) model.push(f);
+            }
+            let bytes = 0;
+            for (const m of model) bytes += m.length;
+            if (r.size !== model.length || r.bytes !== bytes || bytes > cap) return false;
+          }
+          return true;
+        },
+      ),
+      { numRuns: runs(1000, 80) },
+    );
+  });
+});
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+describe('hub/queues: EventQueue (§9.4 drop oldest, visible count)', () => {
+  it('delivers in order while there is room', () => {
+    const q = new EventQueue<string>(3);
+    ok(q.push('a'));
+    ok(q.push('b'));
+    equal(q.size, 2);
+    equal(q.peek(), 'a');
+    equal(q.shift(), 'a');
+    equal(q.takeDropped(), 0);
+    equal(q.shift(), 'b');
+    equal(q.shift(), undefined);
+    equal(q.peek(), undefined);
+  });
+
+  it('when full drops the oldest and counts it; the next delivery carries the count and resets it', () => {
+    const q = new EventQueue<number>(3);
+    for (let i = 1; i <= 3; i++) ok(q.push(i));
+    ok(!q.push(4), 'drops 1');
+    ok(!q.push(5), 'drops 2');
+    equal(q.size, 3);
+    equal(q.shift(), 3, 'the oldest survivor');
+    equal(q.takeDropped(), 2);
+    equal(q.shift(), 4);
+    equal(q.takeDropped(), 0, 'reset by the previous delivery');
+    q.push(6);
+    q.push(7);
+    q.push(8);
+    equal(q.shift(), 6, 'dropped 5');
+    equal(q.takeDropped(), 1);
+    equal(q.droppedTotal, 3, 'health keeps the running total');
+    deepEqual([q.shift(), q.shift(), q.shift()], [7, 8, undefined]);
+  });
+
+  it('holds references: the shared record is delivered itself, not a copy', () => {
+    const rec = Object.freeze({ code: 7 });
+    const q = new EventQueue<typeof rec>(1);
+    q.push(rec);
+    equal(q.shift(), rec);
+  });
+
+  it('capacity 1 keeps only the newest', () => {
+    const q = new EventQueue<number>(1);
+    for (let i = 0; i < 10; i++) q.push(i);
+    equal(q.shift(), 9);
+    equal(q.takeDropped(), 9);
+  });
+
+  it('clear empties it and forgets the pending count; the total stays', () => {
+    const q = new EventQueue<number>(2);
+    q.push(1);
+    q.push(2);
+    q.push(3);
+    q.clear();
+    equal(q.size, 0);
+    equal(q.takeDropped(), 0);
+    equal(q.droppedTotal, 1);
+    q.push(4);
+    equal(q.shift(), 4);
+  });
+
+  it('rejects a capacity below 1', () => {
+    throws(() => new EventQueue<number>(0), (e) => e instanceof RangeError);
+  });
+
+  it('property: against a plain array', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), fc.array(fc.boolean(), { maxLength: 100 }), (cap, ops) => {
+        const q = new EventQueue<number>(cap);
+        const model: number[] = [];
+        let dropped = 0;
+        let next = 0;
+        for (const isPush of ops) {
+          if (isPush) {
+            q.push(next);
+            model.push(next++);
+            if (model.length > cap) {
+              model.shift();
+              dropped++;
+            }
+          } else {
+            if (q.shift() !== model.shift()) return false;
+            if (q.takeDropped() !== dropped) return false;
+            dropped = 0;
+          }
+          if (q.size !== model.length) return false;
+        }
+        return true;
+      }),
+      { numRuns: runs(500, 60) },
+    );
+  });
+});
+
+describe('hub/queues: StallClock (§10.4 park, not kill)', () => {
+  it(`parks at exactly NEVER_SHED_STALL_EVICTION_MS (${NEVER_SHED_STALL_EVICTION_MS}) of no progress, not before`, () => {
+    const s = new StallClock();
+    equal(s.limitMs, NEVER_SHED_STALL_EVICTION_MS);
+    s.update(true, false, 10_000);
+    s.update(true, false, 10_500); // no progress: the stall still counts from 10 000
+    equal(s.stalledFor(10_000 + 1999), 1999);
+    ok(!s.parkDue(10_000 + 1999));
+    equal(s.stalledFor(10_000 + 2000), 2000);
+    ok(s.parkDue(10_000 + 2000));
+    ok(s.parkDue(10_000 + 2001));
+  });
+
+  it('progress restarts the clock', () => {
+    const s = new StallClock();
+    s.update(true, false, 0);
+    s.update(true, true, 1500); // one frame went out, more wait
+    ok(!s.parkDue(2000));
+    equal(s.stalledFor(2000), 500);
+    ok(!s.parkDue(1500 + 1999));
+    ok(s.parkDue(1500 + 2000));
+  });
+
+  it('an empty queue is not stalled', () => {
+    const s = new StallClock();
+    equal(s.stalledFor(5000), 0);
+    ok(!s.parkDue(5000));
+    s.update(true, false, 0);
+    s.update(false, false, 1000);
+    equal(s.stalledFor(9000), 0);
+    ok(!s.parkDue(9000));
+    s.update(true, false, 9000);
+    ok(!s.parkDue(10_999));
+    ok(s.parkDue(11_000));
+    s.reset();
+    ok(!s.parkDue(20_000));
+  });
+
+  it('with a FrameRing and a link that stops draining', () => {
+    const r = new FrameRing(64, 8);
+    const s = new StallClock();
+    const link = new FakeLink();
+    const scratch = new Uint8Array(64);
+    let parkedAt = -1;
+    link.budget = 1000;
+    for (let t = 0; t <= 5000 && parkedAt < 0; t += 50) {
+      if (t === 1000) link.budget = 0; // the link wedges
+      r.push(frame(4, t), 4);
+      const sent = r.drainTo(link, scratch);
+      s.update(r.size > 0, sent > 0, t);
+      if (s.parkDue(t)) parkedAt = t;
+    }
+    equal(parkedAt, 1000 + NEVER_SHED_STALL_EVICTION_MS);
+  });
+});
