@@ -150,10 +150,18 @@ function u32(b: Uint8Array, i: number): number {
   return b[i]! * 0x1000000 + ((b[i + 1]! << 16) | (b[i + 2]! << 8) | b[i + 3]!);
 }
 
+// Float conversion through typed-array views of one 8-byte scratch: on XS a DataView byte
+// accessor costs several times a typed-array element access, and floats are the bulk of every
+// DATA frame. CBOR is big-endian; the platform's order is probed once.
+const SCRATCH = new ArrayBuffer(8);
+const SCRATCH_F64 = new Float64Array(SCRATCH);
+const SCRATCH_F32 = new Float32Array(SCRATCH, 0, 1);
+const SCRATCH_U8 = new Uint8Array(SCRATCH);
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 export class CborWriter {
   buf: Uint8Array;
   pos = 0;
-  private readonly scratch = new DataView(new ArrayBuffer(8));
   // State of the allocation-free key ordering in writeMap; read only between forEach passes.
   private ordered = true;
   private keyAfter = 0;
@@ -185,13 +193,14 @@ export class CborWriter {
   float(x: number): void {
     const b = this.buf;
     const p = this.pos;
-    const d = this.scratch;
+    const u = SCRATCH_U8;
     // Every binary16 value is a binary32 value: an x that fround changes needs binary64.
     if (x === x && Math.fround(x) !== x) {
       this.room(9);
-      d.setFloat64(0, x);
+      SCRATCH_F64[0] = x;
       b[p] = F64;
-      for (let i = 0; i < 8; i++) b[p + 1 + i] = d.getUint8(i);
+      if (LITTLE_ENDIAN) for (let i = 0; i < 8; i++) b[p + 1 + i] = u[7 - i]!;
+      else for (let i = 0; i < 8; i++) b[p + 1 + i] = u[i]!;
       this.pos = p + 9;
       return;
     }
@@ -205,9 +214,10 @@ export class CborWriter {
       return;
     }
     this.room(5);
-    d.setFloat32(0, x);
+    SCRATCH_F32[0] = x;
     b[p] = F32;
-    for (let i = 0; i < 4; i++) b[p + 1 + i] = d.getUint8(i);
+    if (LITTLE_ENDIAN) for (let i = 0; i < 4; i++) b[p + 1 + i] = u[3 - i]!;
+    else for (let i = 0; i < 4; i++) b[p + 1 + i] = u[i]!;
     this.pos = p + 5;
   }
 
@@ -365,7 +375,6 @@ export class CborReader {
   private readonly maxDepth: number;
   private readonly maxItems: number;
   private readonly maxStringBytes: number;
-  private readonly scratch = new DataView(new ArrayBuffer(8));
   private readonly units = new Uint32Array(UTF8_DECODE_CHUNK);
 
   constructor(buf: Uint8Array, start = 0, end = buf.length, limits: CborLimits = DEFAULT_CBOR_LIMITS) {
@@ -529,9 +538,10 @@ export class CborReader {
     if (p + 1 + size > this.lim) throw new CborError(CborErrorCode.TRUNCATED, p);
     this.pos = p + 1 + size;
     if (size === 2) return f16Value((b[p + 1]! << 8) | b[p + 2]!);
-    const d = this.scratch;
-    for (let i = 0; i < size; i++) d.setUint8(i, b[p + 1 + i]!);
-    return size === 4 ? d.getFloat32(0) : d.getFloat64(0);
+    const u = SCRATCH_U8;
+    if (LITTLE_ENDIAN) for (let i = 0; i < size; i++) u[size - 1 - i] = b[p + 1 + i]!;
+    else for (let i = 0; i < size; i++) u[i] = b[p + 1 + i]!;
+    return size === 4 ? SCRATCH_F32[0]! : SCRATCH_F64[0]!;
   }
 
   /** Checks a byte/text string of n bytes whose head started at p; leaves pos after it. */
