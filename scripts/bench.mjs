@@ -1,0 +1,434 @@
+#!/usr/bin/env node
+// `npm run bench`: every case of bench/index.ts, on Node and on the real XS engine.
+//
+//   node scripts/bench.mjs [--json] [--quick] [--only=a,b] [--no-node] [--no-xs]
+//
+// Node: the compiled cases (build/bench, `npm run bench` compiles first), timed with
+//   process.hrtime.bigint: calibrate n until one run takes ≥ 20 ms, warm up, then the median
+//   of 9 runs (5 with --quick) in ns per op and per item.
+// XS: the same cases bundled into one script and evaluated by xsnap-worker, one fresh worker
+//   per case. For an op case: setup and warm-up in their own evaluations; then per repeat an
+//   evaluation calling gc(), an evaluation running N ops, and the same two with 0 ops. The
+//   meters of the N-op evaluation minus those of the 0-op one, divided by N, give computrons
+//   per op and slots allocated per op (growth of currentHeapCount, 16 bytes a slot on the
+//   device). Median of 3 repeats. For a retained case: a heap snapshot before and after each
+//   step (a snapshot collects garbage first); its HEAP and BLOC sections give the live slots
+//   and chunk bytes, and their growth is what the step keeps alive.
+// `--json` prints one JSON object with every number; `--quick` uses tiny counts (smoke test).
+// Exit code 1 if any case failed on any engine.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import * as esbuild from 'esbuild';
+import { Xsnap } from './lib/xsnap.mjs';
+
+const repo = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const args = process.argv.slice(2);
+const json = args.includes('--json');
+const quick = args.includes('--quick');
+const runNode = !args.includes('--no-node');
+const runXs = !args.includes('--no-xs');
+const onlyArg = args.find((a) => a.startsWith('--only='));
+const only = onlyArg ? onlyArg.slice('--only='.length).split(',').filter(Boolean) : null;
+
+// A slot is 16 bytes on the ESP32 (MODDABLE.md "Memory"); the host build's are 32.
+const DEVICE_SLOT_BYTES = 16;
+// Slots an N-op XS run may allocate: well under the 256 K-slot initial heap that xsnap gives, so
+// that no collection runs mid-measurement (one would hide allocations from currentHeapCount).
+const XS_SLOT_BUDGET = 100000;
+
+const NODE_REPEATS = quick ? 5 : 9;
+const NODE_MIN_RUN_NS = quick ? 0n : 20_000_000n;
+const NODE_WARM_NS = quick ? 0n : 300_000_000n;
+const XS_REPEATS = 3;
+
+const log = (line) => {
+  if (!json) process.stdout.write(line + '\n');
+};
+
+function median(xs) {
+  const s = xs.slice().sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function round(x, digits = 2) {
+  if (!Number.isFinite(x)) return x;
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+function errorText(e) {
+  return e && e.message ? e.message : String(e);
+}
+
+// ------------------------------------------------------------------------------------ Node
+
+async function loadCompiled() {
+  const file = join(repo, 'build', 'bench', 'index.js');
+  if (!existsSync(file)) throw new Error('build/bench/index.js is missing: run `npm run bench` (it compiles first) or `npx tsc -p tsconfig.json`');
+  return (await import(pathToFileURL(file).href)).BENCHES;
+}
+
+function timeRun(bench, n) {
+  const t0 = process.hrtime.bigint();
+  const items = bench.run(n);
+  return { ns: process.hrtime.bigint() - t0, items };
+}
+
+function nodeOp(bench) {
+  bench.setup();
+  let n = quick ? Math.max(1, Math.min(50, bench.xsOps)) : 64;
+  if (!quick) {
+    while (n < 1e8 && timeRun(bench, n).ns < NODE_MIN_RUN_NS) n *= 2;
+    const warmEnd = process.hrtime.bigint() + NODE_WARM_NS;
+    do timeRun(bench, n);
+    while (process.hrtime.bigint() < warmEnd);
+  } else {
+    timeRun(bench, n);
+  }
+  const nsPerOp = [];
+  const nsPerItem = [];
+  const itemsPerOp = [];
+  for (let r = 0; r < NODE_REPEATS; r++) {
+    const { ns, items } = timeRun(bench, n);
+    nsPerOp.push(Number(ns) / n);
+    nsPerItem.push(items > 0 ? Number(ns) / items : null);
+    itemsPerOp.push(items / n);
+  }
+  const perItem = nsPerItem.filter((x) => x !== null);
+  return {
+    ops: n,
+    repeats: NODE_REPEATS,
+    itemsPerOp: median(itemsPerOp),
+    nsPerOp: round(median(nsPerOp)),
+    nsPerItem: perItem.length ? round(median(perItem)) : null,
+    runsNsPerOp: nsPerOp.map((x) => round(x)),
+  };
+}
+
+// ------------------------------------------------------------------------------------ XS
+
+async function bundleBenches() {
+  const entry = `
+import { BENCHES } from './bench/index.ts';
+const B = { bench: null, n: 0, items: 0 };
+B.names = () => BENCHES.map((make) => make().name);
+B.make = (i) => { B.bench = BENCHES[i](); };
+B.setup = () => { B.bench.setup(); };
+B.go = () => { B.items = B.bench.run(B.n); };
+B.step = (i) => { B.bench.step(i); };
+B.time = (n, repeats) => {
+  const ms = [];
+  for (let r = 0; r < repeats; r++) {
+    const t0 = performance.now();
+    B.bench.run(n);
+    ms.push(performance.now() - t0);
+  }
+  return ms;
+};
+globalThis.__B = B;
+`;
+  const out = await esbuild.build({
+    stdin: { contents: entry, resolveDir: repo, sourcefile: 'bench-entry.ts', loader: 'ts' },
+    bundle: true,
+    format: 'iife',
+    target: 'es2022',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    conditions: ['import', 'default'],
+    write: false,
+    logLevel: 'silent',
+    // Modules are strict; the bundle must be too, or writes to frozen objects fail silently on XS.
+    banner: { js: '"use strict";' },
+  });
+  return out.outputFiles[0].text;
+}
+
+function newWorker() {
+  return new Xsnap({ onPrint: (l) => process.stderr.write(`[xs] ${l}\n`) });
+}
+
+async function ev(xs, code) {
+  return (await xs.evaluate(code)).meter;
+}
+
+// xsnap's 'w' command: writes a heap snapshot (after a full collection) and answers its size.
+function writeSnapshot(xs, path) {
+  return new Promise((resolveSnap, reject) => {
+    xs.waiters.push({ resolve: resolveSnap, reject });
+    xs.send('w' + path);
+  });
+}
+
+// The live heap recorded in a snapshot: HEAP holds the live slots, BLOC the live chunks.
+function readSnapshot(path) {
+  const b = readFileSync(path);
+  if (b.toString('latin1', 4, 8) !== 'XS_M') throw new Error('not an XS snapshot');
+  let hostSlotBytes = 0;
+  let heapBytes = -1;
+  let chunkBytes = -1;
+  for (let p = 8; p + 8 <= b.length; ) {
+    const size = b.readUInt32BE(p);
+    const type = b.toString('latin1', p + 4, p + 8);
+    if (type === 'VERS') hostSlotBytes = Math.abs(b.readInt8(p + 11));
+    else if (type === 'HEAP') heapBytes = size - 8;
+    else if (type === 'BLOC') chunkBytes = size - 8;
+    if (size < 8) break;
+    p += size;
+  }
+  if (!hostSlotBytes || heapBytes < 0 || chunkBytes < 0) throw new Error('snapshot without VERS, HEAP or BLOC');
+  return { slots: heapBytes / hostSlotBytes, chunkBytes, hostSlotBytes };
+}
+
+async function xsMeasure(xs, n) {
+  await ev(xs, `__B.n = ${n};`);
+  const before = await ev(xs, 'gc();');
+  const after = await ev(xs, '__B.go();');
+  const { value: items } = await xs.evaluateJson('__B.items');
+  return { slots: after.currentHeapCount - before.currentHeapCount, compute: after.compute, items };
+}
+
+async function xsOp(bundle, index, bench) {
+  const xs = newWorker();
+  try {
+    await xs.evaluate(bundle);
+    await ev(xs, `__B.make(${index}); __B.setup();`);
+    let n = quick ? Math.max(1, Math.min(20, bench.xsOps)) : bench.xsOps;
+    await ev(xs, `__B.n = ${Math.max(1, n >> 2)}; __B.go();`);
+    // A probe sizes N so that the measured run stays inside the slot budget.
+    const probeN = Math.min(n, 20);
+    const b0 = await xsMeasure(xs, 0);
+    const p = await xsMeasure(xs, probeN);
+    const probeSlots = (p.slots - b0.slots) / probeN;
+    if (probeSlots > 0) n = Math.max(1, Math.min(n, Math.floor(XS_SLOT_BUDGET / probeSlots)));
+    const runs = [];
+    for (let r = 0; r < XS_REPEATS; r++) {
+      const base = await xsMeasure(xs, 0);
+      const full = await xsMeasure(xs, n);
+      runs.push({
+        computronsPerOp: (full.compute - base.compute) / n,
+        slotsPerOp: (full.slots - base.slots) / n,
+        items: full.items,
+      });
+    }
+    const computronsPerOp = median(runs.map((r) => r.computronsPerOp));
+    const slotsPerOp = median(runs.map((r) => r.slotsPerOp));
+    const itemsPerOp = median(runs.map((r) => r.items / n));
+    const { value: ms } = await xs.evaluateJson(`__B.time(${n}, ${quick ? 1 : 3})`);
+    return {
+      ops: n,
+      repeats: XS_REPEATS,
+      itemsPerOp,
+      computronsPerOp: round(computronsPerOp),
+      computronsPerItem: itemsPerOp > 0 ? round(computronsPerOp / itemsPerOp) : null,
+      slotsPerOp: round(slotsPerOp, 3),
+      bytesPerOp: round(slotsPerOp * DEVICE_SLOT_BYTES),
+      bytesPerItem: itemsPerOp > 0 ? round((slotsPerOp * DEVICE_SLOT_BYTES) / itemsPerOp) : null,
+      nsPerOp: round((median(ms) * 1e6) / n),
+      runs: runs.map((r) => ({ computronsPerOp: round(r.computronsPerOp), slotsPerOp: round(r.slotsPerOp, 3) })),
+    };
+  } finally {
+    await xs.close();
+  }
+}
+
+async function xsRetained(bundle, index, bench) {
+  const xs = newWorker();
+  const dir = mkdtempSync(join(tmpdir(), 'hub-bench-'));
+  try {
+    await xs.evaluate(bundle);
+    await ev(xs, `__B.make(${index}); __B.setup();`);
+    // Live slots: currentHeapCount after a gc() evaluation (the engine's own count, the same
+    // meter as the op cases). Live chunk bytes: the snapshot's BLOC section; its HEAP section
+    // gives a second slot count, kept as a cross-check (it indexes slots for serialisation and
+    // can come out a little lower).
+    const snap = async (k) => {
+      const gcSlots = (await ev(xs, 'gc();')).currentHeapCount;
+      const path = join(dir, `s${k}.xss`);
+      await writeSnapshot(xs, path);
+      const s = readSnapshot(path);
+      rmSync(path, { force: true });
+      return { ...s, gcSlots };
+    };
+    let prev = await snap(0);
+    const steps = {};
+    for (let i = 0; i < bench.steps.length; i++) {
+      const st = bench.steps[i];
+      await ev(xs, `__B.step(${i});`);
+      const cur = await snap(i + 1);
+      const slots = cur.gcSlots - prev.gcSlots;
+      const chunkBytes = cur.chunkBytes - prev.chunkBytes;
+      steps[st.name] = {
+        count: st.count,
+        per: st.per,
+        slots,
+        slotsBySnapshot: cur.slots - prev.slots,
+        slotBytes: slots * DEVICE_SLOT_BYTES,
+        chunkBytes,
+        slotsEach: round(slots / st.count),
+        slotBytesEach: round((slots * DEVICE_SLOT_BYTES) / st.count),
+        chunkBytesEach: round(chunkBytes / st.count),
+      };
+      prev = cur;
+    }
+    const totals = {};
+    for (const t of bench.totals) {
+      let slots = 0;
+      let chunkBytes = 0;
+      for (const name of t.steps) {
+        slots += steps[name].slots;
+        chunkBytes += steps[name].chunkBytes;
+      }
+      totals[t.name] = { slots, slotBytes: slots * DEVICE_SLOT_BYTES, chunkBytes };
+    }
+    return { hostSlotBytes: prev.hostSlotBytes, live: { slots: prev.gcSlots, chunkBytes: prev.chunkBytes }, steps, totals };
+  } finally {
+    await xs.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ------------------------------------------------------------------------------------ report
+
+function pad(s, n, right = false) {
+  s = String(s);
+  return right ? s.padStart(n) : s.padEnd(n);
+}
+
+function num(x, digits = 1) {
+  if (x === null || x === undefined) return '–';
+  if (!Number.isFinite(x)) return String(x);
+  return x.toFixed(digits);
+}
+
+function printTable(report) {
+  const rows = [];
+  for (const [name, c] of Object.entries(report.cases)) {
+    if (c.kind !== 'op') continue;
+    const x = c.xs;
+    const n = c.node;
+    rows.push([name, c.op, num(x?.computronsPerOp), num(x?.bytesPerOp), num(n?.nsPerOp), num(x?.nsPerOp, 0), c.error ?? '']);
+    if (c.item !== c.op) {
+      rows.push(['', `${c.item} (${num(x?.itemsPerOp ?? n?.itemsPerOp, 2)}/${c.op})`, num(x?.computronsPerItem), num(x?.bytesPerItem), num(n?.nsPerItem), '', '']);
+    }
+    if (c.baseline && (x?.computronsPerItemLessBaseline !== undefined || n?.nsPerItemLessBaseline !== undefined)) {
+      rows.push(['', `${c.item} less ${c.baseline}`, num(x?.computronsPerItemLessBaseline), '', num(n?.nsPerItemLessBaseline), '', '']);
+    }
+  }
+  const head = ['case', 'per', 'XS computrons', 'XS bytes alloc', 'Node ns', 'XS host ns', ''];
+  const w = [24, 26, 14, 15, 10, 11];
+  log('');
+  log(head.slice(0, 6).map((h, i) => pad(h, w[i], i >= 2)).join(' '));
+  for (const r of rows) log(r.slice(0, 6).map((v, i) => pad(v, w[i], i >= 2)).join(' ') + (r[6] ? `  ${r[6]}` : ''));
+  for (const [name, c] of Object.entries(report.cases)) {
+    if (c.kind !== 'retained') continue;
+    log('');
+    log(`${name}: ${c.title} (XS, retained after gc; slots × ${DEVICE_SLOT_BYTES} B as on the device, chunk bytes as on this host, whose slots are ${c.xs ? c.xs.hostSlotBytes : '?'} B)`);
+    if (c.error) log(`  ERROR ${c.error}`);
+    if (!c.xs) continue;
+    log(['  ' + pad('step', 12), pad('count', 6, true), pad('slots', 8, true), pad('slot B', 9, true), pad('chunk B', 9, true), pad('slot B each', 12, true), pad('chunk B each', 13, true), '  per'].join(' '));
+    for (const [step, s] of Object.entries(c.xs.steps)) {
+      log(['  ' + pad(step, 12), pad(s.count, 6, true), pad(s.slots, 8, true), pad(s.slotBytes, 9, true), pad(s.chunkBytes, 9, true), pad(num(s.slotBytesEach), 12, true), pad(num(s.chunkBytesEach), 13, true), '  ' + s.per].join(' '));
+    }
+    for (const [t, s] of Object.entries(c.xs.totals)) {
+      log(`  total ${t}: ${s.slots} slots = ${s.slotBytes} B of slot heap, ${s.chunkBytes} B of chunks`);
+    }
+  }
+  log('');
+  log('XS computrons: deterministic cost; XS bytes alloc: slots allocated per op × 16 B (chunk-only allocations, e.g. string building, are not seen: see bench/README.md).');
+}
+
+// ------------------------------------------------------------------------------------ main
+
+async function main() {
+  // The compiled cases give the list and the metadata on both engines.
+  const factories = await loadCompiled();
+  const selected = [];
+  factories.forEach((make, index) => {
+    const b = make();
+    if (!only || only.some((o) => b.name.includes(o))) selected.push({ index, meta: b });
+  });
+  if (selected.length === 0) throw new Error(`no bench case matches ${only}`);
+
+  const report = {
+    version: 1,
+    quick,
+    deviceSlotBytes: DEVICE_SLOT_BYTES,
+    engines: { node: process.version, xs: 'xsnap-worker (@agoric/xsnap, XS 13.3)' },
+    cases: {},
+  };
+  let failed = 0;
+
+  for (const { meta } of selected) {
+    const c = { kind: meta.kind, title: meta.title, issue: meta.issue };
+    if (meta.kind === 'op') Object.assign(c, { op: meta.op, item: meta.item });
+    c.node = null;
+    c.xs = null;
+    report.cases[meta.name] = c;
+  }
+
+  if (runNode) {
+    for (const { index, meta } of selected) {
+      if (meta.kind !== 'op') continue;
+      const c = report.cases[meta.name];
+      try {
+        c.node = nodeOp(factories[index]());
+        log(`node  ${meta.name}: ${num(c.node.nsPerOp)} ns/${meta.op}`);
+      } catch (e) {
+        failed++;
+        c.error = `node: ${errorText(e)}`;
+        log(`node  ${meta.name}: FAILED ${errorText(e)}`);
+      }
+    }
+  }
+
+  if (runXs) {
+    const bundle = await bundleBenches();
+    const names = await (async () => {
+      const xs = newWorker();
+      try {
+        await xs.evaluate(bundle);
+        return (await xs.evaluateJson('__B.names()')).value;
+      } finally {
+        await xs.close();
+      }
+    })();
+    for (const { index, meta } of selected) {
+      const c = report.cases[meta.name];
+      try {
+        if (names[index] !== meta.name) throw new Error(`the XS bundle lists ${names[index]} at ${index}: build/ is stale, recompile`);
+        c.xs = meta.kind === 'op' ? await xsOp(bundle, index, meta) : await xsRetained(bundle, index, meta);
+        if (meta.kind === 'op') log(`xs    ${meta.name}: ${num(c.xs.computronsPerOp)} computrons/${meta.op}, ${num(c.xs.bytesPerOp)} B/${meta.op}`);
+        else log(`xs    ${meta.name}: done`);
+      } catch (e) {
+        failed++;
+        c.error = (c.error ? c.error + '; ' : '') + `xs: ${errorText(e)}`;
+        log(`xs    ${meta.name}: FAILED ${errorText(e)}`);
+      }
+    }
+  }
+
+  // A case that names a baseline (an op it includes once per item, e.g. the link's byte copy
+  // in every delivery) also gets its per-item cost less that baseline's per-op cost.
+  for (const { meta } of selected) {
+    if (meta.kind !== 'op' || !meta.baseline) continue;
+    const c = report.cases[meta.name];
+    const base = report.cases[meta.baseline];
+    c.baseline = meta.baseline;
+    if (!base) continue;
+    if (c.xs && base.xs && c.xs.computronsPerItem !== null) c.xs.computronsPerItemLessBaseline = round(c.xs.computronsPerItem - base.xs.computronsPerOp);
+    if (c.node && base.node && c.node.nsPerItem !== null) c.node.nsPerItemLessBaseline = round(c.node.nsPerItem - base.node.nsPerOp);
+  }
+
+  report.failed = failed;
+  if (json) process.stdout.write(JSON.stringify(report) + '\n');
+  else printTable(report);
+  process.exitCode = failed > 0 ? 1 : 0;
+}
+
+main().catch((e) => {
+  console.error(`bench failed: ${errorText(e)}`);
+  process.exitCode = 1;
+});
