@@ -164,6 +164,27 @@ export const DEFAULT_CATALOG: Catalog = deepFreeze({
       ],
     },
     {
+      // Segments of the trajectory the robot is executing, relayed to viewers and co-planners.
+      // The hub→client segments stream of §10.4 rows 4–6: shed whole-source or not at all.
+      id: 15,
+      name: 'path',
+      class: 'STREAM',
+      stream_kind: 'segments',
+      direction: 'telemetry',
+      max_rate_hz: 25,
+      priority: 'normal',
+      critical: false,
+      subscribe_tier: 'observer',
+      fields: [
+        { name: 't_start', unit: 's' },
+        { name: 'duration', unit: 's' },
+        { name: 'x', unit: 'm' },
+        { name: 'y', unit: 'm' },
+        { name: 'theta', unit: 'rad' },
+        { name: 'v', unit: 'm/s' },
+      ],
+    },
+    {
       // level: 0 debug … 3 error; code: the robot core's message code.
       id: 20,
       name: 'log',

@@ -18,7 +18,7 @@ import { deepEqual, equal, fail, ok, throws } from '../lib/assert.js';
 import { runs } from '../lib/env.js';
 
 // The default catalog's hash, pinned: a change here is a change every cached client sees.
-const DEFAULT_HASH_HEX = 'c81801a034868026';
+const DEFAULT_HASH_HEX = '8e56ba4d5e177e22';
 
 type Mutable = Record<string, unknown>;
 
@@ -42,10 +42,10 @@ const CONTROL_OWNER = 2;
 const IMU = 3;
 const ODOM = 4;
 const BATTERY = 6;
-const LOG = 8;
-const CMD_VEL = 10;
-const TRAJECTORY = 11;
-const ARM = 12;
+const LOG = 9;
+const CMD_VEL = 11;
+const TRAJECTORY = 12;
+const ARM = 13;
 
 interface BadCase {
   name: string;
@@ -99,30 +99,30 @@ const BAD: BadCase[] = [
   { name: 'a STREAM without stream_kind', make: mutate((c) => { delete ch(c, IMU)['stream_kind']; }), errors: [['channels[3].stream_kind', 'required']] },
   { name: 'stream_kind on a STATE', make: mutate((c) => { ch(c, BATTERY)['stream_kind'] = 'samples'; }), errors: [['channels[6].stream_kind', 'only allowed on STREAM']] },
   { name: 'an unknown stream_kind', make: mutate((c) => { ch(c, IMU)['stream_kind'] = 'frames'; }), errors: [['channels[3].stream_kind', "'segments'"]] },
-  { name: 'an EVENT without queue_depth', make: mutate((c) => { delete ch(c, LOG)['queue_depth']; }), errors: [['channels[8].queue_depth', 'required']] },
-  { name: 'queue_depth 0', make: mutate((c) => { ch(c, LOG)['queue_depth'] = 0; }), errors: [['channels[8].queue_depth', '1..64']] },
-  { name: 'queue_depth 65', make: mutate((c) => { ch(c, LOG)['queue_depth'] = 65; }), errors: [['channels[8].queue_depth', '1..64']] },
+  { name: 'an EVENT without queue_depth', make: mutate((c) => { delete ch(c, LOG)['queue_depth']; }), errors: [['channels[9].queue_depth', 'required']] },
+  { name: 'queue_depth 0', make: mutate((c) => { ch(c, LOG)['queue_depth'] = 0; }), errors: [['channels[9].queue_depth', '1..64']] },
+  { name: 'queue_depth 65', make: mutate((c) => { ch(c, LOG)['queue_depth'] = 65; }), errors: [['channels[9].queue_depth', '1..64']] },
   { name: 'queue_depth on a STREAM', make: mutate((c) => { ch(c, IMU)['queue_depth'] = 4; }), errors: [['channels[3].queue_depth', 'only allowed on EVENT']] },
-  { name: 'a publication without publish_tier', make: mutate((c) => { delete ch(c, CMD_VEL)['publish_tier']; }), errors: [['channels[10].publish_tier', 'required']] },
+  { name: 'a publication without publish_tier', make: mutate((c) => { delete ch(c, CMD_VEL)['publish_tier']; }), errors: [['channels[11].publish_tier', 'required']] },
   { name: 'publish_tier on telemetry', make: mutate((c) => { ch(c, IMU)['publish_tier'] = 'operator'; }), errors: [['channels[3].publish_tier', 'only allowed on publication']] },
   { name: 'an unknown subscribe_tier', make: mutate((c) => { ch(c, IMU)['subscribe_tier'] = 'admin'; }), errors: [['channels[3].subscribe_tier', "'maintainer'"]] },
   { name: 'an unknown priority', make: mutate((c) => { ch(c, IMU)['priority'] = 'high'; }), errors: [['channels[3].priority', "'elevated'"]] },
   { name: 'critical not a boolean', make: mutate((c) => { ch(c, IMU)['critical'] = 'no'; }), errors: [['channels[3].critical', 'true or false']] },
   { name: 'motion on telemetry', make: mutate((c) => { ch(c, ODOM)['motion'] = true; }), errors: [['channels[4].motion', 'only allowed on publication']] },
-  { name: 'motion not a boolean', make: mutate((c) => { ch(c, CMD_VEL)['motion'] = 1; }), errors: [['channels[10].motion', 'true or false']] },
+  { name: 'motion not a boolean', make: mutate((c) => { ch(c, CMD_VEL)['motion'] = 1; }), errors: [['channels[11].motion', 'true or false']] },
   {
     name: 'an INTENT sent as telemetry',
     make: mutate((c) => { ch(c, ARM)['direction'] = 'telemetry'; }),
     errors: [
-      ['channels[12].direction', "'publication'"],
-      ['channels[12].publish_tier', 'only allowed on publication'],
-      ['channels[12].motion', 'only allowed on publication'],
+      ['channels[13].direction', "'publication'"],
+      ['channels[13].publish_tier', 'only allowed on publication'],
+      ['channels[13].motion', 'only allowed on publication'],
     ],
   },
   {
     name: 'an INTENT outside the never-shed set',
     make: mutate((c) => { ch(c, ARM)['critical'] = false; ch(c, ARM)['priority'] = 'elevated'; }),
-    errors: [['channels[12].critical', 'INTENT']],
+    errors: [['channels[13].critical', 'INTENT']],
   },
   { name: 'safety not critical', make: mutate((c) => { ch(c, SAFETY)['critical'] = false; }), errors: [['channels[0].critical', "'safety'"]] },
   { name: 'safety at normal priority', make: mutate((c) => { ch(c, SAFETY)['priority'] = 'normal'; }), errors: [['channels[0].priority', "'critical'"]] },
@@ -167,10 +167,10 @@ const BAD: BadCase[] = [
     errors: [['channels[3].fields', 'at most 32']],
   },
   { name: 'max_burst on telemetry', make: mutate((c) => { ch(c, IMU)['max_burst'] = 200; }), errors: [['channels[3].max_burst', 'only allowed on publication']] },
-  { name: 'max_burst on an INTENT', make: mutate((c) => { ch(c, ARM)['max_burst'] = 5; }), errors: [['channels[12].max_burst', 'INTENT']] },
-  { name: 'max_burst above rate × 4', make: mutate((c) => { ch(c, TRAJECTORY)['max_burst'] = 21; }), errors: [['channels[11].max_burst', '[5, 20]']] },
-  { name: 'max_burst below the rate', make: mutate((c) => { ch(c, TRAJECTORY)['max_burst'] = 4; }), errors: [['channels[11].max_burst', '[5, 20]']] },
-  { name: 'a fractional max_burst', make: mutate((c) => { ch(c, TRAJECTORY)['max_burst'] = 7.5; }), errors: [['channels[11].max_burst', 'integer']] },
+  { name: 'max_burst on an INTENT', make: mutate((c) => { ch(c, ARM)['max_burst'] = 5; }), errors: [['channels[13].max_burst', 'INTENT']] },
+  { name: 'max_burst above rate × 4', make: mutate((c) => { ch(c, TRAJECTORY)['max_burst'] = 21; }), errors: [['channels[12].max_burst', '[5, 20]']] },
+  { name: 'max_burst below the rate', make: mutate((c) => { ch(c, TRAJECTORY)['max_burst'] = 4; }), errors: [['channels[12].max_burst', '[5, 20]']] },
+  { name: 'a fractional max_burst', make: mutate((c) => { ch(c, TRAJECTORY)['max_burst'] = 7.5; }), errors: [['channels[12].max_burst', 'integer']] },
   {
     name: 'many mistakes at once, all reported',
     make: mutate((c) => {
@@ -187,9 +187,9 @@ const BAD: BadCase[] = [
       ['channels[0].critical', "'safety'"],
       ['channels[3].max_rate_hz', '> 0'],
       ['channels[4].id', 'also channels[0]'],
-      ['channels[8].queue_depth', 'required'],
-      ['channels[11].stream_kind', "'segments'"],
-      ['channels[12].publish_tier', "'operator'"],
+      ['channels[9].queue_depth', 'required'],
+      ['channels[12].stream_kind', "'segments'"],
+      ['channels[13].publish_tier', "'operator'"],
     ],
   },
 ];
@@ -272,11 +272,11 @@ describe('catalog', () => {
       // Reflect.set reports a refused write the same way in strict and sloppy code.
       equal(Reflect.set(imu, 'max_rate_hz', 1), false);
       equal(Reflect.set((imu['fields'] as object[])[0] as object, 'unit', 'g'), false);
-      equal(Reflect.set(DEFAULT_CATALOG.channels, 18, {}), false);
+      equal(Reflect.set(DEFAULT_CATALOG.channels, 19, {}), false);
       throws(() => { (DEFAULT_CATALOG.channels as unknown as unknown[]).push({}); }, (e) => e instanceof TypeError);
       equal(DEFAULT_CATALOG.channels[3]?.max_rate_hz, 200);
       equal(DEFAULT_CATALOG.channels[3]?.fields[0]?.unit, 'm/s^2');
-      equal(DEFAULT_CATALOG.channels.length, 18);
+      equal(DEFAULT_CATALOG.channels.length, 19);
     });
 
     it('has the never-shed channels and the channels a mobile manipulator team expects', () => {
@@ -291,6 +291,7 @@ describe('catalog', () => {
         ['joint_states', 12, ChannelClass.STATE, -1, Priority.normal],
         ['battery', 13, ChannelClass.STATE, -1, Priority.normal],
         ['scan', 14, ChannelClass.STREAM, StreamKind.samples, Priority.background],
+        ['path', 15, ChannelClass.STREAM, StreamKind.segments, Priority.normal],
         ['log', 20, ChannelClass.EVENT, -1, Priority.background],
         ['fault', 21, ChannelClass.EVENT, -1, Priority.elevated],
         ['cmd_vel', 30, ChannelClass.STREAM, StreamKind.samples, Priority.elevated],
@@ -317,6 +318,25 @@ describe('catalog', () => {
       deepEqual(idx.byName('set_mode')?.def.fields.map((f) => f.name), ['mode']);
       deepEqual(idx.byName('trajectory')?.def.fields.map((f) => f.name), ['t_start', 'duration', 'x', 'y', 'theta', 'v']);
       equal(idx.byName('scan')?.fieldCount, 16);
+    });
+
+    it('has a hub→client segments stream, so §10.4 rows 4–6 can fire in a real deployment', () => {
+      const idx = loadCatalog(DEFAULT_CATALOG);
+      deepEqual(
+        idx.channels.filter((c) => c.kind === StreamKind.segments && c.direction === Direction.telemetry).map((c) => c.name),
+        ['path'],
+      );
+      const path = idx.byName('path');
+      const trajectory = idx.byName('trajectory');
+      if (path === undefined || trajectory === undefined) return fail('no path or trajectory');
+      const { def: _def, ...codes } = path;
+      deepEqual(codes, {
+        id: 15, name: 'path', cls: ChannelClass.STREAM, kind: StreamKind.segments, priority: Priority.normal,
+        critical: false, subscribeTier: Tier.observer, publishTier: -1, motion: false,
+        direction: Direction.telemetry, maxRateHz: 25, queueDepth: 0, maxBurst: 0, fieldCount: 6,
+      });
+      // The segments it relays are the robot's own trajectory segments: the same fields and units.
+      deepEqual(path.def.fields, trajectory.def.fields);
     });
 
     it('keeps every sample within one 250-byte ESP-NOW datagram', () => {
@@ -391,8 +411,8 @@ describe('catalog', () => {
       delete ch(c, TRAJECTORY)['max_burst'];
       const r = validateCatalog(c);
       if (!r.ok) return fail(describeErrors(r.errors));
-      equal(r.catalog.channels[10]?.motion, undefined);
-      ok(!('max_burst' in (r.catalog.channels[11] as object)));
+      equal(r.catalog.channels[11]?.motion, undefined);
+      ok(!('max_burst' in (r.catalog.channels[12] as object)));
       const idx = new CatalogIndex(r.catalog);
       equal(idx.byName('cmd_vel')?.motion, false);
       equal(idx.byName('trajectory')?.maxBurst, 0);
@@ -408,7 +428,7 @@ describe('catalog', () => {
       const msg = (e as Error).message;
       ok(msg.indexOf('2 errors') >= 0, msg);
       ok(msg.indexOf('channels[3].max_rate_hz: ') >= 0, msg);
-      ok(msg.indexOf('channels[8].queue_depth: ') >= 0, msg);
+      ok(msg.indexOf('channels[9].queue_depth: ') >= 0, msg);
     });
   });
 
@@ -470,7 +490,7 @@ describe('catalog', () => {
         ['a unit', (c) => { ((ch(c, IMU)['fields'] as Mutable[])[0] as Mutable)['unit'] = 'g'; }],
         ['the order of fields', (c) => { (ch(c, IMU)['fields'] as Mutable[]).reverse(); }],
         ['a priority', (c) => { ch(c, BATTERY)['priority'] = 'elevated'; }],
-        ['an id', (c) => { ch(c, BATTERY)['id'] = 15; }],
+        ['an id', (c) => { ch(c, BATTERY)['id'] = 16; }],
         ['an added optional key', (c) => { ch(c, CMD_VEL)['max_burst'] = 50; }],
         ['a removed channel', (c) => { chans(c).splice(BATTERY, 1); }],
         ['the catalog name', (c) => { c['name'] = 'mobile-manipulator-2'; }],

@@ -1,0 +1,1282 @@
+// The hub core: sessions, grants, the shedding table and its actions, parking, ingress
+// limits, intents, control ownership and the ESTOP latch (§10; BRIEF §3–§6).
+// Platform-free: everything it needs arrives through the interfaces in ports.ts.
+import type { CatalogIndex, ChannelInfo } from '../catalog/index.js';
+import { ChannelClass, Direction, StreamKind, Tier } from '../catalog/schema.js';
+import { CborError, CborWriter } from './cbor.js';
+import {
+  DEADMAN_MS,
+  DEFAULT_SLOTS,
+  MALFORMED_CLOSE_PER_S,
+  STALE_TTL_MS,
+} from './constants.js';
+import { decodeCredentials, tierFor, type Credential, CREDENTIALS_KEY } from './credentials.js';
+import { Deadman, EstopLatch } from './estop.js';
+import {
+  decodeEstop,
+  ESTOP_FRAME_BYTES,
+  ESTOP_NACK_FRAME_TYPE,
+  EstopFrameError,
+  EstopKind,
+  EstopSource,
+  isEstopFrame,
+  type EstopFrame,
+} from './estop-frame.js';
+import {
+  decodeFrame,
+  encodeData,
+  encodeFrame,
+  FRAME_DIRECTION,
+  FrameError,
+  FrameType,
+  FROM_CLIENT,
+  GoodbyeReason,
+  MAX_FRAME_BYTES,
+  MAX_HUB_FRAME_BYTES,
+  MAX_VALUES,
+  peekFrameType,
+  PROTOCOL_VERSION,
+  RESUME_TOKEN_BYTES,
+  type Frame,
+  type HelloFrame,
+  type PubGrant,
+  type PubWish,
+  type SubGrant,
+  type SubWish as WireSubWish,
+} from './frames.js';
+import { floorToGrantStep, frameBytesFor, grantedPriority, planGrants, tierCapHz, type SubWish } from './grants.js';
+import { burstFor, constantTimeEqual, WindowCounter } from './limits.js';
+import { Nack } from './nack.js';
+import { NULL_LOG, type Clock, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
+import { Publication, Session, SessionState, Subscription, type EventRecord } from './session.js';
+import { decimationFactor, SHED_DECISION, shedDecide, shedDecision, shedRow, sameValues } from './shed.js';
+
+export interface HubConfig {
+  /** Text the hub names itself with in WELCOME. */
+  readonly hubId: string;
+  /** Session slots (BRIEF §3). */
+  readonly slots: number;
+  readonly staleTtlMs: number;
+  readonly deadmanMs: number;
+  /** Deliveries per second the hub makes over all non-critical subscriptions (the pie, §10.2). */
+  readonly capacityHz: number;
+  /** Tier of a client with no or an unknown credential; -1 refuses it with FORBIDDEN. */
+  readonly anonymousTier: number;
+  /** Bytes of each session's never-shed queue (§10.4). */
+  readonly neverShedBytes: number;
+}
+
+export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
+  hubId: 'robot-hub',
+  slots: DEFAULT_SLOTS,
+  staleTtlMs: STALE_TTL_MS,
+  deadmanMs: DEADMAN_MS,
+  capacityHz: 2000,
+  anonymousTier: Tier.observer,
+  neverShedBytes: 2048,
+});
+
+export interface HubPorts {
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly store: Store;
+  readonly robot: RobotPort;
+  readonly catalog: CatalogIndex;
+  readonly log?: Log;
+}
+
+/** Counters the health report and the simulator read (free of names and payloads). */
+export class HubCounters {
+  /** Pushes by shedding-table row, index 1..15 (§10.4). */
+  readonly rows = new Float64Array(16);
+  /** Pushes the table sent but the link could not take (dropped at once, never held). */
+  egressDrops = 0;
+  /** Pushes held back by the granted rate (not shedding: the grant itself). */
+  rateGated = 0;
+  /** Pushes a decimating row dropped (counted in `rows` too). */
+  decimated = 0;
+  /** STATE pushes a conflating row dropped as unchanged (counted in `rows` too). */
+  conflated = 0;
+  /** Pushes a dropping row discarded, whole-source drops included (counted in `rows` too). */
+  shedDrops = 0;
+  /** Deliveries made (frames handed to links, DATA only). */
+  delivered = 0;
+  /** NACKs sent, by code. */
+  readonly nacks = new Float64Array(32);
+  parks = 0;
+  resumes = 0;
+  estops = 0;
+  reclaims = 0;
+  neverShedOverflows = 0;
+  grantsAnnounced = 0;
+}
+
+interface Conn {
+  readonly link: Link;
+  session: Session | null;
+  readonly preHelloMalformed: WindowCounter;
+  closed: boolean;
+}
+
+const SEGMENTS = StreamKind.segments;
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+// safety-events `kind` (catalog comment): what happened to the latch.
+export const SafetyEventKind = Object.freeze({ LATCH: 1, CLEAR: 2 } as const);
+
+export class Hub {
+  readonly config: HubConfig;
+  readonly catalog: CatalogIndex;
+  readonly counters = new HubCounters();
+  readonly latch: EstopLatch;
+  private readonly clock: Clock;
+  private readonly random: Random;
+  private readonly store: Store;
+  private readonly robot: RobotPort;
+  private readonly log: Log;
+  private readonly slots: (Session | null)[];
+  private readonly conns: Conn[] = [];
+  private nextSessionId = 1;
+  private credentials: Credential[];
+  /** Channel id → its subscribers, kept dense for the hot path. */
+  private readonly subscribers: Subscription[][] = [];
+  /** Channel id → hub-wide sequence of pushes (DATA key 4). */
+  private readonly channelSeq = new Float64Array(256);
+  /** Scratch buffers, sized once: the shared DATA frame, per-subscriber variants, control frames. */
+  private readonly dataW = new CborWriter(new Uint8Array(MAX_HUB_FRAME_BYTES));
+  private readonly variantW = new CborWriter(new Uint8Array(MAX_HUB_FRAME_BYTES));
+  private readonly ctrlW = new CborWriter(new Uint8Array(MAX_HUB_FRAME_BYTES));
+  private readonly estopBuf = new Uint8Array(ESTOP_FRAME_BYTES);
+  private readonly scratchValues = new Float64Array(MAX_VALUES);
+  /** Wishes refused while answering one frame: (code, frame type, channel id) triples, sent after the answer. */
+  private readonly refusals: number[] = [];
+  private owner: Session | null = null;
+  private readonly deadman: Deadman;
+  private readonly safetyCh: ChannelInfo | undefined;
+  private readonly ownerCh: ChannelInfo | undefined;
+  private readonly safetyEventsCh: ChannelInfo | undefined;
+  private buttonHeld = false;
+
+  constructor(ports: HubPorts, config: Partial<HubConfig> = {}) {
+    this.config = Object.freeze({ ...DEFAULT_HUB_CONFIG, ...config });
+    this.catalog = ports.catalog;
+    this.clock = ports.clock;
+    this.random = ports.random;
+    this.store = ports.store;
+    this.robot = ports.robot;
+    this.log = ports.log ?? NULL_LOG;
+    this.slots = [];
+    for (let i = 0; i < this.config.slots; i++) this.slots.push(null);
+    for (let i = 0; i < 256; i++) this.subscribers.push([]);
+    this.credentials = decodeCredentials(this.store.get(CREDENTIALS_KEY));
+    this.deadman = new Deadman(this.config.deadmanMs);
+    this.safetyCh = this.catalog.byName('safety');
+    this.ownerCh = this.catalog.byName('control-owner');
+    this.safetyEventsCh = this.catalog.byName('safety-events');
+    // §11.2: the latch is restored from the Store; a restored latch stops the robot at once.
+    this.latch = new EstopLatch(this.store, this.robot, this.clock);
+  }
+
+  // ------------------------------------------------------------------ links
+
+  /** A binding hands the core a new transport; the core answers with where to feed its frames. */
+  attach(link: Link): LinkSink {
+    const conn: Conn = { link, session: null, preHelloMalformed: new WindowCounter(MALFORMED_CLOSE_PER_S + 1), closed: false };
+    this.conns.push(conn);
+    return {
+      frame: (bytes, start, end) => this.onFrame(conn, bytes, start, end),
+      lost: () => this.onLost(conn),
+    };
+  }
+
+  /** Reloads the credential table after an operator changed it in the Store. */
+  reloadCredentials(): void {
+    this.credentials = decodeCredentials(this.store.get(CREDENTIALS_KEY));
+  }
+
+  private onLost(conn: Conn): void {
+    if (conn.closed) return;
+    const s = conn.session;
+    this.dropConn(conn);
+    // §6.6: a reported transport loss makes the session STALE; it is not torn down.
+    if (s && s.link === conn.link) this.makeStale(s, false);
+  }
+
+  private dropConn(conn: Conn): void {
+    conn.closed = true;
+    const i = this.conns.indexOf(conn);
+    if (i >= 0) this.conns.splice(i, 1);
+  }
+
+  private connOf(s: Session): Conn | undefined {
+    for (let i = 0; i < this.conns.length; i++) if ((this.conns[i] as Conn).session === s) return this.conns[i];
+    return undefined;
+  }
+
+  // ------------------------------------------------------------------ ingress
+
+  private onFrame(conn: Conn, bytes: Uint8Array, start: number, end: number): void {
+    if (conn.closed) return;
+    const now = this.clock.now();
+    const s = conn.session;
+    try {
+      if (isEstopFrame(bytes, start)) {
+        this.onEstopFrame(conn, bytes, start, end - start, now);
+        return;
+      }
+      if (end - start > MAX_FRAME_BYTES) {
+        this.malformed(conn, Nack.TOO_LARGE, peekFrameType(bytes, start, Math.min(end, start + 16)), now);
+        return;
+      }
+      let f: Frame;
+      try {
+        f = decodeFrame(bytes, start, end);
+      } catch (e) {
+        if (e instanceof FrameError) this.malformed(conn, e.nack, e.frameType, now);
+        else if (e instanceof CborError) this.malformed(conn, Nack.MALFORMED, undefined, now);
+        else throw e;
+        return;
+      }
+      if (((FRAME_DIRECTION[f.type] ?? 0) & FROM_CLIENT) === 0) {
+        this.malformed(conn, Nack.MALFORMED, f.type, now);
+        return;
+      }
+      if (!s) {
+        if (f.type === FrameType.HELLO) this.onHello(conn, f, now);
+        else if (f.type === FrameType.PING) this.sendTo(conn, { type: FrameType.PONG, t0: f.t0, t1: now });
+        // A transport that talks before HELLO counts towards the same misbehaviour limit.
+        else this.malformed(conn, Nack.NOT_READY, f.type, now);
+        return;
+      }
+      s.lastHeard = now;
+      if (s === this.owner) this.ownerHeard(now);
+      this.dispatch(conn, s, f, now);
+    } catch (e) {
+      // A fault in the core must never take the hub down or touch another session.
+      this.log.event('internal-error', s ? s.id : 0);
+      if (!conn.closed) this.nackConn(conn, Nack.MALFORMED, undefined);
+    }
+  }
+
+  private malformed(conn: Conn, code: number, frameType: number | undefined, now: number, channelId?: number): void {
+    this.nackConn(conn, code, frameType !== undefined && frameType >= 0 ? frameType : undefined, channelId);
+    const s = conn.session;
+    const count = s ? s.malformed.add(now) : conn.preHelloMalformed.add(now);
+    // BRIEF §6: a session that sends malformed frames persistently is closed.
+    if (count > MALFORMED_CLOSE_PER_S) {
+      this.log.event('malformed-close', s ? s.id : 0, count);
+      if (s) this.closeSession(s, GoodbyeReason.MISBEHAVING);
+      else {
+        this.dropConn(conn);
+        conn.link.close();
+      }
+    }
+  }
+
+  private dispatch(conn: Conn, s: Session, f: Frame, now: number): void {
+    switch (f.type) {
+      case FrameType.HELLO:
+        // A second HELLO on an attached session is a client bug, not a resume.
+        this.nackSession(s, Nack.MALFORMED, f.type);
+        return;
+      case FrameType.SUBSCRIBE:
+        this.refusals.length = 0;
+        this.subscribe(s, f.wishes);
+        this.replan();
+        this.sendGrant(s, true, false);
+        this.sendRefusals(s);
+        this.announceGrants();
+        return;
+      case FrameType.UNSUBSCRIBE:
+        for (const id of f.channels) this.unsubscribe(s, id);
+        this.replan();
+        this.sendGrant(s, true, false);
+        this.announceGrants();
+        return;
+      case FrameType.PUBLISH: {
+        this.refusals.length = 0;
+        const granted = this.publishWishes(s, f.wishes, now);
+        // §10.2: a PUBLISH is always answered with a GRANT carrying granted_publishes, even empty.
+        this.sendControl(s, { type: FrameType.GRANT, pubGrants: granted });
+        this.sendRefusals(s);
+        return;
+      }
+      case FrameType.BUNDLE:
+        this.onBundle(conn, s, f.channelId, f.samples, now);
+        return;
+      case FrameType.INTENT:
+        this.onIntent(s, f.channelId, f.requestId, f.args ?? [], now);
+        return;
+      case FrameType.ACK:
+        if ('acked' in f && f.acked > s.ackedFrames) s.ackedFrames = Math.min(f.acked, s.sentFrames);
+        return;
+      case FrameType.PING:
+        this.sendControl(s, { type: FrameType.PONG, t0: f.t0, t1: now });
+        return;
+      case FrameType.PONG:
+        return;
+      case FrameType.GOODBYE:
+        this.closeSession(s, GoodbyeReason.NORMAL);
+        return;
+      case FrameType.ESTOP_CLEAR:
+        this.onEstopClear(s, f.estopSeq);
+        return;
+      case FrameType.CATALOG:
+        this.sendCatalog(conn, s, f.offset ?? 0);
+        return;
+      case FrameType.HEALTH:
+        // Health is served by the health module (issue 6); until then maintainers get the counters.
+        if (s.tier < Tier.maintainer) this.nackSession(s, Nack.FORBIDDEN, f.type);
+        else this.sendControl(s, { type: FrameType.HEALTH, text: JSON.stringify(this.healthSummary()) });
+        return;
+      default:
+        this.nackSession(s, Nack.MALFORMED, f.type);
+    }
+  }
+
+  // ------------------------------------------------------------------ sessions
+
+  private onHello(conn: Conn, f: HelloFrame, now: number): void {
+    if (f.version !== PROTOCOL_VERSION) {
+      this.nackConn(conn, Nack.VERSION, f.type);
+      return;
+    }
+    let s: Session | undefined;
+    if (f.resumeToken) {
+      s = this.findByToken(f.resumeToken);
+      if (!s) {
+        this.nackConn(conn, Nack.UNKNOWN_SESSION, f.type);
+        return;
+      }
+      this.resume(conn, s, now);
+    } else {
+      let tier = this.config.anonymousTier;
+      if (f.credential) {
+        const t = tierFor(this.credentials, f.credential);
+        if (t >= 0) tier = t;
+      }
+      if (tier < 0) {
+        this.nackConn(conn, Nack.FORBIDDEN, f.type);
+        return;
+      }
+      const slot = this.freeSlot();
+      if (slot < 0) {
+        this.nackConn(conn, Nack.NO_SLOTS, f.type, undefined, 1000);
+        return;
+      }
+      const token = new Uint8Array(RESUME_TOKEN_BYTES);
+      this.random.fill(token);
+      s = new Session(this.nextSessionId++, slot, tier, token, now, this.config.neverShedBytes, MALFORMED_CLOSE_PER_S);
+      this.slots[slot] = s;
+      s.link = conn.link;
+      conn.session = s;
+      this.log.event('session-open', s.id, tier);
+    }
+    this.refusals.length = 0;
+    if (f.subWishes) this.subscribe(s, f.subWishes);
+    if (f.pubWishes) this.publishWishes(s, f.pubWishes, now);
+    this.replan();
+    s.grantOwed = false;
+    // WELCOME re-states every grant the session holds (a resume keeps them all, §6.6).
+    this.sendControl(s, {
+      type: FrameType.WELCOME,
+      sessionId: s.id,
+      resumeToken: s.resumeToken,
+      hubId: this.config.hubId,
+      mtu: conn.link.mtu,
+      slots: this.config.slots,
+      catalogHash: this.catalog.hash,
+      tier: s.tier,
+      owner: this.owner ? this.owner.id : 0,
+      latched: this.latch.latched,
+      subGrants: this.currentSubGrants(s),
+      pubGrants: this.currentPubGrants(s),
+      staleTtlMs: this.config.staleTtlMs,
+    });
+    this.sendRefusals(s);
+    // §10.2: a join re-splits the pie; the others hear of it now, not at the next tick.
+    this.announceGrants();
+  }
+
+  private findByToken(token: Uint8Array): Session | undefined {
+    let found: Session | undefined;
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s) continue;
+      if (constantTimeEqual(s.resumeToken, token) && !found) found = s;
+    }
+    return found;
+  }
+
+  /** §6.6 → ACTIVE on any binding: grants kept and re-stated, first pushes re-sent (row 3). */
+  private resume(conn: Conn, s: Session, now: number): void {
+    const old = this.connOf(s);
+    if (old && old !== conn) {
+      // The same client came back on another transport before the old one was noticed dead.
+      const w = this.ctrlW;
+      w.reset();
+      encodeFrame({ type: FrameType.GOODBYE, reason: GoodbyeReason.RESUMED_ELSEWHERE }, w);
+      if (old.link.canSend(w.pos)) old.link.send(w.buf, w.pos);
+      this.dropConn(old);
+      old.link.close();
+    }
+    s.link = conn.link;
+    conn.session = s;
+    s.state = SessionState.ACTIVE;
+    s.lastHeard = now;
+    s.neverShed.clear();
+    s.stall.reset();
+    s.budget.reset();
+    s.sentFrames = 0;
+    s.ackedFrames = 0;
+    const token = new Uint8Array(RESUME_TOKEN_BYTES);
+    this.random.fill(token);
+    s.resumeToken = token;
+    for (const sub of s.subs.values()) {
+      sub.firstPush = true;
+      sub.nextDue = 0;
+      sub.decimator.reset();
+      sub.lastLen = -1;
+    }
+    if (s === this.owner) this.ownerHeard(now);
+    this.counters.resumes++;
+    this.log.event('session-resume', s.id);
+  }
+
+  private freeSlot(): number {
+    for (let i = 0; i < this.slots.length; i++) if (!this.slots[i]) return i;
+    // BRIEF §3: slot pressure reclaims the oldest STALE session — the only way a parked one yields.
+    let oldest: Session | null = null;
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i] as Session;
+      if (s.state === SessionState.STALE && (!oldest || s.staleSince < oldest.staleSince)) oldest = s;
+    }
+    if (!oldest) return -1;
+    this.counters.reclaims++;
+    this.closeSession(oldest, GoodbyeReason.EVICTED);
+    return oldest.slot;
+  }
+
+  /** §6.6 staleness: transport lost, reported lost, or parked by §10.4. Grants are kept. */
+  private makeStale(s: Session, parked: boolean): void {
+    const conn = this.connOf(s);
+    if (conn) {
+      this.dropConn(conn);
+      conn.link.close();
+    }
+    const now = this.clock.now();
+    s.link = null;
+    s.state = SessionState.STALE;
+    s.staleSince = now;
+    s.neverShed.clear();
+    s.stall.reset();
+    for (const sub of s.subs.values()) {
+      // The client will have missed segments while away: the first push after resume says so.
+      if (sub.ch.kind === SEGMENTS) sub.sourceDropped = true;
+    }
+    if (parked) this.counters.parks++;
+    this.log.event(parked ? 'session-park' : 'session-stale', s.id);
+    this.replan();
+    this.announceGrants();
+  }
+
+  /** §6.9 teardown: GOODBYE, stale expiry, slot-pressure reclaim or persistent misbehaviour. */
+  private closeSession(s: Session, reason: number): void {
+    if (s.state === SessionState.CLOSED) return;
+    if (s.link) this.sendControl(s, { type: FrameType.GOODBYE, reason });
+    const conn = this.connOf(s);
+    if (conn) {
+      this.dropConn(conn);
+      conn.link.close();
+    }
+    s.link = null;
+    s.state = SessionState.CLOSED;
+    for (const id of Array.from(s.subs.keys())) this.unsubscribe(s, id);
+    s.pubs.clear();
+    this.slots[s.slot] = null;
+    if (this.owner === s) this.setOwner(null);
+    this.log.event('session-close', s.id, reason);
+    this.replan();
+    this.announceGrants();
+  }
+
+  // ------------------------------------------------------------------ grants (§10.2)
+
+  private refuse(code: number, frameType: number, channelId: number): void {
+    this.refusals.push(code, frameType, channelId);
+  }
+
+  /** Refused wishes are NACKed after the answer (WELCOME or GRANT), so that the answer comes first. */
+  private sendRefusals(s: Session): void {
+    const r = this.refusals;
+    for (let i = 0; i + 2 < r.length; i += 3) this.nackSession(s, r[i] as number, r[i + 1] as number, r[i + 2] as number);
+    r.length = 0;
+  }
+
+  private subscribe(s: Session, wishes: readonly WireSubWish[]): void {
+    for (const w of wishes) {
+      const ch = this.catalog.byId(w.channelId);
+      if (!ch || ch.direction !== Direction.telemetry || ch.cls === ChannelClass.INTENT) {
+        this.refuse(Nack.UNKNOWN_CHANNEL, FrameType.SUBSCRIBE, w.channelId);
+        continue;
+      }
+      if (s.tier < ch.subscribeTier) {
+        this.refuse(Nack.FORBIDDEN, FrameType.SUBSCRIBE, w.channelId);
+        continue;
+      }
+      const priority = grantedPriority(w.priority, ch.priority, ch.critical, s.tier);
+      const existing = s.subs.get(ch.id);
+      if (existing) {
+        existing.wishHz = w.wishedRateHz;
+        existing.wishPriority = w.priority;
+        existing.priority = priority;
+        existing.firstPush = true;
+        continue;
+      }
+      const sub = new Subscription(s, ch, w.wishedRateHz, w.priority, priority);
+      s.subs.set(ch.id, sub);
+      (this.subscribers[ch.id] as Subscription[]).push(sub);
+    }
+  }
+
+  private unsubscribe(s: Session, channelId: number): void {
+    const sub = s.subs.get(channelId);
+    if (!sub) return;
+    s.subs.delete(channelId);
+    const list = this.subscribers[channelId] as Subscription[];
+    const i = list.indexOf(sub);
+    if (i >= 0) list.splice(i, 1);
+  }
+
+  /**
+   * §10.2/§10.5 publication grants. A publication is ingress: it spends none of the egress
+   * capacity or link budget, so its wish is clamped by the catalog max_rate_hz (and refused
+   * below the catalog publish tier); the burst is clamped into [granted, granted × 4] and
+   * below the catalog max_burst.
+   */
+  private publishWishes(s: Session, wishes: readonly PubWish[], now: number): PubGrant[] {
+    const out: PubGrant[] = [];
+    for (const w of wishes) {
+      const ch = this.catalog.byId(w.channelId);
+      if (!ch || ch.direction !== Direction.publication || ch.cls === ChannelClass.INTENT) {
+        this.refuse(Nack.UNKNOWN_CHANNEL, FrameType.PUBLISH, w.channelId);
+        continue;
+      }
+      if (ch.publishTier < 0 || s.tier < ch.publishTier) {
+        this.refuse(Nack.FORBIDDEN, FrameType.PUBLISH, w.channelId);
+        continue;
+      }
+      const granted = floorToGrantStep(Math.min(w.wishedRateHz, ch.maxRateHz));
+      if (!(granted > 0)) continue;
+      let burst = burstFor(granted, w.burst);
+      if (ch.maxBurst > 0) burst = Math.max(granted, Math.min(burst, ch.maxBurst));
+      // §10.5: refill = the granted rate; capacity = burst if asked, else the granted rate.
+      if (w.burst === undefined) burst = granted;
+      let pub = s.pubs.get(ch.id);
+      if (!pub) {
+        pub = new Publication(ch, w.wishedRateHz, w.burst, granted, burst, now);
+        s.pubs.set(ch.id, pub);
+      } else {
+        // A re-grant keeps the tokens held, clamped to the new capacity.
+        pub.wishHz = w.wishedRateHz;
+        pub.wishBurst = w.burst;
+        pub.grantedHz = granted;
+        pub.burst = burst;
+        pub.bucket.configure(granted, burst, now);
+      }
+      out.push({ channelId: ch.id, grantedRateHz: granted, burst });
+    }
+    return out;
+  }
+
+  private currentPubGrants(s: Session): PubGrant[] {
+    const out: PubGrant[] = [];
+    for (const p of s.pubs.values()) out.push({ channelId: p.ch.id, grantedRateHz: p.grantedHz, burst: p.burst });
+    return out;
+  }
+
+  private currentSubGrants(s: Session): SubGrant[] {
+    const out: SubGrant[] = [];
+    for (const sub of s.subs.values()) out.push({ channelId: sub.ch.id, grantedRateHz: sub.grantedHz, priority: sub.priority });
+    return out;
+  }
+
+  /**
+   * The rate a subscription asks the plan for. §10.4: a segments stream is shed whole-source
+   * or not at all, so its grant is too: any positive wish asks for the whole source (the
+   * catalog max_rate_hz), and `replan` grants that or nothing.
+   */
+  private planWishHz(sub: Subscription): number {
+    if (sub.ch.kind === SEGMENTS) return sub.wishHz > 0 ? sub.ch.maxRateHz : 0;
+    return sub.wishHz;
+  }
+
+  /**
+   * Re-splits the pie over every ACTIVE session (§10.2) and marks sessions whose grants
+   * changed; they are told by an unsolicited GRANT. STALE sessions keep their grants
+   * frozen until they resume.
+   */
+  private replan(): void {
+    const wishes: SubWish[] = [];
+    const subs: Subscription[] = [];
+    const budgets = new Map<number, number>();
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s || s.state !== SessionState.ACTIVE) continue;
+      if (Number.isFinite(s.budget.budgetBps)) budgets.set(s.id, s.budget.budgetBps);
+      for (const sub of s.subs.values()) {
+        subs.push(sub);
+        wishes.push(this.planWish(s, sub, this.planWishHz(sub)));
+      }
+    }
+    let granted = planGrants(wishes, budgets, this.config.capacityHz);
+    // §10.4 segments: a share below the whole source is no grant at all. Their share goes
+    // back to the pie and the plan is made again without them.
+    let partial = false;
+    for (let i = 0; i < subs.length; i++) {
+      const sub = subs[i] as Subscription;
+      if (sub.ch.kind === SEGMENTS && !sub.ch.critical && (granted[i] as number) < sub.ch.maxRateHz && (wishes[i] as SubWish).wishHz > 0) {
+        wishes[i] = this.planWish(sub.session, sub, 0);
+        partial = true;
+      }
+    }
+    if (partial) granted = planGrants(wishes, budgets, this.config.capacityHz);
+    for (let i = 0; i < subs.length; i++) {
+      const sub = subs[i] as Subscription;
+      let g = granted[i] as number;
+      if (sub.ch.kind === SEGMENTS && !sub.ch.critical) g = g >= sub.ch.maxRateHz ? sub.ch.maxRateHz : 0;
+      if (g !== sub.grantedHz) {
+        sub.grantedHz = g;
+        sub.firstPush = true; // §9.1: the first push after any grant change is always sent
+        sub.session.grantOwed = true;
+      }
+    }
+  }
+
+  private planWish(s: Session, sub: Subscription, wishHz: number): SubWish {
+    return {
+      session: s.id,
+      channelId: sub.ch.id,
+      wishHz,
+      priority: sub.priority,
+      maxRateHz: sub.ch.maxRateHz,
+      tierCapHz: tierCapHz(s.tier, sub.ch.maxRateHz),
+      frameBytes: frameBytesFor(sub.ch.fieldCount),
+      critical: sub.ch.critical,
+    };
+  }
+
+  /** Sends every owed unsolicited GRANT (§10.2: re-states the current grants). */
+  private announceGrants(): void {
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (s && s.grantOwed && s.state === SessionState.ACTIVE) this.sendGrant(s, true, false);
+    }
+  }
+
+  private sendGrant(s: Session, subs: boolean, pubs: boolean): void {
+    s.grantOwed = false;
+    this.counters.grantsAnnounced++;
+    const f: { type: 6; subGrants?: SubGrant[]; pubGrants?: PubGrant[] } = { type: FrameType.GRANT };
+    if (subs) f.subGrants = this.currentSubGrants(s);
+    if (pubs) f.pubGrants = this.currentPubGrants(s);
+    this.sendControl(s, f);
+  }
+
+  // ------------------------------------------------------------------ egress: the hot path
+
+  /**
+   * One telemetry sample (STREAM) or value (STATE) from the robot, routed to every
+   * subscriber through the grant and the shedding table. Encoded once; copied to each link;
+   * nothing is allocated per sample and nothing is ever held back to be sent later (§10.4):
+   * whatever is sent for this push leaves during this call, whatever cannot is dropped.
+   */
+  publishSample(channelId: number, t: number, values: Float64Array, count: number): void {
+    const ch = this.catalog.byId(channelId);
+    if (ch === undefined || ch.direction !== Direction.telemetry || ch.cls === ChannelClass.EVENT || ch.cls === ChannelClass.INTENT) return;
+    const seq = (this.channelSeq[channelId] = ((this.channelSeq[channelId] as number) + 1) % 0x100000000);
+    const list = this.subscribers[channelId] as Subscription[];
+    if (list.length === 0) return;
+    // A sample carries at most the catalog's fields; a time that is no unsigned integer reads as 0.
+    let n = count < values.length ? count : values.length;
+    if (n > ch.fieldCount) n = ch.fieldCount;
+    n = n > 0 ? Math.floor(n) : 0;
+    const time = t >= 0 && t <= MAX_SAFE ? Math.floor(t) : 0;
+    const now = this.clock.now();
+    const critical = ch.critical;
+    // §10.4: a segments stream is never thinned, not even by the grant (its grant is whole-source).
+    const segments = ch.kind === SEGMENTS;
+    let encoded = false;
+    const counters = this.counters;
+    for (let i = 0; i < list.length; i++) {
+      const sub = list[i] as Subscription;
+      const s = sub.session;
+      const link = s.link;
+      if (link === null || s.state !== SessionState.ACTIVE) continue;
+      if (!critical) {
+        // The grant: a subscriber gets at most its granted rate, always the newest sample.
+        if (!(sub.grantedHz > 0)) {
+          counters.rateGated++;
+          if (segments) sub.sourceDropped = true;
+          continue;
+        }
+        if (!segments && now < sub.nextDue) {
+          counters.rateGated++;
+          continue;
+        }
+      }
+      const packed = shedDecide(link.level(), sub.priority, ch.cls, ch.kind, sub.firstPush);
+      const row = shedRow(packed);
+      counters.rows[row] = (counters.rows[row] as number) + 1;
+      const decision = shedDecision(packed);
+      if (decision === SHED_DECISION.drop) {
+        counters.shedDrops++;
+        continue;
+      }
+      if (decision === SHED_DECISION.drop_source) {
+        counters.shedDrops++;
+        sub.sourceDropped = true; // §10.4 row 6: whole source; the next push that goes out carries gap
+        continue;
+      }
+      if (decision === SHED_DECISION.decimate4 || decision === SHED_DECISION.decimate2) {
+        if (!sub.decimator.admit(decimationFactor(decision))) {
+          // Decimation thins the granted stream: the dropped push uses up its grant slot.
+          counters.decimated++;
+          consumeGrantSlot(sub, now);
+          continue;
+        }
+      } else {
+        sub.decimator.reset();
+        if (decision === SHED_DECISION.conflate && sameValues(values, n, sub.last, sub.lastLen)) {
+          counters.conflated++;
+          continue;
+        }
+      }
+      let w: CborWriter;
+      if (sub.sourceDropped) {
+        w = this.variantW;
+        w.reset();
+        encodeData(w, channelId, seq, time, values, n, true, 0);
+      } else {
+        if (!encoded) {
+          this.dataW.reset();
+          encodeData(this.dataW, channelId, seq, time, values, n, false, 0);
+          encoded = true;
+        }
+        w = this.dataW;
+      }
+      if (critical) {
+        if (!this.sendNeverShed(s, w.buf, w.pos)) continue;
+      } else if (s.neverShed.size > 0 || !link.canSend(w.pos)) {
+        // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
+        counters.egressDrops++;
+        if (segments) sub.sourceDropped = true; // a lost segment is a lost command: say so
+        continue;
+      } else link.send(w.buf, w.pos);
+      s.sentFrames++;
+      counters.delivered++;
+      sub.firstPush = false;
+      sub.sourceDropped = false;
+      if (!critical && !segments) consumeGrantSlot(sub, now);
+      if (ch.cls === ChannelClass.STATE) {
+        const m = n < sub.last.length ? n : sub.last.length;
+        for (let k = 0; k < m; k++) sub.last[k] = values[k] as number;
+        sub.lastLen = m;
+      }
+    }
+  }
+
+  /** One EVENT (§9.4): queued per subscriber, bounded, oldest dropped and counted. */
+  publishEvent(channelId: number, t: number, values: readonly number[], text?: string): void {
+    const ch = this.catalog.byId(channelId);
+    if (!ch || ch.cls !== ChannelClass.EVENT) return;
+    const seq = (this.channelSeq[channelId] = ((this.channelSeq[channelId] as number) + 1) % 0x100000000);
+    const list = this.subscribers[channelId] as Subscription[];
+    if (list.length === 0) return;
+    const n = Math.min(values.length, ch.fieldCount);
+    const v = new Float64Array(n);
+    for (let i = 0; i < n; i++) v[i] = values[i] as number;
+    // One record per event, shared by every subscriber's queue.
+    const rec: EventRecord = Object.freeze({ seq, t: t >= 0 && t <= MAX_SAFE ? Math.floor(t) : 0, values: v, count: n, text });
+    for (let i = 0; i < list.length; i++) {
+      const sub = list[i] as Subscription;
+      // A STALE session's queue keeps filling (bounded, losses counted): a resume gets them (§9.4).
+      (sub.events as NonNullable<Subscription['events']>).push(rec);
+      if (sub.session.state === SessionState.ACTIVE) this.flushEvents(sub);
+    }
+  }
+
+  private flushEvents(sub: Subscription): void {
+    const q = sub.events;
+    const s = sub.session;
+    const link = s.link;
+    if (!q || !link) return;
+    const ch = sub.ch;
+    for (let ev = q.peek(); ev !== undefined; ev = q.peek()) {
+      const packed = shedDecide(link.level(), sub.priority, ch.cls, ch.kind, sub.firstPush);
+      const row = shedRow(packed);
+      const decision = shedDecision(packed);
+      if (decision === SHED_DECISION.drop) {
+        this.counters.rows[row] = (this.counters.rows[row] as number) + 1;
+        this.counters.shedDrops++;
+        q.shift();
+        sub.pendingDropped++;
+        continue;
+      }
+      const w = this.variantW;
+      w.reset();
+      sub.pendingDropped += q.takeDropped();
+      encodeFrame(eventFrame(ch.id, ev, sub.pendingDropped), w);
+      if (ch.critical) {
+        if (!this.sendNeverShed(s, w.buf, w.pos)) return;
+      } else if (s.neverShed.size > 0 || !link.canSend(w.pos)) return; // stays queued, bounded (§9.4)
+      else link.send(w.buf, w.pos);
+      // Counted once, when the event leaves: a queued event is evaluated again on the next try.
+      this.counters.rows[row] = (this.counters.rows[row] as number) + 1;
+      q.shift();
+      sub.pendingDropped = 0;
+      sub.firstPush = false;
+      s.sentFrames++;
+      this.counters.delivered++;
+    }
+  }
+
+  // ------------------------------------------------------------------ never-shed path (§10.4)
+
+  /**
+   * Critical frames: straight to the link if it can take them, else the never-shed queue.
+   * False when the frame could not be kept (no link, or the queue overflowed and the
+   * session was parked).
+   */
+  private sendNeverShed(s: Session, bytes: Uint8Array, length: number): boolean {
+    const link = s.link;
+    if (!link) return false;
+    const q = s.neverShed;
+    if (q.size === 0 && link.canSend(length)) {
+      link.send(bytes, length);
+      return true;
+    }
+    const wasEmpty = q.size === 0;
+    if (!q.push(bytes, length)) {
+      // The queue holds far more than never-shed traffic makes in 2 s: a link that cannot take
+      // even that is broken, and parking it now is the same §10.4 transition, only sooner.
+      this.counters.neverShedOverflows++;
+      this.park(s);
+      return false;
+    }
+    // §10.4: the stall is timed from the moment never-shed traffic first had to wait.
+    if (wasEmpty) s.stall.update(true, false, this.clock.now());
+    return true;
+  }
+
+  private drainNeverShed(s: Session, now: number): void {
+    const link = s.link;
+    if (!link) return;
+    const q = s.neverShed;
+    const progressed = q.size > 0 && q.drainTo(link, this.variantW.buf) > 0;
+    s.stall.update(q.size > 0, progressed, now);
+    // §10.4 park, not kill: after NEVER_SHED_STALL_EVICTION_MS (the StallClock's limit) the
+    // transport is closed and the session goes STALE, exactly as a transport loss would;
+    // SESSION_EVICTED never fires from this path (§12.7).
+    if (s.stall.parkDue(now)) this.park(s);
+  }
+
+  private park(s: Session): void {
+    this.makeStale(s, true);
+  }
+
+  // ------------------------------------------------------------------ control frames
+
+  private sendControl(s: Session, f: Frame): void {
+    const w = this.ctrlW;
+    w.reset();
+    encodeFrame(f, w);
+    this.sendNeverShed(s, w.buf, w.pos);
+  }
+
+  /** Before HELLO there is no session and no never-shed queue: the frame goes if the link can take it. */
+  private sendTo(conn: Conn, f: Frame): void {
+    if (conn.session) {
+      this.sendControl(conn.session, f);
+      return;
+    }
+    const w = this.ctrlW;
+    w.reset();
+    encodeFrame(f, w);
+    if (conn.link.canSend(w.pos)) conn.link.send(w.buf, w.pos);
+  }
+
+  private nackConn(conn: Conn, code: number, frameType?: number, channelId?: number, retryAfterMs?: number): void {
+    this.counters.nacks[code] = (this.counters.nacks[code] as number) + 1;
+    this.sendTo(conn, nackFrame(code, frameType, channelId, undefined, retryAfterMs));
+  }
+
+  private nackSession(s: Session, code: number, frameType?: number, channelId?: number, requestId?: number, retryAfterMs?: number): void {
+    this.counters.nacks[code] = (this.counters.nacks[code] as number) + 1;
+    this.sendControl(s, nackFrame(code, frameType, channelId, requestId, retryAfterMs));
+  }
+
+  /** BRIEF §6: RATE_LIMITED is back-pressure, at most STREAM_INGRESS_OVERAGE_NACK_PER_S per session. */
+  private rateLimited(s: Session, frameType: number, channelId: number, requestId: number | undefined, retryMs: number, now: number): void {
+    if (!s.rateNacks.allow(now)) return;
+    this.nackSession(s, Nack.RATE_LIMITED, frameType, channelId, requestId, Number.isFinite(retryMs) ? retryMs : undefined);
+  }
+
+  private sendCatalog(conn: Conn, s: Session, offset: number): void {
+    const text = this.catalog.canonicalJson;
+    // The catalog is not never-shed traffic: it goes in chunks that fit one frame when the link has room.
+    const chunk = 3072;
+    const part = text.slice(offset, offset + chunk);
+    const w = this.ctrlW;
+    w.reset();
+    encodeFrame({ type: FrameType.CATALOG, catalogHash: this.catalog.hash, text: part, offset, total: text.length }, w);
+    if (s.neverShed.size === 0 && conn.link.canSend(w.pos)) conn.link.send(w.buf, w.pos);
+    else this.nackSession(s, Nack.HUB_PRESSURE, FrameType.CATALOG, undefined, undefined, 200);
+  }
+
+  // ------------------------------------------------------------------ ingress limits (§10.5)
+
+  private onBundle(conn: Conn, s: Session, channelId: number, samples: number[][], now: number): void {
+    const pub = s.pubs.get(channelId);
+    if (!pub) {
+      this.nackSession(s, this.catalog.byId(channelId) ? Nack.NOT_GRANTED : Nack.UNKNOWN_CHANNEL, FrameType.BUNDLE, channelId);
+      return;
+    }
+    // A sample is [t, one finite number per catalog field]: anything else would reach the robot
+    // as a command it cannot read.
+    const width = pub.ch.fieldCount + 1;
+    for (let i = 0; i < samples.length; i++) {
+      const sample = samples[i] as number[];
+      let bad = sample.length !== width;
+      for (let k = 1; k < sample.length && !bad; k++) bad = !Number.isFinite(sample[k] as number);
+      if (bad) {
+        this.malformed(conn, Nack.MALFORMED, FrameType.BUNDLE, now, channelId);
+        return;
+      }
+    }
+    if (pub.ch.motion && this.latch.latched) {
+      this.nackSession(s, Nack.ESTOP_LATCHED, FrameType.BUNDLE, channelId);
+      return;
+    }
+    if (pub.ch.motion && this.owner !== s) {
+      this.nackSession(s, Nack.NOT_OWNER, FrameType.BUNDLE, channelId);
+      return;
+    }
+    // §10.5: n samples take n tokens; a bundle that would overdraw is dropped whole.
+    if (!pub.bucket.take(samples.length, now)) {
+      this.rateLimited(s, FrameType.BUNDLE, channelId, undefined, pub.bucket.msUntil(samples.length, now), now);
+      return;
+    }
+    this.robot.publish(channelId, samples);
+  }
+
+  // ------------------------------------------------------------------ intents, ownership (BRIEF §4)
+
+  /**
+   * Every INTENT is answered once: ECHO when the hub carried it out (the robot's result in
+   * key 20), NACK with its request_id when a hub rule refused it. RATE_LIMITED answers are
+   * throttled (BRIEF §6), so a flood beyond the limit is partly unanswered.
+   */
+  private onIntent(s: Session, channelId: number, requestId: number, args: readonly (number | string)[], now: number): void {
+    const ch = this.catalog.byId(channelId);
+    if (!ch || ch.cls !== ChannelClass.INTENT) {
+      this.nackSession(s, Nack.UNKNOWN_CHANNEL, FrameType.INTENT, channelId, requestId);
+      return;
+    }
+    if (!s.intentBucket.take(1, now)) {
+      this.rateLimited(s, FrameType.INTENT, channelId, requestId, s.intentBucket.msUntil(1, now), now);
+      return;
+    }
+    if (ch.publishTier < 0 || s.tier < ch.publishTier) {
+      this.nackSession(s, Nack.FORBIDDEN, FrameType.INTENT, channelId, requestId);
+      return;
+    }
+    let refusal = 0;
+    let result = 0;
+    if (ch.name === 'take_control') {
+      refusal = this.takeControl(s);
+    } else if (ch.name === 'release_control') {
+      if (this.owner === s) this.setOwner(null);
+      else refusal = Nack.NOT_OWNER;
+    } else if (ch.motion && this.latch.latched) {
+      refusal = Nack.ESTOP_LATCHED;
+    } else if (ch.motion && this.owner !== s) {
+      refusal = Nack.NOT_OWNER;
+    } else {
+      result = this.robot.intent(channelId, args);
+    }
+    if (refusal !== 0) this.nackSession(s, refusal, FrameType.INTENT, channelId, requestId);
+    else this.sendControl(s, { type: FrameType.ECHO, channelId, requestId, result: result >= 0 && result <= 0xff ? result : 0xff });
+  }
+
+  private takeControl(s: Session): number {
+    if (this.owner === s) return 0;
+    if (this.owner && this.owner.state === SessionState.ACTIVE) return Nack.NOT_OWNER;
+    this.setOwner(s);
+    return 0;
+  }
+
+  private setOwner(s: Session | null): void {
+    this.owner = s;
+    if (s) this.deadman.arm(this.clock.now());
+    else this.deadman.disarm();
+    // A new owner (or none) ends the old owner's deadman hold; the latch itself stays.
+    this.latch.setSourceAsserting(EstopSource.DEADMAN, false);
+    // §9: ownership is announced on the critical `control-owner` channel.
+    if (this.ownerCh) {
+      const v = this.scratchValues;
+      v[0] = s ? s.id : 0;
+      this.publishSample(this.ownerCh.id, this.clock.now(), v, 1);
+    }
+  }
+
+  /** Any frame from the control owner: the deadman is fed and its hold released. */
+  private ownerHeard(now: number): void {
+    this.deadman.heard(now);
+    this.latch.setSourceAsserting(EstopSource.DEADMAN, false);
+  }
+
+  get controlOwner(): number {
+    return this.owner ? this.owner.id : 0;
+  }
+
+  // ------------------------------------------------------------------ ESTOP (§10.4, §11.2)
+
+  private onEstopFrame(conn: Conn, bytes: Uint8Array, start: number, len: number, now: number): void {
+    let e: EstopFrame;
+    try {
+      e = decodeEstop(bytes, start, len);
+    } catch (err) {
+      if (err instanceof EstopFrameError) this.malformed(conn, Nack.MALFORMED, ESTOP_NACK_FRAME_TYPE, now);
+      else throw err;
+      return;
+    }
+    if (e.kind !== EstopKind.ASSERT) {
+      // A clear is a CBOR ESTOP_CLEAR from the control owner, never a bare frame.
+      this.malformed(conn, Nack.MALFORMED, ESTOP_NACK_FRAME_TYPE, now);
+      return;
+    }
+    const s = conn.session;
+    if (s) {
+      s.lastHeard = now;
+      if (s === this.owner) this.ownerHeard(now);
+    }
+    // Any ESTOP latches, whoever sends it: a stop is never refused for want of a session.
+    if (this.latch.assert(EstopSource.CLIENT, s ? s.id : e.origin, e.seq)) this.announceEstop(true);
+  }
+
+  /**
+   * Asserts the latch from any source: the robot stops, every link hears it ahead of all
+   * queues. With `seq` the assertion is (origin, seq) and a repeat counts once; without it
+   * the hub originates it (watchdog, robot) and it is always new.
+   */
+  estop(source: number, origin = 0, seq = -1): void {
+    const fresh = seq < 0 ? this.assertLocal(source) : this.latch.assert(source, origin, seq);
+    if (fresh) this.announceEstop(true);
+  }
+
+  /** An assertion the hub originates: origin 0 and the hub's next ESTOP sequence, so always new. */
+  private assertLocal(source: number): boolean {
+    return this.latch.assert(source, 0, (this.latch.seq + 1) & 0xffff);
+  }
+
+  /** The hub's own button: held means asserting (a clear is refused while held). */
+  setButton(held: boolean): void {
+    this.buttonHeld = held;
+    const was = this.latch.isAsserting(EstopSource.HUB_BUTTON);
+    this.latch.setSourceAsserting(EstopSource.HUB_BUTTON, held);
+    // The press latches; holding only keeps the latch from being cleared.
+    if (held && !was && this.assertLocal(EstopSource.HUB_BUTTON)) this.announceEstop(true);
+  }
+
+  get buttonAsserting(): boolean {
+    return this.buttonHeld;
+  }
+
+  /**
+   * BRIEF §5 clear: the control owner, at operator tier, when no source asserts. A clear
+   * that names an ESTOP sequence (key 39) other than the latch's current one was made for an
+   * older stop than the one in force and is refused. With nothing latched the answer is the
+   * current (CLEARED) ESTOP frame, written ahead to the asker alone.
+   */
+  private onEstopClear(s: Session, estopSeq: number | undefined): void {
+    if (!this.latch.latched) {
+      this.latch.encode(this.estopBuf, 0);
+      if (s.link) s.link.writeAhead(this.estopBuf);
+      return;
+    }
+    if (s.tier < Tier.operator) {
+      this.nackSession(s, Nack.FORBIDDEN, FrameType.ESTOP_CLEAR);
+      return;
+    }
+    if (this.owner !== s) {
+      this.nackSession(s, Nack.NOT_OWNER, FrameType.ESTOP_CLEAR);
+      return;
+    }
+    if ((estopSeq !== undefined && estopSeq !== this.latch.originSeq) || !this.latch.clear()) {
+      this.nackSession(s, Nack.ESTOP_LATCHED, FrameType.ESTOP_CLEAR);
+      return;
+    }
+    this.log.event('estop-clear', s.id);
+    this.announceEstop(false);
+  }
+
+  /** The latch's current state, ahead of every queue on every attached transport (§10.4, §11.2). */
+  private announceEstop(asserted: boolean): void {
+    if (asserted) {
+      this.counters.estops++;
+      this.log.event('estop', this.latch.source, this.latch.origin);
+    }
+    this.latch.encode(this.estopBuf, 0);
+    for (let i = 0; i < this.conns.length; i++) (this.conns[i] as Conn).link.writeAhead(this.estopBuf);
+    this.announceSafety();
+  }
+
+  private announceSafety(): void {
+    const latched = this.latch.latched;
+    const seq = latched ? this.latch.originSeq : this.latch.seq;
+    if (this.safetyCh) {
+      const v = this.scratchValues;
+      v[0] = latched ? 1 : 0;
+      v[1] = this.latch.source;
+      v[2] = seq;
+      this.publishSample(this.safetyCh.id, this.clock.now(), v, this.safetyCh.fieldCount);
+    }
+    if (this.safetyEventsCh) {
+      const kind = latched ? SafetyEventKind.LATCH : SafetyEventKind.CLEAR;
+      this.publishEvent(this.safetyEventsCh.id, this.clock.now(), [kind, this.latch.source, seq], latched ? 'estop' : 'estop-clear');
+    }
+  }
+
+  // ------------------------------------------------------------------ time
+
+  /** Periodic work: drain never-shed queues and park stalls, re-grant, expire, deadman. */
+  tick(): void {
+    const now = this.clock.now();
+    let replan = false;
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s) continue;
+      if (s.state === SessionState.STALE) {
+        if (now - s.staleSince >= this.config.staleTtlMs) this.closeSession(s, GoodbyeReason.EVICTED);
+        continue;
+      }
+      const link = s.link;
+      if (!link) continue;
+      this.drainNeverShed(s, now);
+      if (s.state !== SessionState.ACTIVE || !s.link) continue;
+      // §10.3: sustained congestion cuts the grants to the throughput; recovery probes upward.
+      if (s.budget.update(link.level(), link.estimate(), this.demandBps(s), now)) replan = true;
+      for (const sub of s.subs.values()) if (sub.events && sub.events.size > 0) this.flushEvents(sub);
+    }
+    if (replan) this.replan();
+    this.announceGrants();
+    // BRIEF §5: the control owner must be heard from within deadman_ms.
+    if (this.owner && this.deadman.expired(now) && !this.latch.isAsserting(EstopSource.DEADMAN)) {
+      this.latch.setSourceAsserting(EstopSource.DEADMAN, true);
+      if (this.assertLocal(EstopSource.DEADMAN)) this.announceEstop(true);
+    }
+  }
+
+  /** What a session asks of its link in bytes/s: its clamped non-critical wishes (grants.ts linkDemandBps). */
+  private demandBps(s: Session): number {
+    let d = 0;
+    for (const sub of s.subs.values()) {
+      if (sub.ch.critical) continue;
+      const hz = Math.min(this.planWishHz(sub), sub.ch.maxRateHz, tierCapHz(s.tier, sub.ch.maxRateHz));
+      if (hz > 0) d += hz * frameBytesFor(sub.ch.fieldCount);
+    }
+    return d;
+  }
+
+  // ------------------------------------------------------------------ inspection
+
+  /** Sessions as operators may see them: ids, states, tiers, grants — no names or credentials. */
+  sessions(): SessionView[] {
+    const out: SessionView[] = [];
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s) continue;
+      const subs: SubView[] = [];
+      for (const sub of s.subs.values()) {
+        subs.push({ channelId: sub.ch.id, wishHz: sub.wishHz, grantedHz: sub.grantedHz, priority: sub.priority });
+      }
+      out.push({
+        id: s.id,
+        slot: s.slot,
+        state: s.state,
+        tier: s.tier,
+        binding: s.link ? s.link.binding : '',
+        level: s.link ? s.link.level() : 0,
+        neverShedBytes: s.neverShed.bytes,
+        ackLag: Math.max(0, s.sentFrames - s.ackedFrames),
+        subs,
+      });
+    }
+    return out;
+  }
+
+  healthSummary(): Record<string, unknown> {
+    const rows: number[] = [];
+    for (let r = 1; r <= 15; r++) rows.push(this.counters.rows[r] as number);
+    return {
+      sessions: this.sessions().length,
+      latched: this.latch.latched,
+      rows,
+      parks: this.counters.parks,
+      resumes: this.counters.resumes,
+      estops: this.counters.estops,
+    };
+  }
+}
+
+/**
+ * The grant gate: the earliest time the next non-critical push may go. At most one period of
+ * credit: a push that comes late does not buy a burst afterwards.
+ */
+function consumeGrantSlot(sub: Subscription, now: number): void {
+  const period = 1000 / sub.grantedHz;
+  const next = sub.nextDue + period;
+  sub.nextDue = next < now - period ? now + period : next;
+}
+
+export interface SubView {
+  channelId: number;
+  wishHz: number;
+  grantedHz: number;
+  priority: number;
+}
+
+export interface SessionView {
+  id: number;
+  slot: number;
+  state: number;
+  tier: number;
+  binding: string;
+  level: number;
+  neverShedBytes: number;
+  ackLag: number;
+  subs: SubView[];
+}
+
+function nackFrame(code: number, frameType?: number, channelId?: number, requestId?: number, retryAfterMs?: number): Frame {
+  const f: { type: 11; code: number; frameType?: number; channelId?: number; requestId?: number; retryAfterMs?: number } = { type: FrameType.NACK, code };
+  if (frameType !== undefined) f.frameType = frameType;
+  if (channelId !== undefined) f.channelId = channelId;
+  if (requestId !== undefined) f.requestId = requestId;
+  if (retryAfterMs !== undefined) f.retryAfterMs = retryAfterMs;
+  return f;
+}
+
+function eventFrame(channelId: number, ev: EventRecord, dropped: number): Frame {
+  const f: { type: 7; channelId: number; seq: number; t: number; values: number[]; dropped?: number; text?: string } = {
+    type: FrameType.DATA,
+    channelId,
+    seq: ev.seq,
+    t: ev.t,
+    values: Array.from(ev.values),
+  };
+  if (dropped > 0) f.dropped = dropped;
+  if (ev.text !== undefined) f.text = ev.text;
+  return f;
+}
