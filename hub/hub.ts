@@ -47,6 +47,7 @@ import {
 import { floorToGrantStep, frameBytesFor, grantedPriority, planGrants, tierCapHz, type SubWish } from './grants.js';
 import { burstFor, constantTimeEqual, WindowCounter } from './limits.js';
 import { Nack } from './nack.js';
+import { utf8ByteLength } from './utf8.js';
 import { NULL_LOG, type Clock, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
 import { Publication, Session, SessionState, Subscription, type EventRecord } from './session.js';
 import { decimationFactor, SHED_DECISION, shedDecide, shedDecision, shedRow, sameValues } from './shed.js';
@@ -120,6 +121,9 @@ interface Conn {
 
 const SEGMENTS = StreamKind.segments;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+/** CATALOG chunks: at most this many bytes of text, and never more than the link's MTU less the frame around it. */
+const CATALOG_CHUNK_BYTES = 3072;
+const CATALOG_FRAME_OVERHEAD = 40;
 
 // safety-events `kind` (catalog comment): what happened to the latch.
 export const SafetyEventKind = Object.freeze({ LATCH: 1, CLEAR: 2 } as const);
@@ -225,7 +229,9 @@ export class Hub {
         return;
       }
       if (end - start > MAX_FRAME_BYTES) {
-        this.malformed(conn, Nack.TOO_LARGE, peekFrameType(bytes, start, Math.min(end, start + 16)), now);
+        // frame_type (key 17) is 0–255 on the wire: a peeked value outside that is left out.
+        const type = peekFrameType(bytes, start, Math.min(end, start + 16));
+        this.malformed(conn, Nack.TOO_LARGE, type >= 0 && type <= 0xff ? type : undefined, now);
         return;
       }
       let f: Frame;
@@ -924,12 +930,28 @@ export class Hub {
 
   private sendCatalog(conn: Conn, s: Session, offset: number): void {
     const text = this.catalog.canonicalJson;
-    // The catalog is not never-shed traffic: it goes in chunks that fit one frame when the link has room.
-    const chunk = 3072;
-    const part = text.slice(offset, offset + chunk);
+    const total = utf8ByteLength(text);
+    // The catalog is not never-shed traffic: it goes in chunks that fit one frame of this link
+    // (an ESP-NOW datagram is 250 bytes), counted in UTF-8 bytes and cut at character boundaries.
+    const budget = Math.max(16, Math.min(CATALOG_CHUNK_BYTES, conn.link.mtu - CATALOG_FRAME_OVERHEAD));
+    let from = 0;
+    let at = 0;
+    while (from < text.length && at < offset) at += utf8CharBytes(text, from++);
+    if (offset > total || at !== offset) {
+      this.nackSession(s, Nack.MALFORMED, FrameType.CATALOG);
+      return;
+    }
+    let to = from;
+    let bytes = 0;
+    while (to < text.length) {
+      const n = utf8CharBytes(text, to);
+      if (bytes + n > budget) break;
+      bytes += n;
+      to += n === 4 ? 2 : 1;
+    }
     const w = this.ctrlW;
     w.reset();
-    encodeFrame({ type: FrameType.CATALOG, catalogHash: this.catalog.hash, text: part, offset, total: text.length }, w);
+    encodeFrame({ type: FrameType.CATALOG, catalogHash: this.catalog.hash, text: text.slice(from, to), offset, total }, w);
     if (s.neverShed.size === 0 && conn.link.canSend(w.pos)) conn.link.send(w.buf, w.pos);
     else this.nackSession(s, Nack.HUB_PRESSURE, FrameType.CATALOG, undefined, undefined, 200);
   }
@@ -1279,4 +1301,16 @@ function eventFrame(channelId: number, ev: EventRecord, dropped: number): Frame 
   if (dropped > 0) f.dropped = dropped;
   if (ev.text !== undefined) f.text = ev.text;
   return f;
+}
+
+/** UTF-8 bytes of the character starting at code unit i (a surrogate pair counts 4, a lone surrogate 3). */
+function utf8CharBytes(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return 1;
+  if (c < 0x800) return 2;
+  if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+    const d = text.charCodeAt(i + 1);
+    if (d >= 0xdc00 && d <= 0xdfff) return 4;
+  }
+  return 3;
 }
