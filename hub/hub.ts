@@ -1058,6 +1058,21 @@ export class Hub {
     this.latch.setSourceAsserting(EstopSource.DEADMAN, false);
   }
 
+  /**
+   * An operator's teardown (§6.9): the one path that sends NACK SESSION_EVICTED (§12.7).
+   * Returns false when no such session is open.
+   */
+  evict(sessionId: number): boolean {
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s || s.id !== sessionId || s.state === SessionState.CLOSED) continue;
+      if (s.link) this.nackSession(s, Nack.SESSION_EVICTED);
+      this.closeSession(s, GoodbyeReason.EVICTED);
+      return true;
+    }
+    return false;
+  }
+
   get controlOwner(): number {
     return this.owner ? this.owner.id : 0;
   }

@@ -325,3 +325,22 @@ describe('hub sessions (BRIEF §3)', () => {
     equal((b.take(FrameType.GRANT) as GrantFrame[]).length, 0, 'B kept its grant: no GRANT for it');
   });
 });
+
+describe('hub operator teardown (§6.9, §12.7)', () => {
+  it('evict() sends SESSION_EVICTED then GOODBYE, closes the session and frees its slot', () => {
+    const fx = makeHub({ slots: 1 });
+    const a = new TestClient(fx.hub);
+    const w = a.hello({});
+    ok(fx.hub.evict(w.sessionId));
+    const got = a.take();
+    deepEqual(got.map((f) => f.type), [FrameType.NACK, FrameType.GOODBYE]);
+    equal((got[0] as { code: number }).code, Nack.SESSION_EVICTED);
+    equal((got[1] as GoodbyeFrame).reason, GoodbyeReason.EVICTED);
+    ok(a.link.closed);
+    equal(fx.hub.sessions().length, 0);
+    equal(fx.hub.evict(w.sessionId), false);
+    const b = new TestClient(fx.hub);
+    b.hello({});
+    equal(fx.hub.sessions().length, 1);
+  });
+});
