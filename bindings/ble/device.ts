@@ -1,0 +1,223 @@
+// The BLE binding on the device: Moddable's ECMA-419 GATT server (NimBLE) under the
+// platform-free BleLink. One hub service with a write and a notify characteristic
+// (uuids.ts, docs/protocol.md §13.4); one BleLink per connection, attached to the hub.
+// Excluded from the host build; the device entry constructs a BleBinding and calls its
+// `tick` from the same timer that ticks the hub.
+//
+// The notification queue is paced by the completion callback of `connection.notify`. In the SDK
+// as read (modules/io/ble/server/esp32/bleserver.js at 48ee02d), the JavaScript `notify` passes
+// only (characteristic, value) to the native function, so the callback never fires and every
+// notification completes by BleLink's timeout instead (one per BLE_NOTIFY_TIMEOUT_MS). The
+// device build must map `embedded:io/bluetoothle/peripheral` to a bleserver.js whose `notify`
+// forwards its third argument.
+
+import { GATTServer, type GATTServerCharacteristic, type GATTServerConnection } from 'embedded:io/bluetoothle/peripheral';
+import type { Clock } from '../../hub/ports.js';
+import type { HubAttach } from '../link.js';
+import { utf8ByteLength, utf8Write } from '../../hub/utf8.js';
+import { FRAGMENT_MAX_BYTES } from './fragment.js';
+import { BleLink, type BleLinkOptions, type BleTransport } from './link.js';
+import { BLE_UUIDS } from './uuids.js';
+
+/**
+ * Preferred ATT MTU: 247 makes a 244-byte notification, which with its 4-byte L2CAP and 3-byte
+ * ATT headers fills one 251-byte LE data packet exactly (the largest with Data Length Extension).
+ */
+export const BLE_PREFERRED_MTU = 247;
+
+/** The status a notify that threw is reported with (NimBLE statuses are positive). */
+export const BLE_STATUS_THREW = -1;
+
+export interface BleBindingOptions {
+  readonly hub: HubAttach;
+  readonly clock: Clock;
+  /** The advertised name (in the scan response; the advertisement carries the service UUID). */
+  readonly name: string;
+  readonly mtu?: number;
+  readonly link?: BleLinkOptions;
+  readonly onWarning?: (message: string) => void;
+}
+
+// ES2024 resizable ArrayBuffer (XS has it; the SDK's own advertising code uses it): one buffer
+// per connection, shrunk to each notification's length for the call, so that nothing is
+// allocated and nothing copied again per notification.
+interface ResizableArrayBuffer extends ArrayBuffer {
+  resize(byteLength: number): void;
+}
+const ResizableArrayBufferCtor = ArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => ResizableArrayBuffer;
+
+class Connection implements BleTransport {
+  readonly connection: GATTServerConnection;
+  /** The notify characteristic's host object, known once the client subscribes. */
+  characteristic: GATTServerCharacteristic | null = null;
+  link: BleLink | null = null;
+  private readonly binding: BleBinding;
+  /** The link builds each notification here (a length-tracking view of `resizable`). */
+  readonly buffer: Uint8Array;
+  private readonly resizable: ResizableArrayBuffer;
+  private readonly completed: (status: number) => void;
+
+  constructor(binding: BleBinding, connection: GATTServerConnection) {
+    this.binding = binding;
+    this.connection = connection;
+    this.resizable = new ResizableArrayBufferCtor(FRAGMENT_MAX_BYTES, { maxByteLength: FRAGMENT_MAX_BYTES });
+    this.buffer = new Uint8Array(this.resizable);
+    // One closure per connection, handed to every notify.
+    this.completed = (status: number): void => {
+      if (this.link) this.link.notified(typeof status === 'number' ? status : status ? BLE_STATUS_THREW : 0);
+    };
+  }
+
+  maximumWrite(): number {
+    return this.connection.maximumWrite;
+  }
+
+  notify(value: Uint8Array, length: number): void {
+    const ch = this.characteristic;
+    if (!ch) throw new Error('notifications not enabled');
+    const b = this.buffer;
+    if (value !== b) for (let i = 0; i < length; i++) b[i] = value[i] as number;
+    // The stack copies the value at once; the bytes before `length` survive the resizes, so a
+    // failed notification can be handed out again from the same buffer.
+    this.resizable.resize(length);
+    try {
+      this.connection.notify(ch, this.resizable, this.completed);
+    } finally {
+      this.resizable.resize(FRAGMENT_MAX_BYTES);
+    }
+  }
+
+  close(): void {
+    this.binding.forget(this);
+    this.connection.close();
+  }
+}
+
+export class BleBinding {
+  private readonly server: GATTServer;
+  private readonly hub: HubAttach;
+  private readonly clock: Clock;
+  private readonly linkOptions: BleLinkOptions | undefined;
+  private readonly conns: Connection[] = [];
+  private readonly warn: (message: string) => void;
+  private warnedUnconfirmed = false;
+
+  constructor(options: BleBindingOptions) {
+    this.hub = options.hub;
+    this.clock = options.clock;
+    this.linkOptions = options.link;
+    this.warn = options.onWarning ?? ((): void => {});
+    const name = options.name;
+    const nameBytes = new Uint8Array(utf8ByteLength(name));
+    utf8Write(name, nameBytes, 0);
+    const self = this;
+    const P = GATTServer.properties;
+    this.server = new GATTServer({
+      mtu: options.mtu ?? BLE_PREFERRED_MTU,
+      services: [
+        // Generic Access: NimBLE takes the device name as a static value only.
+        { uuid: '1800', characteristics: [{ uuid: '2a00', properties: P.read, value: nameBytes }] },
+        {
+          uuid: BLE_UUIDS.service,
+          characteristics: [
+            {
+              uuid: BLE_UUIDS.write,
+              properties: P.writeWithOutResponse | P.write,
+              onWrite(value: ArrayBuffer, connection: GATTServerConnection): void {
+                self.onWrite(value, connection);
+              },
+            },
+            {
+              uuid: BLE_UUIDS.notify,
+              properties: P.notify,
+              onSubscribe(this: GATTServerCharacteristic, connection: GATTServerConnection): void {
+                self.onSubscribe(this, connection, true);
+              },
+              onUnsubscribe(this: GATTServerCharacteristic, connection: GATTServerConnection): void {
+                self.onSubscribe(this, connection, false);
+              },
+            },
+          ],
+        },
+      ],
+      onReady(): void {
+        this.startAdvertising({ flags: 6, services: [BLE_UUIDS.service] }, { name });
+      },
+      onConnect(connection: GATTServerConnection): void {
+        self.onConnect(connection);
+      },
+      onDisconnect(connection: GATTServerConnection): void {
+        self.onDisconnect(connection);
+      },
+      onWarning(message: string): void {
+        self.warn(message);
+      },
+    });
+  }
+
+  /** Reassembly timeouts, notification retries, the detectors' windows: call every hub tick. */
+  tick(now: number = this.clock.now()): void {
+    // Backwards: a tick may end a connection (a refusal that makes the core close the session).
+    for (let i = this.conns.length - 1; i >= 0; i--) {
+      const link = this.conns[i]?.link;
+      if (!link) continue;
+      link.tick(now);
+      if (link.counters.unconfirmed > 0 && !this.warnedUnconfirmed) {
+        this.warnedUnconfirmed = true;
+        this.warn('BLE: notify completions are not arriving; notifications are paced by the timeout');
+      }
+    }
+  }
+
+  /** Connections open now. */
+  get connections(): number {
+    return this.conns.length;
+  }
+
+  close(): void {
+    const open = this.conns.slice();
+    for (let i = 0; i < open.length; i++) {
+      const c = open[i] as Connection;
+      if (c.link) c.link.close();
+      else this.forget(c);
+    }
+    this.server.close();
+  }
+
+  /** A connection the link closed (the core parked or closed its session). */
+  forget(conn: Connection): void {
+    const i = this.conns.indexOf(conn);
+    if (i >= 0) this.conns.splice(i, 1);
+  }
+
+  private find(connection: GATTServerConnection): Connection | undefined {
+    for (let i = 0; i < this.conns.length; i++) if ((this.conns[i] as Connection).connection === connection) return this.conns[i];
+    return undefined;
+  }
+
+  private onConnect(connection: GATTServerConnection): void {
+    const conn = new Connection(this, connection);
+    this.conns.push(conn);
+    conn.link = BleLink.attach(this.hub, conn, this.clock, this.linkOptions, false);
+  }
+
+  private onDisconnect(connection: GATTServerConnection): void {
+    const conn = this.find(connection);
+    if (!conn) return;
+    this.forget(conn);
+    conn.link?.disconnected();
+  }
+
+  private onWrite(value: ArrayBuffer, connection: GATTServerConnection): void {
+    const conn = this.find(connection);
+    // NimBLE's host task waits for this callback: the core handles the frame and returns.
+    if (conn && conn.link) conn.link.written(new Uint8Array(value), 0, value.byteLength);
+  }
+
+  private onSubscribe(characteristic: GATTServerCharacteristic, connection: GATTServerConnection, on: boolean): void {
+    const conn = this.find(connection);
+    if (!conn || !conn.link) return;
+    if (on) conn.characteristic = characteristic;
+    conn.link.subscribed(on);
+  }
+}

@@ -1,0 +1,150 @@
+// The binding interface (BRIEF §2, §7): what every binding hands the core and what every binding
+// shares. The core sees one `Link` per transport to one client and feeds nothing back but the
+// `LinkSink` it returns from `attach`; a binding owns the framing, the egress queue, the §10.3
+// congestion detector and the "link estimate" of §10.2 (delivered throughput and RTT).
+//
+// Platform-free: time arrives as `now` (the hub's Clock, monotonic ms); nothing here allocates
+// after construction.
+
+import type { Link, LinkSink } from '../hub/ports.js';
+
+export type { Clock, Link, LinkEstimate, LinkSink } from '../hub/ports.js';
+export { LinkLevel } from '../hub/ports.js';
+export type { CongestionDetector } from './detector.js';
+
+/**
+ * What a binding attaches each new transport to: the Hub, or anything that stands in for it.
+ * The returned sink takes whole inbound frames and the report that the transport was lost (§6.6).
+ */
+export interface HubAttach {
+  attach(link: Link): LinkSink;
+}
+
+/**
+ * A Link as every binding implements it: the core's `Link` plus what operators and the
+ * simulator read. The core uses only the `Link` part.
+ */
+export interface BindingLink extends Link {
+  /** True once the transport is gone, whichever side closed it. */
+  readonly closed: boolean;
+  /** Bytes in the egress queue not yet handed to the transport (the ESTOP write-ahead excluded). */
+  queuedBytes(): number;
+  /** The §10.3 signal the level is judged from, as last sampled: queue watermark or loss rate. */
+  signal(): number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The link estimate (§10.2: wishes are clamped by the link estimate; §10.3 re-grants cut to it).
+
+/** Bytes are summed over windows of at least this long before they move the average. */
+export const THROUGHPUT_WINDOW_MS = 100;
+/** The average forgets with this time constant: a window `dt` long weighs 1 − e^(−dt/τ). */
+export const THROUGHPUT_TAU_MS = 1000;
+
+/**
+ * Delivered throughput in bytes per second: an exponentially weighted moving average over the
+ * hub's clock, with a time constant rather than a per-sample weight, so that the estimate means
+ * the same whatever the rate of calls. Bytes count when the binding hands them to a transport
+ * that has room for them (a socket held below a small buffer limit, an lwIP send buffer, a
+ * radio that reported the datagram sent): what the link carried, not what the hub offered.
+ * A link that carries nothing decays toward 0 once whole windows pass without bytes.
+ */
+export class ThroughputEstimator {
+  private readonly windowMs: number;
+  private readonly tauMs: number;
+  private windowStart: number;
+  private bytes = 0;
+  private rate = 0;
+  private primed = false;
+
+  constructor(now: number, windowMs: number = THROUGHPUT_WINDOW_MS, tauMs: number = THROUGHPUT_TAU_MS) {
+    if (!(windowMs > 0) || !(tauMs > 0)) throw new RangeError('ThroughputEstimator: windowMs and tauMs must be > 0');
+    this.windowMs = windowMs;
+    this.tauMs = tauMs;
+    this.windowStart = now;
+  }
+
+  /** `bytes` were delivered at `now`. */
+  add(bytes: number, now: number): void {
+    this.roll(now);
+    this.bytes += bytes;
+  }
+
+  /** Bytes per second as of `now`; 0 until the first window has closed. */
+  bps(now: number): number {
+    this.roll(now);
+    return this.rate;
+  }
+
+  /** Forgets everything (a new transport). */
+  reset(now: number): void {
+    this.windowStart = now;
+    this.bytes = 0;
+    this.rate = 0;
+    this.primed = false;
+  }
+
+  private roll(now: number): void {
+    const dt = now - this.windowStart;
+    if (dt < this.windowMs) {
+      // A clock that stepped back restarts the window rather than reading a negative rate.
+      if (dt < 0) this.windowStart = now;
+      return;
+    }
+    const sample = (this.bytes * 1000) / dt;
+    if (this.primed) this.rate += (1 - Math.exp(-dt / this.tauMs)) * (sample - this.rate);
+    else {
+      this.rate = sample;
+      this.primed = true;
+    }
+    this.bytes = 0;
+    this.windowStart = now;
+  }
+}
+
+/**
+ * Smoothed round-trip time, RFC 6298 §2 (SRTT with gain 1/8, RTTVAR with gain 1/4; the first
+ * sample sets SRTT and half of it RTTVAR). Bindings feed it from whatever round trip they can
+ * time: the TCP and WebSocket links time a DATA frame from the moment it is handed to the
+ * socket to the client's cumulative ACK that covers it; a binding that originates PING can
+ * time PONG. Negative or NaN samples are ignored.
+ */
+export class RttEstimator {
+  private srtt = 0;
+  private rttvar = 0;
+  private n = 0;
+
+  sample(ms: number): void {
+    if (!(ms >= 0)) return;
+    if (this.n === 0) {
+      this.srtt = ms;
+      this.rttvar = ms / 2;
+    } else {
+      const d = this.srtt > ms ? this.srtt - ms : ms - this.srtt;
+      this.rttvar += (d - this.rttvar) / 4;
+      this.srtt += (ms - this.srtt) / 8;
+    }
+    this.n++;
+  }
+
+  /** Smoothed RTT in ms; 0 while unknown (the LinkEstimate convention). */
+  rttMs(): number {
+    return this.srtt;
+  }
+
+  /** RTT variation in ms; 0 while unknown. */
+  varianceMs(): number {
+    return this.rttvar;
+  }
+
+  /** Samples taken since construction or reset. */
+  samples(): number {
+    return this.n;
+  }
+
+  reset(): void {
+    this.srtt = 0;
+    this.rttvar = 0;
+    this.n = 0;
+  }
+}

@@ -1,0 +1,486 @@
+// The BLE link (bindings/ble/link.ts, notify-queue.ts, sim.ts): the notification queue and its
+// congestion signal, ESTOP write-ahead, retries, and a real Hub over a simulated connection.
+import { deepEqual, equal, ok } from '../lib/assert.js';
+import { makeHub, VirtualClock } from '../lib/hub-fixture.js';
+import { CborWriter } from '../../hub/cbor.js';
+import { decodeEstop, encodeEstop, ESTOP_FRAME_BYTES, ESTOP_MAGIC, EstopKind, EstopSource } from '../../hub/estop-frame.js';
+import { decodeFrame, encodeFrame, FrameType, MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES, type Frame } from '../../hub/frames.js';
+import { Nack } from '../../hub/nack.js';
+import { SessionState } from '../../hub/session.js';
+import { FragmentPosition, header, HUB_REASSEMBLY } from '../../bindings/ble/fragment.js';
+import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BleLink, type BleTransport } from '../../bindings/ble/link.js';
+import { ESTOP_AHEAD_SLOTS, NOTIFY_QUEUE_BYTES, NOTIFY_QUEUE_NOTIFICATIONS } from '../../bindings/ble/notify-queue.js';
+import { SimBleConnection } from '../../bindings/ble/sim.js';
+import { BLE_UUIDS } from '../../bindings/ble/uuids.js';
+
+/** A transport the test completes by hand. */
+class ManualTransport implements BleTransport {
+  mw = 20;
+  sent: Uint8Array[] = [];
+  closed = false;
+  maximumWrite(): number {
+    return this.mw;
+  }
+  notify(value: Uint8Array, length: number): void {
+    this.sent.push(value.slice(0, length));
+  }
+  close(): void {
+    this.closed = true;
+  }
+}
+
+function frameOf(length: number, seed = 0): Uint8Array {
+  const f = new Uint8Array(length);
+  for (let i = 0; i < length; i++) f[i] = (i * 13 + seed * 101) & 0xff;
+  f[0] = seed & 0xff;
+  return f;
+}
+
+function estop(seq: number): Uint8Array {
+  const b = new Uint8Array(ESTOP_FRAME_BYTES);
+  encodeEstop(b, 0, EstopKind.ASSERT, EstopSource.HUB_BUTTON, 1, 0, seq);
+  return b;
+}
+
+const writer = new CborWriter(new Uint8Array(8192));
+function encode(f: Frame): Uint8Array {
+  writer.reset();
+  encodeFrame(f, writer);
+  return writer.buf.slice(0, writer.pos);
+}
+
+function decoded(sim: SimBleConnection): Frame[] {
+  const out: Frame[] = [];
+  for (const b of sim.take()) if (b[0] !== ESTOP_MAGIC) out.push(decodeFrame(b, 0, b.length, MAX_HUB_FRAME_BYTES));
+  return out;
+}
+
+describe('BLE: the GATT service', () => {
+  it('has three 128-bit UUIDs on one base, lower case, frozen', () => {
+    deepEqual(Object.keys(BLE_UUIDS), ['service', 'write', 'notify']);
+    const re = /^df7800(0[123])-9766-403f-a18a-24a57e2d20da$/;
+    equal(re.exec(BLE_UUIDS.service)?.[1], '01');
+    equal(re.exec(BLE_UUIDS.write)?.[1], '02');
+    equal(re.exec(BLE_UUIDS.notify)?.[1], '03');
+    ok(Object.isFrozen(BLE_UUIDS));
+  });
+});
+
+describe('BLE: the notification queue', () => {
+  it('holds 16 notifications beyond the one in flight; canSend says whether all of a frame’s fragments fit', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    equal(NOTIFY_QUEUE_NOTIFICATIONS, 16);
+    equal(link.fragmentSize, 20);
+    link.send(frameOf(19), 19);
+    equal(t.sent.length, 1, 'handed out at once: nothing was in flight');
+    equal(link.queue.depth(20), 0);
+    for (let i = 0; i < 15; i++) link.send(frameOf(19, i), 19);
+    equal(link.queue.depth(20), 15);
+    ok(link.canSend(19), 'one more notification fits');
+    ok(!link.canSend(20), 'a 20-byte frame takes two fragments at MTU 23: it does not');
+    link.send(frameOf(19), 19);
+    equal(link.queue.depth(20), 16);
+    ok(!link.canSend(1));
+    equal(link.occupancy(), 1);
+    equal(t.sent.length, 1, 'still one in flight');
+    link.notified(0);
+    equal(t.sent.length, 2);
+    equal(link.queue.depth(20), 15);
+    ok(link.canSend(19));
+  });
+
+  it('an empty queue takes any frame its storage holds, the largest hub frame included (243 notifications at MTU 23)', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    equal(NOTIFY_QUEUE_BYTES, MAX_HUB_FRAME_BYTES);
+    ok(link.canSend(MAX_HUB_FRAME_BYTES));
+    ok(!link.canSend(MAX_HUB_FRAME_BYTES + 1));
+    link.send(frameOf(MAX_HUB_FRAME_BYTES), MAX_HUB_FRAME_BYTES);
+    equal(link.queue.depth(20), 242);
+    ok(!link.canSend(1), 'nothing joins a queue over its capacity');
+    ok(link.queue.ratio(20) > 1);
+    // The storage bound: a queue of 100 bytes takes 100 and not 101.
+    const small = new BleLink(new ManualTransport(), clock, { queue: { bytes: 100 } }, false);
+    ok(small.canSend(100));
+    ok(!small.canSend(101));
+    small.send(frameOf(60), 60);
+    ok(!small.canSend(41));
+    ok(small.canSend(40));
+  });
+
+  it('recounts the depth when the MTU exchange completes; the rest of a frame goes in bigger pieces', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    link.send(frameOf(100, 1), 100);
+    link.send(frameOf(100, 2), 100);
+    equal(link.queue.depth(20), 11);
+    t.mw = 244;
+    link.tick();
+    equal(link.fragmentSize, 244);
+    equal(link.queue.depth(244), 2);
+    link.notified(0);
+    const second = t.sent[1] as Uint8Array;
+    equal(second[0], header(FragmentPosition.LAST, 0));
+    equal(second.length, 1 + 83);
+    link.notified(0);
+    equal((t.sent[2] as Uint8Array)[0], header(FragmentPosition.ONLY, 1));
+    equal((t.sent[2] as Uint8Array).length, 101);
+  });
+
+  it('nothing is notified before the client subscribes', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, false);
+    link.send(frameOf(19), 19);
+    link.writeAhead(estop(1));
+    link.tick();
+    equal(t.sent.length, 0);
+    link.subscribed(true);
+    equal(t.sent.length, 1);
+    equal((t.sent[0] as Uint8Array)[1], ESTOP_MAGIC, 'the ESTOP first');
+  });
+
+  it('a failed notification is handed out again, unchanged, after the retry pause', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    link.send(frameOf(100), 100);
+    link.notified(6);
+    equal(t.sent.length, 1);
+    clock.advance(BLE_NOTIFY_RETRY_MS - 1);
+    link.tick();
+    equal(t.sent.length, 1);
+    clock.advance(1);
+    link.tick();
+    equal(t.sent.length, 2);
+    deepEqual(t.sent[1], t.sent[0]);
+    equal(link.queue.counters.failures, 1);
+    // A notify that throws counts as a failure too.
+    let throwing = true;
+    const tt: BleTransport = {
+      maximumWrite: () => 20,
+      notify: () => {
+        if (throwing) throw new Error('no memory');
+      },
+      close: () => {},
+    };
+    const l2 = new BleLink(tt, clock, {}, true);
+    l2.send(frameOf(10), 10);
+    equal(l2.queue.counters.failures, 1);
+    ok(l2.queue.retryPending);
+    throwing = false;
+    clock.advance(BLE_NOTIFY_RETRY_MS);
+    l2.tick();
+    ok(l2.queue.inFlight);
+  });
+
+  it('a completion that never comes counts as done after the notify timeout', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    link.send(frameOf(19), 19);
+    link.send(frameOf(19), 19);
+    clock.advance(BLE_NOTIFY_TIMEOUT_MS - 1);
+    link.tick();
+    equal(t.sent.length, 1);
+    clock.advance(1);
+    link.tick();
+    equal(t.sent.length, 2);
+    equal(link.counters.unconfirmed, 1);
+  });
+
+  it('the throughput estimate follows the frame bytes the stack reported sent', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    equal(link.estimate().throughputBps, 0, 'unknown at first');
+    for (let i = 0; i < 200; i++) {
+      link.send(frameOf(19), 19);
+      link.notified(0);
+      clock.advance(10);
+    }
+    const bps = link.estimate().throughputBps;
+    ok(Math.abs(bps - 1900) < 1, `19 bytes every 10 ms read ${bps} B/s`);
+    link.send(frameOf(19), 19); // sent, never completed: not counted
+    clock.advance(3000);
+    ok(link.estimate().throughputBps < 100, 'a link that carries nothing decays toward 0');
+    equal(link.estimate().rttMs, 0);
+    equal(link.counters.deliveredBytes, 200 * 19);
+  });
+});
+
+describe('BLE: queue depth drives the §10.3 detector', () => {
+  function filled(depth: number): { link: BleLink; t: ManualTransport; clock: VirtualClock } {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    for (let i = 0; i <= depth; i++) link.send(frameOf(19, i), 19); // one in flight, `depth` waiting
+    equal(link.queue.depth(20), depth);
+    return { link, t, clock };
+  }
+
+  it('under half full (7 of 16) is not congested, however long', () => {
+    const { link, clock } = filled(7);
+    equal(link.signal(), 7 / 16);
+    clock.advance(10000);
+    equal(link.level(), 0);
+  });
+
+  it('> 50 % for 1 s ⇒ 1; full for 500 ms ⇒ 2; drained: 2 → 1 after 1 s, → 0 after 5 s', () => {
+    const { link, clock } = filled(9);
+    const t0 = clock.now();
+    clock.advance(999);
+    equal(link.level(), 0);
+    clock.advance(1);
+    equal(link.level(), 1);
+    equal(link.detector.since(), t0 + 1000);
+    for (let i = 0; i < 7; i++) link.send(frameOf(19), 19);
+    equal(link.queue.ratio(20), 1);
+    ok(!link.canSend(1));
+    clock.advance(499);
+    equal(link.level(), 1);
+    clock.advance(1);
+    equal(link.level(), 2);
+    clock.advance(500);
+    for (let i = 0; i < 16; i++) link.notified(0);
+    equal(link.queue.depth(20), 0);
+    ok(link.queue.inFlight);
+    clock.advance(999);
+    equal(link.level(), 2);
+    clock.advance(1);
+    equal(link.level(), 1);
+    clock.advance(3999);
+    equal(link.level(), 1);
+    clock.advance(1);
+    equal(link.level(), 0);
+  });
+
+  it('a stalled simulated connection reaches level 2 and recovers once it moves again', () => {
+    const clock = new VirtualClock();
+    const sim = new SimBleConnection(clock, { attMtu: 23, intervalMs: 30, perEvent: 2 });
+    sim.stalled = true;
+    let sent = 0;
+    for (let k = 0; k < 100; k++) {
+      clock.advance(10);
+      while (sim.link.canSend(19)) {
+        sim.link.send(frameOf(19, sent++), 19);
+      }
+      sim.advance();
+    }
+    equal(sim.link.level(), 2);
+    ok(sim.link.queue.counters.failures > 10);
+    sim.stalled = false;
+    for (let k = 0; k < 700; k++) {
+      clock.advance(10);
+      sim.advance();
+    }
+    equal(sim.link.level(), 0);
+    equal(sim.received.frames.length, sent, 'every frame delivered once, in order, after the stall');
+    for (let i = 0; i < sent; i++) equal((sim.received.frames[i] as Uint8Array)[0], i & 0xff);
+  });
+});
+
+describe('BLE: ESTOP write-ahead', () => {
+  it('overtakes a full queue: it goes right after the notification in flight, between two fragments of a frame', () => {
+    const clock = new VirtualClock();
+    const sim = new SimBleConnection(clock, { attMtu: 23, intervalMs: 30, perEvent: 1 });
+    const link = sim.link;
+    const frames = [frameOf(100, 1), frameOf(100, 2)];
+    for (const f of frames) link.send(f, f.length);
+    for (let i = 0; link.canSend(19); i++) {
+      const f = frameOf(19, 10 + i);
+      frames.push(f);
+      link.send(f, 19);
+    }
+    equal(link.queue.depth(20), 16);
+    clock.advance(60);
+    sim.advance(); // two events: fragments 1 and 2 of the first frame arrived, the third is in flight
+    equal(sim.client.pendingBytes, 36);
+    for (let i = 0; link.canSend(19); i++) {
+      const f = frameOf(19, 30 + i);
+      frames.push(f);
+      link.send(f, 19);
+    }
+    const depth = link.queue.depth(20);
+    equal(depth, 16);
+    const e = estop(42);
+    link.writeAhead(e);
+    equal(link.queue.depth(20), depth, 'the ESTOP is not queue depth: it is exempt (§10.4)');
+    ok(!link.canSend(1), 'and the queue is still full');
+    clock.advance(30);
+    sim.advance();
+    equal(sim.received.frames.length, 0, 'the notification in flight goes first');
+    clock.advance(30);
+    sim.advance();
+    deepEqual(sim.received.frames, [e], 'then the ESTOP, before every queued fragment');
+    equal(sim.client.pendingBytes, 55, 'the client kept the partial frame');
+    for (let k = 0; k < 100; k++) {
+      clock.advance(30);
+      sim.advance();
+    }
+    deepEqual(sim.received.frames, [e, ...frames], 'everything else intact and in order');
+    equal(sim.received.refused.length, 0);
+  });
+
+  it('goes at once when nothing is in flight; beyond 4 waiting the oldest is dropped', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    link.writeAhead(estop(1));
+    equal(t.sent.length, 1);
+    deepEqual((t.sent[0] as Uint8Array).slice(1), estop(1));
+    equal((t.sent[0] as Uint8Array)[0] as number >>> 6, FragmentPosition.ONLY);
+    for (let s = 2; s <= 2 + ESTOP_AHEAD_SLOTS; s++) link.writeAhead(estop(s));
+    equal(link.queue.counters.estopsDropped, 1);
+    for (let i = 0; i < ESTOP_AHEAD_SLOTS + 1; i++) link.notified(0);
+    const seqs = t.sent.map((w) => decodeEstop(w, 1, ESTOP_FRAME_BYTES).seq);
+    deepEqual(seqs, [1, 3, 4, 5, 6]);
+  });
+});
+
+describe('BLE: a real hub over a simulated connection', () => {
+  function run(clock: VirtualClock, hub: { tick(): void }, sims: SimBleConnection[], ms: number): void {
+    for (let t = 0; t < ms; t += 10) {
+      clock.advance(10);
+      for (const s of sims) s.advance();
+      hub.tick();
+    }
+  }
+
+  for (const attMtu of [23, 247]) {
+    it(`HELLO → WELCOME → SUBSCRIBE → DATA over fragments at ATT MTU ${attMtu}`, () => {
+      const { hub, clock, catalog } = makeHub();
+      const imu = catalog.byName('imu')!;
+      const odom = catalog.byName('odom')!;
+      const sim = new SimBleConnection(clock, { attMtu }).attach(hub);
+      sim.clientSend(encode({ type: FrameType.HELLO, version: 1, name: 'phone-console', subWishes: [{ channelId: imu.id, wishedRateHz: 20 }] }));
+      run(clock, hub, [sim], 200);
+      const got = decoded(sim);
+      const welcome = got.find((f) => f.type === FrameType.WELCOME);
+      ok(welcome && welcome.type === FrameType.WELCOME, 'WELCOME');
+      equal(welcome.mtu, MAX_FRAME_BYTES, 'WELCOME mtu: what reassembly takes');
+      deepEqual(welcome.subGrants.map((g) => [g.channelId, g.grantedRateHz]), [[imu.id, 20]]);
+      sim.clientSend(encode({ type: FrameType.SUBSCRIBE, wishes: [{ channelId: odom.id, wishedRateHz: 10 }] }));
+      run(clock, hub, [sim], 100);
+      const grant = decoded(sim).find((f) => f.type === FrameType.GRANT);
+      ok(grant && grant.type === FrameType.GRANT && grant.subGrants?.some((g) => g.channelId === odom.id));
+      const v = new Float64Array([1.5, -2, 3, 4, 5, 6]);
+      for (let i = 0; i < 20; i++) {
+        run(clock, hub, [sim], 50);
+        hub.publishSample(imu.id, clock.now(), v, 6);
+      }
+      run(clock, hub, [sim], 200);
+      const data = decoded(sim).filter((f) => f.type === FrameType.DATA);
+      equal(data.length, 20);
+      for (const d of data) if (d.type === FrameType.DATA) deepEqual(d.values, [1.5, -2, 3, 4, 5, 6]);
+      if (attMtu === 23) {
+        ok(sim.writesDelivered > 2, 'the HELLO went in several writes');
+        ok(sim.link.queue.counters.handedOut > 2 + 20, 'frames went in several notifications');
+      }
+      equal(sim.received.refused.length, 0);
+      equal(sim.link.reassembler.counters.malformed, 0);
+    });
+  }
+
+  it('a client ESTOP latches the hub, and every link hears it ahead of its queue', () => {
+    const { hub, clock, robot } = makeHub();
+    const a = new SimBleConnection(clock, { attMtu: 23 }).attach(hub);
+    const b = new SimBleConnection(clock, { attMtu: 23, seed: 2 }).attach(hub);
+    a.clientSend(encode({ type: FrameType.HELLO, version: 1, name: 'a' }));
+    b.clientSend(encode({ type: FrameType.HELLO, version: 1, name: 'b' }));
+    run(clock, hub, [a, b], 200);
+    a.take();
+    b.take();
+    // b's queue holds a multi-fragment frame when the ESTOP comes.
+    b.link.send(frameOf(300, 5), 300);
+    const e = new Uint8Array(ESTOP_FRAME_BYTES);
+    encodeEstop(e, 0, EstopKind.ASSERT, EstopSource.CLIENT, 0, 0, 1);
+    a.clientEstop(e);
+    run(clock, hub, [a, b], 30);
+    ok(hub.latch.latched);
+    deepEqual(robot.stops.length > 0, true);
+    run(clock, hub, [a, b], 60);
+    const first = (sim: SimBleConnection): Uint8Array => sim.received.frames[0] as Uint8Array;
+    equal(first(a)[0], ESTOP_MAGIC);
+    equal(first(b)[0], ESTOP_MAGIC, 'the ESTOP overtook the 300-byte frame');
+    equal(decodeEstop(first(b), 0, ESTOP_FRAME_BYTES).kind, EstopKind.ASSERT);
+    run(clock, hub, [a, b], 500);
+    ok(b.received.frames.some((f) => f.length === 300), 'which still arrived whole');
+  });
+
+  it('an oversized client frame draws NACK TOO_LARGE with its frame type; a never-completed one NACK MALFORMED', () => {
+    const { hub, clock } = makeHub();
+    const sim = new SimBleConnection(clock, { attMtu: 185 }).attach(hub);
+    sim.clientSend(encode({ type: FrameType.HELLO, version: 1, name: 'x' }));
+    run(clock, hub, [sim], 100);
+    sim.take();
+    const big = frameOf(1500);
+    big[0] = 0xa3;
+    big[1] = 0x00;
+    big[2] = FrameType.BUNDLE;
+    sim.clientSend(big);
+    run(clock, hub, [sim], 200);
+    const nacks = decoded(sim).filter((f) => f.type === FrameType.NACK);
+    deepEqual(nacks.map((n) => (n.type === FrameType.NACK ? [n.code, n.frameType] : [])), [[Nack.TOO_LARGE, FrameType.BUNDLE]]);
+    equal(sim.link.reassembler.pendingBytes, 0);
+    // A FIRST fragment whose frame never completes.
+    sim.clientWrite(Uint8Array.from([header(FragmentPosition.FIRST, 9), 0x01, 0x00, ...frameOf(17)]));
+    run(clock, hub, [sim], 100);
+    equal(sim.link.reassembler.pendingBytes, 17);
+    run(clock, hub, [sim], HUB_REASSEMBLY.timeoutMs - 100);
+    equal(decoded(sim).filter((f) => f.type === FrameType.NACK).length, 0, 'not before the timeout');
+    run(clock, hub, [sim], 100);
+    const late = decoded(sim).filter((f) => f.type === FrameType.NACK);
+    deepEqual(late.map((n) => (n.type === FrameType.NACK ? n.code : 0)), [Nack.MALFORMED]);
+    equal(sim.link.reassembler.pendingBytes, 0);
+    equal(hub.sessions()[0]?.state, SessionState.ACTIVE, 'the session carries on');
+  });
+
+  it('a lost connection makes the session STALE; HELLO with its token on a new connection resumes it', () => {
+    const { hub, clock } = makeHub();
+    const a = new SimBleConnection(clock).attach(hub);
+    a.clientSend(encode({ type: FrameType.HELLO, version: 1, name: 'x' }));
+    run(clock, hub, [a], 100);
+    const w = decoded(a).find((f) => f.type === FrameType.WELCOME);
+    ok(w && w.type === FrameType.WELCOME);
+    a.disconnect();
+    equal(hub.sessions()[0]?.state, SessionState.STALE);
+    const b = new SimBleConnection(clock).attach(hub);
+    b.clientSend(encode({ type: FrameType.HELLO, version: 1, name: 'x', resumeToken: w.resumeToken }));
+    run(clock, hub, [b], 100);
+    const w2 = decoded(b).find((f) => f.type === FrameType.WELCOME);
+    ok(w2 && w2.type === FrameType.WELCOME);
+    equal(w2.sessionId, w.sessionId);
+    equal(hub.sessions()[0]?.state, SessionState.ACTIVE);
+  });
+
+  it('a stalled link whose never-shed traffic cannot drain is parked after 2 s, and its connection closed', () => {
+    const { hub, clock, catalog } = makeHub();
+    const safety = catalog.byName('safety')!;
+    const imu = catalog.byName('imu')!;
+    const sim = new SimBleConnection(clock, { attMtu: 23 }).attach(hub);
+    sim.clientSend(encode({ type: FrameType.HELLO, version: 1, name: 'x', subWishes: [{ channelId: safety.id, wishedRateHz: 10 }, { channelId: imu.id, wishedRateHz: 50 }] }));
+    run(clock, hub, [sim], 200);
+    ok(decoded(sim).some((f) => f.type === FrameType.WELCOME));
+    sim.stalled = true;
+    const v = new Float64Array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]);
+    for (let i = 0; i < 40 && sim.link.canSend(40); i++) {
+      hub.publishSample(imu.id, clock.now(), v, 6);
+      run(clock, hub, [sim], 20);
+    }
+    ok(!sim.link.canSend(40), 'the stalled queue is full');
+    hub.publishSample(safety.id, clock.now(), v, 3);
+    run(clock, hub, [sim], 1900);
+    equal(hub.sessions()[0]?.state, SessionState.ACTIVE, 'not parked before 2 s');
+    ok(!sim.closedByHub);
+    run(clock, hub, [sim], 200);
+    equal(hub.sessions()[0]?.state, SessionState.STALE, 'parked: STALE, not closed (§10.4)');
+    ok(sim.closedByHub, 'the transport was closed');
+    ok(sim.link.closed);
+    equal(hub.counters.parks, 1);
+  });
+});
