@@ -355,10 +355,9 @@ export class HubClient implements HubClientHandlers {
   private rtt = -1;
   private lastHeard = 0;
 
-  // §5.12 key 28: DATA frames received on this session since the current transport was
-  // attached. The hub (Session.sentFrames) and the TCP binding (TcpLink.dataQueued, its ack
-  // window) count DATA frames only, so the client counts the same: counting control frames
-  // too would run ahead of them and hide the ack lag the §10.3 detector reads.
+  // §5.12 key 28: every frame received on the current transport (the ESTOP frame included),
+  // modulo 2^32 — the count the binding's ack window and the §10.3 ack-lag input compare
+  // with the frames they handed to the transport.
   private received = 0;
   private ackedSent = 0;
 
@@ -600,8 +599,6 @@ export class HubClient implements HubClientHandlers {
     this.adoptPubGrants(w.pubGrants, null, now);
     if (this.givenCatalog && this.cat === null && sameBytes(this.givenCatalog.hash, w.catalogHash)) this.cat = this.givenCatalog;
     if (this.cat && !sameBytes(this.cat.hash, w.catalogHash)) this.cat = null;
-    this.received = 0;
-    this.ackedSent = 0;
     this.backoffStep = 0;
     this.everActive = true;
     this.setOwner(w.owner);
@@ -1223,6 +1220,7 @@ export class HubClient implements HubClientHandlers {
     if (t !== this.transport) return;
     this.lastHeard = this.clock.now();
     this.counters.framesReceived++;
+    this.countFrame();
     try {
       this.receive(bytes);
     } catch (e) {
@@ -1231,10 +1229,10 @@ export class HubClient implements HubClientHandlers {
     }
   }
 
-  /** §13.2: one more DATA frame; an ACK after every 32. */
-  private countData(): void {
-    if (this.st !== 'active') return;
+  /** §13.2: one more frame received; an ACK after every 32. */
+  private countFrame(): void {
     this.received = (this.received + 1) % U32;
+    if (this.st !== 'active') return;
     if ((this.received - this.ackedSent + U32) % U32 >= this.cfg.ackEveryFrames) this.sendAck();
   }
 
@@ -1291,8 +1289,7 @@ export class HubClient implements HubClientHandlers {
   }
 
   private onDataFrame(f: DataFrame): void {
-    this.countData();
-    let s = this.stats.get(f.channelId);
+        let s = this.stats.get(f.channelId);
     if (!s) {
       s = { frames: 0, gaps: 0, dropped: 0, lastSeq: -1, lastT: -1 };
       this.stats.set(f.channelId, s);

@@ -1,0 +1,552 @@
+// §10.3 congestion detectors, one per binding signal (the §13.1 matrix; docs/_congestion.md has
+// the whole state machine, its table and diagram). Each binding owns one detector per link and
+// answers `Link.level()` from it. Every signal drives the same hysteresis machine; only the way a
+// signal is measured differs:
+//
+//   WatermarkDetector  TCP and WebSocket egress queue (bytes queued ÷ capacity) plus ack lag;
+//                      BLE notification queue (depth ÷ capacity), without ack lag.
+//   LossDetector       ESP-NOW loss rate from the peer's ACK bitmask and the radio's send status.
+//
+// Platform-free: time comes in as `now` (monotonic ms) on every call. Nothing is allocated after
+// construction: state lives in fields and typed arrays sized at setup.
+
+import {
+  CONGESTED_LOSS,
+  CONGESTED_WATERMARK,
+  CONGESTION_WINDOW_MS,
+  LEVEL_CLEAR,
+  LEVEL_CONGESTED,
+  LEVEL_SEVERE,
+  RECOVERED_LOSS,
+  RECOVERED_WATERMARK,
+  RECOVERY_WINDOW_MS,
+} from '../hub/constants.js';
+
+// ---------------------------------------------------------------------------------------------
+// Our decisions where §10.3 is silent: level 2 ("severe") and the way back from it.
+
+/** Level 2 when the queue watermark stays above this ... */
+export const SEVERE_WATERMARK = 0.9;
+/** ... or the loss rate stays above this ... */
+export const SEVERE_LOSS = 0.3;
+/** ... for this long (the same 1 s as level 1). */
+export const SEVERE_WINDOW_MS = CONGESTION_WINDOW_MS;
+/**
+ * A saturated signal (queue full: ratio ≥ 1; every datagram resolved in the loss window lost)
+ * reaches level 2 after this long instead: a full queue is already refusing frames.
+ */
+export const SATURATED_WINDOW_MS = 500;
+/** The signal value at and above which it counts as saturated. */
+export const SATURATED_SIGNAL = 1;
+/** Level 2 falls back to 1 once the signal stays below the level-1 threshold this long. */
+export const RELIEF_WINDOW_MS = CONGESTION_WINDOW_MS;
+
+// ---------------------------------------------------------------------------------------------
+// The shared hysteresis machine.
+
+/** What a signal satisfies right now; a detector ORs these together and steps the machine. */
+export const Condition = Object.freeze({
+  /** Above the level-1 threshold (> 50 % / > 10 %): the 0 → 1 window runs. */
+  ABOVE_CONGESTED: 1,
+  /** Below the recovery threshold (< 20 % / < 2 %): the → 0 window runs. */
+  BELOW_RECOVERED: 2,
+  /** Above the level-2 threshold (> 90 % / > 30 %): the → 2 window runs. */
+  ABOVE_SEVERE: 4,
+  /** Below the level-1 threshold (< 50 % / < 10 %): the 2 → 1 window runs. */
+  BELOW_CONGESTED: 8,
+  /** At saturation (≥ 100 %): the short → 2 window runs. */
+  SATURATED: 16,
+} as const);
+
+// Index of each condition's run start in LevelMachine.runs (bit position).
+const RUN_ABOVE_CONGESTED = 0;
+const RUN_BELOW_RECOVERED = 1;
+const RUN_ABOVE_SEVERE = 2;
+const RUN_BELOW_CONGESTED = 3;
+const RUN_SATURATED = 4;
+const RUNS = 5;
+
+/** The thresholds one signal is judged against (strictly above / strictly below). */
+export interface Thresholds {
+  readonly congested: number;
+  readonly recovered: number;
+  readonly severe: number;
+}
+
+export const WATERMARK_THRESHOLDS: Thresholds = Object.freeze({
+  congested: CONGESTED_WATERMARK,
+  recovered: RECOVERED_WATERMARK,
+  severe: SEVERE_WATERMARK,
+});
+
+export const LOSS_THRESHOLDS: Thresholds = Object.freeze({
+  congested: CONGESTED_LOSS,
+  recovered: RECOVERED_LOSS,
+  severe: SEVERE_LOSS,
+});
+
+/**
+ * The Condition bits one signal value satisfies. "Above" and "below" are strict: a value exactly
+ * at a threshold is neither, so it holds the level and breaks the runs that need it. NaN
+ * satisfies nothing: it holds the level and restarts every window.
+ */
+export function classify(signal: number, t: Thresholds): number {
+  let c = 0;
+  if (signal > t.congested) c |= Condition.ABOVE_CONGESTED;
+  if (signal < t.congested) c |= Condition.BELOW_CONGESTED;
+  if (signal < t.recovered) c |= Condition.BELOW_RECOVERED;
+  if (signal > t.severe) c |= Condition.ABOVE_SEVERE;
+  if (signal >= SATURATED_SIGNAL) c |= Condition.SATURATED;
+  return c;
+}
+
+/**
+ * §10.3 levels with hysteresis, judged on time. The signal is taken to hold its sampled value
+ * until the next sample (a queue ratio changes only when the queue does), so a condition has
+ * held "continuously for W" when every sample since the first one that met it met it too and at
+ * least W ms have passed since that first one. One sample that misses restarts the window.
+ * Several samples at the same instant are one sample for the windows: only the last of them can
+ * break a run (a burst of sends and the ACK that follows at the same millisecond is one
+ * observation, not a dip and a rise). A level reached at an instant stands, though: its condition
+ * held for the whole window up to that instant.
+ *
+ *   0 or 1 → 2   ABOVE_SEVERE held ≥ SEVERE_WINDOW_MS, or SATURATED held ≥ SATURATED_WINDOW_MS
+ *   0 → 1        ABOVE_CONGESTED held ≥ CONGESTION_WINDOW_MS
+ *   2 → 1        BELOW_CONGESTED held ≥ RELIEF_WINDOW_MS
+ *   1 or 2 → 0   BELOW_RECOVERED held ≥ RECOVERY_WINDOW_MS
+ *   otherwise    the level holds
+ *
+ * Each run is timed from when its condition began, whatever the level was then: a signal that
+ * drops from severe to nothing is at 1 after 1 s and at 0 after 5 s, not 6 s.
+ */
+export class LevelMachine {
+  private lvl: number = LEVEL_CLEAR;
+  private began: number;
+  private last: number;
+  // When each condition's current run began (by bit position); NaN while it does not hold.
+  private readonly runs = new Float64Array(RUNS);
+  // The runs as they stood before the instant `at`, which every sample at `at` starts again from.
+  private at = NaN;
+  private readonly baseRuns = new Float64Array(RUNS);
+
+  constructor(now: number) {
+    this.began = now;
+    this.last = now;
+    this.runs.fill(NaN);
+  }
+
+  /** `now`, never earlier than a time already seen (the level's start never moves back). */
+  clamp(now: number): number {
+    if (now > this.last) this.last = now;
+    return this.last;
+  }
+
+  /** One sample: the Condition bits the signal meets at `now`. Returns the level. */
+  step(conditions: number, now: number): number {
+    const t = this.clamp(now);
+    const runs = this.runs;
+    const base = this.baseRuns;
+    if (t !== this.at) {
+      base.set(runs);
+      this.at = t;
+    }
+    for (let k = 0; k < RUNS; k++) {
+      const from = base[k] as number;
+      runs[k] = (conditions >>> k) & 1 ? (Number.isNaN(from) ? t : from) : NaN;
+    }
+    // A run that is not going reads NaN here, and NaN ≥ w is false.
+    let next = this.lvl;
+    if (next < LEVEL_SEVERE && (t - (runs[RUN_ABOVE_SEVERE] as number) >= SEVERE_WINDOW_MS || t - (runs[RUN_SATURATED] as number) >= SATURATED_WINDOW_MS)) {
+      next = LEVEL_SEVERE;
+    } else if (next < LEVEL_CONGESTED && t - (runs[RUN_ABOVE_CONGESTED] as number) >= CONGESTION_WINDOW_MS) {
+      next = LEVEL_CONGESTED;
+    }
+    if (next === LEVEL_SEVERE && t - (runs[RUN_BELOW_CONGESTED] as number) >= RELIEF_WINDOW_MS) next = LEVEL_CONGESTED;
+    if (next === LEVEL_CONGESTED && t - (runs[RUN_BELOW_RECOVERED] as number) >= RECOVERY_WINDOW_MS) next = LEVEL_CLEAR;
+    if (next !== this.lvl) {
+      this.lvl = next;
+      this.began = t;
+    }
+    return next;
+  }
+
+  level(): number {
+    return this.lvl;
+  }
+
+  /** When the current level began (the core times "sustained > 5 s" from it, §10.3). */
+  since(): number {
+    return this.began;
+  }
+
+  /** Level 0 from `now`, every window restarted (a new transport on this link). */
+  reset(now: number): void {
+    this.lvl = LEVEL_CLEAR;
+    this.began = now;
+    this.last = now;
+    this.runs.fill(NaN);
+    this.at = NaN;
+  }
+}
+
+/** What every binding's detector offers the binding (which answers Link.level() from it). */
+export interface CongestionDetector {
+  /** 0 clear, 1 congested, 2 severe (§10.3), as of the last call. */
+  level(): number;
+  /** The current signal, 0..1 (queue watermark or loss rate), for health. */
+  ratio(): number;
+  /** When the current level began. */
+  since(): number;
+  /** Re-judges the windows at `now` without new input; call at least every hub tick. */
+  tick(now: number): void;
+  /** Level 0 from `now`, all history forgotten. */
+  reset(now: number): void;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queue watermark (TCP, WebSocket, BLE).
+
+/**
+ * Ack lag (hub→client frames sent but not yet covered by the client's cumulative ACK) above this
+ * counts as congestion like a watermark above 50 %. The hub's own egress queue fills only once
+ * the socket refuses writes; a client that reads or acks slowly behind a large kernel send
+ * buffer shows lag first. 64 frames is more than a healthy client ever has in flight (a 200
+ * frames/s session with a 20 ms RTT acking every 100 ms lags about 24), more than fits in an
+ * lwIP send buffer on the device (4 × 1436 bytes at ≥ 80-byte DATA frames), and the depth of the
+ * never-shed ring (hub/session.ts): a client that far behind for a whole second is congested.
+ */
+export const ACK_LAG_CONGESTED_FRAMES = 64;
+/**
+ * Ack lag must also stay below this for the link to recover. A client acks after every 32 frames
+ * (docs/protocol.md §13.2), so a healthy lag swings between the frames in flight and 32 more than
+ * that. The congested test sees the bottom of the swing (above 64 at every sample for 1 s), the
+ * recovery test its top (below 48 at every sample for 5 s): a client with up to 15 frames in
+ * flight (200 frames/s at a 75 ms RTT) recovers.
+ */
+export const ACK_LAG_RECOVERED_FRAMES = 48;
+
+export interface WatermarkOptions {
+  /** Ack lag above this is congestion (default ACK_LAG_CONGESTED_FRAMES). */
+  readonly ackLagCongestedFrames?: number;
+  /** Ack lag must be below this to recover (default ACK_LAG_RECOVERED_FRAMES). */
+  readonly ackLagRecoveredFrames?: number;
+}
+
+/**
+ * §10.3 queue-watermark detector. Feed `sample` whenever the queue changes and at least every hub
+ * tick (or call `tick`); TCP and WebSocket also feed `ackLag` whenever a cumulative ACK arrives or
+ * a frame is sent. Ack lag can raise and hold level 1; level 2 is the queue's alone (severe means
+ * the hub's own queue is nearly full), so lag neither raises it nor holds it.
+ */
+export class WatermarkDetector implements CongestionDetector {
+  private readonly machine: LevelMachine;
+  private readonly lagCongested: number;
+  private readonly lagRecovered: number;
+  private queue = 0;
+  private lagFrames = 0;
+
+  constructor(now: number, options?: WatermarkOptions) {
+    this.machine = new LevelMachine(now);
+    this.lagCongested = options?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES;
+    this.lagRecovered = options?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES;
+  }
+
+  /** The queue's occupancy at `now`: bytes (or notifications) queued ÷ capacity. ≥ 1 is full. */
+  sample(ratio: number, now: number): void {
+    this.queue = ratio;
+    this.judge(now);
+  }
+
+  /** Frames sent to the client but not yet covered by its cumulative ACK, at `now`. */
+  ackLag(frames: number, now: number): void {
+    this.lagFrames = frames;
+    this.judge(now);
+  }
+
+  tick(now: number): void {
+    this.judge(now);
+  }
+
+  private judge(now: number): void {
+    let c = classify(this.queue, WATERMARK_THRESHOLDS);
+    if (this.lagFrames > this.lagCongested) c |= Condition.ABOVE_CONGESTED;
+    if (!(this.lagFrames < this.lagRecovered)) c &= ~Condition.BELOW_RECOVERED;
+    this.machine.step(c, now);
+  }
+
+  level(): number {
+    return this.machine.level();
+  }
+
+  /** The last queue occupancy sampled. */
+  ratio(): number {
+    return this.queue;
+  }
+
+  /** The last ack lag reported, in frames. */
+  lag(): number {
+    return this.lagFrames;
+  }
+
+  since(): number {
+    return this.machine.since();
+  }
+
+  reset(now: number): void {
+    this.queue = 0;
+    this.lagFrames = 0;
+    this.machine.reset(now);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ESP-NOW loss rate (§13.3).
+
+/** Hub→peer datagram numbers are 16-bit and wrap. */
+export const SEQ_MASK = 0xffff;
+/** The peer's ACK bitmask: bit i set ⇔ datagram (base − i) mod 65536 received; bit 0 is base. */
+export const ACK_BITMAP_BITS = 32;
+/**
+ * Datagrams tracked until resolved: twice what one ACK bitmask covers, so a datagram leaves the
+ * ring only after two full bitmasks' worth of newer ones were sent. One still unresolved when its
+ * slot is reused counts as lost (the peer's ACKs have fallen that far behind).
+ */
+export const LOSS_RING = 64;
+/**
+ * A datagram not acknowledged within this counts as lost (a later ACK still corrects it). ESP-NOW
+ * round trips are a few ms; what this must cover is the peer's ACK period (we expect an ACK at
+ * least every 100 ms while datagrams arrive) plus one lost ACK frame.
+ */
+export const LOSS_ACK_TIMEOUT_MS = 200;
+/** The loss rate counts datagrams resolved over this window ... */
+export const LOSS_WINDOW_MS = CONGESTION_WINDOW_MS;
+/** ... kept in this many buckets: the current one and the ones before it. */
+export const LOSS_BUCKETS = 10;
+export const LOSS_BUCKET_MS = LOSS_WINDOW_MS / LOSS_BUCKETS;
+/**
+ * The rate's denominator is never below this: a handful of datagrams is too little evidence for a
+ * rate. One loss alone reads 10 % (not above the level-1 threshold); a peer that stops answering
+ * still reads 100 % once ten datagrams have gone unanswered.
+ */
+export const LOSS_MIN_RESOLVED = 10;
+
+export interface LossOptions {
+  /** Default LOSS_ACK_TIMEOUT_MS. */
+  readonly ackTimeoutMs?: number;
+}
+
+// Ring slot states.
+const EMPTY = 0;
+const PENDING = 1;
+const RECEIVED = 2;
+const LOST = 3;
+
+const RING_MASK = LOSS_RING - 1;
+
+/**
+ * §10.3 loss-rate detector for one ESP-NOW peer: loss = datagrams known lost ÷ datagrams resolved
+ * (received or lost) in the last LOSS_WINDOW_MS, judged by the same machine as the watermark.
+ *
+ * A datagram is resolved received by a set bit in an ACK; lost by a clear bit in an ACK whose
+ * base is newer (ESP-NOW delivers in order, so a gap below base is a loss), by a failed send
+ * status, by LOSS_ACK_TIMEOUT_MS without an ACK, or by eviction from the ring. Receipt always
+ * wins: a later set bit turns a lost datagram into a received one (late ACKs, a peer whose MAC
+ * acknowledgement was lost), and nothing turns a received one back into lost (duplicate or
+ * reordered ACKs). Call `tick` at least every hub tick so that timeouts and the window's aging
+ * are seen even when no datagram moves.
+ */
+export class LossDetector implements CongestionDetector {
+  private readonly machine: LevelMachine;
+  private readonly timeoutMs: number;
+  // Ring of recent datagrams, indexed by seq mod LOSS_RING.
+  private readonly seqs = new Int32Array(LOSS_RING);
+  private readonly state = new Uint8Array(LOSS_RING);
+  private readonly sentAt = new Float64Array(LOSS_RING);
+  private readonly lostAt = new Float64Array(LOSS_RING);
+  private pending = 0;
+  // No pending datagram times out before this (the oldest send time + timeout, or later).
+  private expiry = Infinity;
+  // Datagrams awaiting the radio's send status, oldest first (the radio reports in send order).
+  private readonly statusSeqs = new Uint16Array(LOSS_RING);
+  private statusHead = 0;
+  private statusCount = 0;
+  // Resolutions by LOSS_BUCKET_MS bucket: the bucket number each slot holds, and its counts.
+  private readonly bucketId = new Float64Array(LOSS_BUCKETS);
+  private readonly bucketLost = new Int32Array(LOSS_BUCKETS);
+  private readonly bucketResolved = new Int32Array(LOSS_BUCKETS);
+  private lostN = 0;
+  private resolvedN = 0;
+  private rate = 0;
+
+  constructor(now: number, options?: LossOptions) {
+    this.machine = new LevelMachine(now);
+    this.timeoutMs = options?.ackTimeoutMs ?? LOSS_ACK_TIMEOUT_MS;
+    this.clear();
+  }
+
+  /** Datagram `seq` went to the radio at `now`. */
+  sent(seq: number, now: number): void {
+    const t = this.machine.clamp(now);
+    const s = seq & SEQ_MASK;
+    const i = s & RING_MASK;
+    if (this.state[i] === PENDING) this.markLost(i, t);
+    this.seqs[i] = s;
+    this.state[i] = PENDING;
+    this.sentAt[i] = t;
+    this.pending++;
+    if (t + this.timeoutMs < this.expiry) this.expiry = t + this.timeoutMs;
+    if (this.statusCount === LOSS_RING) {
+      this.statusHead = (this.statusHead + 1) & RING_MASK;
+      this.statusCount--;
+    }
+    this.statusSeqs[(this.statusHead + this.statusCount) & RING_MASK] = s;
+    this.statusCount++;
+    this.judge(t);
+  }
+
+  /** The radio's send status for the oldest datagram still awaiting one; false: the MAC gave up. */
+  sendStatus(ok: boolean, now: number): void {
+    const t = this.machine.clamp(now);
+    if (this.statusCount > 0) {
+      const s = this.statusSeqs[this.statusHead] as number;
+      this.statusHead = (this.statusHead + 1) & RING_MASK;
+      this.statusCount--;
+      const i = s & RING_MASK;
+      if (!ok && this.seqs[i] === s && this.state[i] === PENDING) this.markLost(i, t);
+    }
+    this.judge(t);
+  }
+
+  /** The peer's ACK: bit i of `bitmap` set ⇔ datagram (base − i) mod 65536 received. */
+  ack(base: number, bitmap: number, now: number): void {
+    const t = this.machine.clamp(now);
+    for (let k = 0; k < ACK_BITMAP_BITS; k++) {
+      const s = (base - k) & SEQ_MASK;
+      const i = s & RING_MASK;
+      if (this.seqs[i] !== s) continue;
+      if ((bitmap >>> k) & 1) this.markReceived(i, t);
+      else if (this.state[i] === PENDING) this.markLost(i, t);
+    }
+    this.judge(t);
+  }
+
+  tick(now: number): void {
+    this.judge(this.machine.clamp(now));
+  }
+
+  private markLost(i: number, t: number): void {
+    this.state[i] = LOST;
+    this.lostAt[i] = t;
+    this.pending--;
+    this.count(t, 1);
+  }
+
+  private markReceived(i: number, t: number): void {
+    const st = this.state[i];
+    if (st === PENDING) {
+      this.state[i] = RECEIVED;
+      this.pending--;
+      this.count(t, 0);
+    } else if (st === LOST) {
+      // A late ACK: the loss was counted in its own bucket; take it back there if it is still kept.
+      this.state[i] = RECEIVED;
+      const id = Math.floor((this.lostAt[i] as number) / LOSS_BUCKET_MS);
+      const b = bucketSlot(id);
+      const lost = this.bucketLost[b] as number;
+      if (this.bucketId[b] === id && lost > 0) this.bucketLost[b] = lost - 1;
+    }
+  }
+
+  private count(t: number, lost: number): void {
+    const id = Math.floor(t / LOSS_BUCKET_MS);
+    const b = bucketSlot(id);
+    if (this.bucketId[b] !== id) {
+      if ((this.bucketId[b] as number) > id) return;
+      this.bucketId[b] = id;
+      this.bucketLost[b] = 0;
+      this.bucketResolved[b] = 0;
+    }
+    this.bucketResolved[b] = (this.bucketResolved[b] as number) + 1;
+    this.bucketLost[b] = (this.bucketLost[b] as number) + lost;
+  }
+
+  private judge(t: number): void {
+    if (t > this.expiry) {
+      let oldest = Infinity;
+      for (let i = 0; i < LOSS_RING; i++) {
+        if (this.state[i] !== PENDING) continue;
+        const at = this.sentAt[i] as number;
+        if (t - at > this.timeoutMs) this.markLost(i, t);
+        else if (at < oldest) oldest = at;
+      }
+      this.expiry = oldest + this.timeoutMs;
+    }
+    const newest = Math.floor(t / LOSS_BUCKET_MS);
+    let lost = 0;
+    let resolved = 0;
+    for (let b = 0; b < LOSS_BUCKETS; b++) {
+      const id = this.bucketId[b] as number;
+      if (id > newest - LOSS_BUCKETS && id <= newest) {
+        lost += this.bucketLost[b] as number;
+        resolved += this.bucketResolved[b] as number;
+      }
+    }
+    this.lostN = lost;
+    this.resolvedN = resolved;
+    this.rate = lost / (resolved > LOSS_MIN_RESOLVED ? resolved : LOSS_MIN_RESOLVED);
+    this.machine.step(classify(this.rate, LOSS_THRESHOLDS), t);
+  }
+
+  level(): number {
+    return this.machine.level();
+  }
+
+  /** The loss rate as of the last call. */
+  ratio(): number {
+    return this.rate;
+  }
+
+  /** Datagrams counted lost in the window, as of the last call. */
+  lostInWindow(): number {
+    return this.lostN;
+  }
+
+  /** Datagrams resolved (received or lost) in the window, as of the last call. */
+  resolvedInWindow(): number {
+    return this.resolvedN;
+  }
+
+  /** Datagrams sent and not yet resolved. */
+  outstanding(): number {
+    return this.pending;
+  }
+
+  since(): number {
+    return this.machine.since();
+  }
+
+  reset(now: number): void {
+    this.clear();
+    this.machine.reset(now);
+  }
+
+  private clear(): void {
+    this.seqs.fill(-1);
+    this.state.fill(EMPTY);
+    this.pending = 0;
+    this.expiry = Infinity;
+    this.statusHead = 0;
+    this.statusCount = 0;
+    this.bucketId.fill(-Infinity);
+    this.bucketLost.fill(0);
+    this.bucketResolved.fill(0);
+    this.lostN = 0;
+    this.resolvedN = 0;
+    this.rate = 0;
+  }
+}
+
+function bucketSlot(id: number): number {
+  const b = id % LOSS_BUCKETS;
+  return b < 0 ? b + LOSS_BUCKETS : b;
+}

@@ -1,0 +1,215 @@
+// Device adapters for the Wi-Fi binding (BRIEF §7) over the ECMA-419 sockets of the Moddable
+// SDK (lwIP on the ESP32): a listener per port, one TcpLink per accepted connection, attached
+// to the hub. TCP carries length-prefixed frames; WebSocket is the RFC 6455 server subset of
+// framing.ts spoken over the same TCP socket, its upgrade hashed with the SDK's `crypt` SHA-1.
+// Type-checked by the device build only (tsconfig.json excludes bindings/*/device.ts).
+//
+// lwIP facts this relies on (modules/io/socket/lwip/tcp.c): `onWritable(free)` fires when the
+// socket is accepted and on every ACK with the free send-buffer bytes; `write` throws "would
+// block" when given more than that and otherwise returns what is still free; `read()` returns
+// everything received as one ArrayBuffer. The largest `free` ever seen is the send buffer
+// (8192 bytes by default), so `total − free` is what lwIP still holds unacknowledged: the
+// adapter keeps that below `socketLimitBytes`, so the backlog of a slow client waits in the
+// link's egress queue, where the §10.3 watermark sees it.
+
+import Listener from 'embedded:io/socket/listener';
+import TCP from 'embedded:io/socket/tcp';
+import Timer from 'timer';
+import { Digest } from 'crypt';
+import type { Clock, Log } from '../../hub/ports.js';
+import type { WatermarkOptions } from '../detector.js';
+import type { HubAttach } from '../link.js';
+import { LinkFraming, TcpLink, type LinkTransport } from './egress.js';
+
+/**
+ * Egress queue capacity per connection on the device: the largest hub frame (4608 bytes) and
+ * its header fit, with room for a few DATA frames behind it. Allocated per connection.
+ */
+export const DEVICE_QUEUE_BYTES = 6144;
+/** Unacknowledged bytes lwIP may hold per connection: two segments of the ESP32's 1436-byte MSS. */
+export const DEVICE_SOCKET_LIMIT_BYTES = 2872;
+/** Connections served at once per listener; lwIP on the ESP32 has 8 active TCP sockets in all. */
+export const DEVICE_MAX_CONNECTIONS = 4;
+
+export const DeviceLinkKind = Object.freeze({ TCP: 'tcp', WS: 'ws' } as const);
+export type DeviceLinkKindName = (typeof DeviceLinkKind)[keyof typeof DeviceLinkKind];
+
+export interface DeviceListenerOptions {
+  readonly hub: HubAttach;
+  readonly clock: Clock;
+  readonly port: number;
+  readonly kind: DeviceLinkKindName;
+  readonly queueBytes?: number;
+  readonly socketLimitBytes?: number;
+  readonly ackWindowFrames?: number;
+  readonly maxFrameBytes?: number;
+  readonly maxConnections?: number;
+  readonly detector?: WatermarkOptions;
+  readonly log?: Log;
+}
+
+function sha1(text: string): Uint8Array {
+  const d = new Digest('SHA1');
+  d.write(text);
+  return new Uint8Array(d.close());
+}
+
+// An unscheduled timer's intervals; the pump timer is re-armed by each kick.
+const IDLE_MS = 0x3fffffff;
+
+class DeviceTransport implements LinkTransport {
+  private tcp: TCP | null = null;
+  private free = 0;
+  private total = 0;
+  private scheduled = false;
+  private giving = false;
+  private readonly scratch: Uint8Array;
+  private readonly timer: Timer;
+
+  constructor(
+    readonly link: TcpLink,
+    private readonly limit: number,
+    private readonly gone: (t: DeviceTransport) => void,
+  ) {
+    this.scratch = new Uint8Array(limit);
+    // One timer per connection, re-armed rather than re-created: a kick allocates nothing.
+    this.timer = Timer.repeat(() => {
+      Timer.schedule(this.timer);
+      this.scheduled = false;
+      this.pump();
+    }, IDLE_MS);
+    Timer.schedule(this.timer);
+  }
+
+  open(from: TCP): void {
+    this.tcp = new TCP({
+      from,
+      nodelay: true,
+      onReadable: () => this.readable(),
+      onWritable: (free: number) => this.writable(free),
+      onError: () => this.end(),
+    });
+    this.link.start(this);
+  }
+
+  kick(): void {
+    if (this.scheduled || this.giving) return;
+    this.scheduled = true;
+    // Deferred to the next turn of the run loop: the frames of one hub call go out in one write.
+    Timer.schedule(this.timer, 0, IDLE_MS);
+  }
+
+  close(_wsCode: number): void {
+    if (this.giving) return;
+    this.giving = true;
+    this.pump();
+    // lwIP sends what it already holds, then FIN; what the link still queues is dropped.
+    this.end();
+  }
+
+  private readable(): void {
+    const tcp = this.tcp;
+    if (!tcp) return;
+    const got = tcp.read();
+    if (typeof got === 'number' || !got) return;
+    this.link.input(new Uint8Array(got), 0, got.byteLength);
+  }
+
+  private writable(free: number): void {
+    this.free = free;
+    if (free > this.total) this.total = free;
+    this.pump();
+  }
+
+  private pump(): void {
+    const tcp = this.tcp;
+    if (!tcp) return;
+    const link = this.link;
+    for (;;) {
+      let room = this.limit - (this.total - this.free);
+      if (room > this.free) room = this.free;
+      if (room <= 0) return;
+      const n = link.pull(this.scratch, 0, room);
+      if (n === 0) return;
+      let left: number;
+      try {
+        left = tcp.write(n === this.scratch.length ? this.scratch : this.scratch.subarray(0, n));
+      } catch {
+        // "would block" cannot happen (room ≤ free); anything else is a dead socket.
+        this.end();
+        return;
+      }
+      this.free = typeof left === 'number' ? left : 0;
+    }
+  }
+
+  private end(): void {
+    const tcp = this.tcp;
+    if (!tcp) return;
+    this.tcp = null;
+    Timer.clear(this.timer);
+    try {
+      tcp.close();
+    } catch {
+      // already closed by lwIP
+    }
+    this.link.transportClosed();
+    this.gone(this);
+  }
+}
+
+/** Accepts connections on one port and serves each as a TCP or WebSocket link to the hub. */
+export class DeviceListener {
+  readonly kind: DeviceLinkKindName;
+  private readonly listener: Listener;
+  private readonly transports = new Set<DeviceTransport>();
+  private readonly options: DeviceListenerOptions;
+  private readonly forget = (t: DeviceTransport): void => {
+    this.transports.delete(t);
+  };
+
+  constructor(options: DeviceListenerOptions) {
+    this.options = options;
+    this.kind = options.kind;
+    this.listener = new Listener({ port: options.port, onReadable: (count: number) => this.accept(count) });
+  }
+
+  /** Links currently served. */
+  get connections(): number {
+    return this.transports.size;
+  }
+
+  close(): void {
+    this.listener.close();
+    for (const t of Array.from(this.transports)) t.close(1001);
+  }
+
+  private accept(count: number): void {
+    const o = this.options;
+    for (let i = 0; i < count; i++) {
+      const from = this.listener.read();
+      if (!from) return;
+      if (this.transports.size >= (o.maxConnections ?? DEVICE_MAX_CONNECTIONS)) {
+        from.close();
+        o.log?.event('tcp-refused', this.transports.size);
+        continue;
+      }
+      const ws = o.kind === DeviceLinkKind.WS;
+      const link = new TcpLink({
+        hub: o.hub,
+        clock: o.clock,
+        framing: ws ? LinkFraming.WS_SERVER : LinkFraming.LENGTH_PREFIX,
+        binding: o.kind,
+        queueBytes: o.queueBytes ?? DEVICE_QUEUE_BYTES,
+        maxFrameBytes: o.maxFrameBytes,
+        ackWindowFrames: o.ackWindowFrames,
+        detector: o.detector,
+        sha1: ws ? sha1 : undefined,
+        log: o.log,
+      });
+      const t = new DeviceTransport(link, o.socketLimitBytes ?? DEVICE_SOCKET_LIMIT_BYTES, this.forget);
+      this.transports.add(t);
+      t.open(from);
+    }
+  }
+}

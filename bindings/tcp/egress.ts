@@ -1,0 +1,767 @@
+// The Wi-Fi egress path (BRIEF §7, §10.3, §10.4): the bounded per-client egress queue whose
+// watermark is the TCP and WebSocket congestion signal, the ESTOP write-ahead, and the Link
+// that the host (node.ts) and the device (device.ts) adapters wrap around their sockets.
+// Platform-free: the adapters bring the socket; time comes from the hub's Clock.
+//
+// Where bytes wait. The core drops what a link cannot take at once (§10.4: never delay and
+// burst), so the queue must be where a slow client's backlog shows. Two things keep bytes out
+// of places the watermark cannot see: the adapters hand a socket more only while its own
+// buffer is below a small limit, and once a client acknowledges (ACK key 28) no DATA frame is
+// handed over while `ackWindowFrames` frames are unacknowledged, so that megabytes of kernel
+// buffer cannot hide a client that stopped reading (docs/protocol.md §13.2).
+
+import { WatermarkDetector, type WatermarkOptions } from '../detector.js';
+import { CborWriter } from '../../hub/cbor.js';
+import { decodeFrame, encodeFrame, FrameError, FrameType, MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES, peekFrameType } from '../../hub/frames.js';
+import { MALFORMED_CLOSE_PER_S } from '../../hub/constants.js';
+import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
+import { WindowCounter } from '../../hub/limits.js';
+import { Nack } from '../../hub/nack.js';
+import type { Clock, LinkEstimate, LinkSink, Log } from '../../hub/ports.js';
+import { NULL_LOG } from '../../hub/ports.js';
+import { RttEstimator, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import {
+  FrameReassembler,
+  FramingError,
+  FramingErrorCode,
+  LENGTH_PREFIX_BYTES,
+  WS_BAD_REQUEST_RESPONSE,
+  WS_MAX_HEADER_BYTES,
+  WsCloseCode,
+  WsFrameParser,
+  WsHandshake,
+  WsOpcode,
+  wsAccept,
+  wsHeaderLength,
+  wsUpgradeResponse,
+  writeAscii,
+  writeLengthPrefix,
+  writeWsHeader,
+  type FrameConsumer,
+  type FramingErrorCodeValue,
+  type Sha1,
+  type WsConsumer,
+} from './framing.js';
+
+// ---------------------------------------------------------------------------------------------
+// The queue.
+
+/**
+ * What a queued record is. CONTROL and DATA records are protocol frames: they count toward the
+ * client's ACK (§5.12 key 28 counts every frame received), and DATA records wait while the ack
+ * window is full. RAW records are not frames (the HTTP upgrade answer, WebSocket control
+ * frames): neither counted nor held.
+ */
+export const RecordKind = Object.freeze({ CONTROL: 0, DATA: 1, RAW: 2 } as const);
+
+/** ESTOP frames waiting ahead of the queue at once; a fifth replaces the newest waiting one. */
+export const AHEAD_SLOTS = 4;
+/** Room for one framed ESTOP: the largest header (WebSocket, 4) plus the 12-byte frame. */
+export const AHEAD_SLOT_BYTES = WS_MAX_HEADER_BYTES + ESTOP_FRAME_BYTES;
+
+// Where the current chunk comes from.
+const SRC_NONE = 0;
+const SRC_QUEUE = 1;
+const SRC_AHEAD = 2;
+
+/**
+ * The bounded egress queue of one client: whole records (the binding's header and one frame)
+ * in one byte ring of `capacity` bytes, at most `maxRecords` of them. A record is accepted
+ * whole or not at all. The transport takes bytes from the front in any amounts (`next` /
+ * `consume`, or `copyOut`), so a record may be partly handed over; the ratio counts the bytes
+ * not yet handed.
+ *
+ * ESTOP write-ahead (§10.4, §11.2): `writeAhead` keeps the framed ESTOP in a few slots apart
+ * from the ring, outside the capacity. The next byte the transport takes after it is the
+ * ESTOP's first byte, unless a record is partly handed over: that record is finished first, so
+ * the receiver's framing stays in step. ESTOPs go in the order written.
+ */
+export class EgressQueue {
+  readonly capacity: number;
+  readonly maxRecords: number;
+  private readonly ring: Uint8Array;
+  private readonly lens: Uint32Array;
+  private readonly kinds: Uint8Array;
+  private first = 0;
+  private n = 0;
+  private head = 0;
+  private used = 0;
+  private headDone = 0;
+  private readonly ahead = new Uint8Array(AHEAD_SLOTS * AHEAD_SLOT_BYTES);
+  private readonly aheadLens = new Uint8Array(AHEAD_SLOTS);
+  private aFirst = 0;
+  private aN = 0;
+  private aDone = 0;
+  private src = SRC_NONE;
+  /** The current chunk (after `next`): chunkBuf[chunkAt, chunkAt + chunkLen). */
+  chunkBuf: Uint8Array;
+  chunkAt = 0;
+  chunkLen = 0;
+  /** Records handed over completely (ESTOPs not counted). */
+  recordsOut = 0;
+  /** Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte has been handed over. */
+  framesStarted = 0;
+  /** ESTOP frames handed over completely. */
+  aheadOut = 0;
+  /** ESTOP frames replaced while five or more waited at once. */
+  aheadReplaced = 0;
+
+  constructor(capacity: number, maxRecords: number = Math.max(16, capacity >>> 4)) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
+    if (!Number.isInteger(maxRecords) || maxRecords < 1) throw new RangeError('EgressQueue maxRecords must be an integer ≥ 1');
+    this.capacity = capacity;
+    this.maxRecords = maxRecords;
+    this.ring = new Uint8Array(capacity);
+    this.lens = new Uint32Array(maxRecords);
+    this.kinds = new Uint8Array(maxRecords);
+    this.chunkBuf = this.ring;
+  }
+
+  /** Bytes queued and not yet handed over. */
+  get bytes(): number {
+    return this.used;
+  }
+
+  /** Records held, the one partly handed over included. */
+  get records(): number {
+    return this.n;
+  }
+
+  /** ESTOP frames waiting ahead (the one partly handed over included). */
+  get aheadWaiting(): number {
+    return this.aN;
+  }
+
+  /** The §10.3 watermark: bytes queued ÷ capacity. */
+  ratio(): number {
+    return this.used / this.capacity;
+  }
+
+  /** Everything the transport still has to take, the ESTOPs included. */
+  pendingBytes(): number {
+    let p = this.used;
+    for (let k = 0; k < this.aN; k++) p += this.aheadLens[(this.aFirst + k) % AHEAD_SLOTS] as number;
+    return p - this.aDone;
+  }
+
+  /** True while a record or an ESTOP is partly handed over. */
+  inFlight(): boolean {
+    return this.headDone > 0 || this.aDone > 0;
+  }
+
+  /** Whether a record of `total` bytes (header included) would be accepted now. */
+  fits(total: number): boolean {
+    return total >= 1 && this.n < this.maxRecords && this.used + total <= this.capacity;
+  }
+
+  /** Appends header[0, hlen) + frame[0, flen) as one record; false (nothing changes) when it does not fit. */
+  push(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number, kind: number): boolean {
+    const total = hlen + flen;
+    if (!this.fits(total)) return false;
+    let at = this.head + this.used;
+    if (at >= this.capacity) at -= this.capacity;
+    at = this.put(header, hlen, at);
+    this.put(frame, flen, at);
+    let slot = this.first + this.n;
+    if (slot >= this.maxRecords) slot -= this.maxRecords;
+    this.lens[slot] = total;
+    this.kinds[slot] = kind;
+    this.n++;
+    this.used += total;
+    return true;
+  }
+
+  /** Puts header[0, hlen) + frame[0, flen) ahead of every queued record (see the class comment). */
+  writeAhead(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number): void {
+    const total = hlen + flen;
+    if (total > AHEAD_SLOT_BYTES) throw new RangeError('writeAhead: an ESTOP record is at most 16 bytes');
+    let slot: number;
+    if (this.aN < AHEAD_SLOTS) {
+      slot = (this.aFirst + this.aN) % AHEAD_SLOTS;
+      this.aN++;
+    } else {
+      // Only the newest state matters to a client that has not read the last three: the
+      // newest waiting one (never the one in flight, which is the oldest) is replaced.
+      slot = (this.aFirst + AHEAD_SLOTS - 1) % AHEAD_SLOTS;
+      this.aheadReplaced++;
+    }
+    const base = slot * AHEAD_SLOT_BYTES;
+    const a = this.ahead;
+    for (let k = 0; k < hlen; k++) a[base + k] = header[k] as number;
+    for (let k = 0; k < flen; k++) a[base + hlen + k] = frame[k] as number;
+    this.aheadLens[slot] = total;
+  }
+
+  /**
+   * Selects the next contiguous chunk the transport may take (chunkBuf, chunkAt, chunkLen) and
+   * returns its length; 0 when there is nothing, or when the next record is a DATA record not
+   * yet started and `frameStarts` (what the ack window still allows) is 0 or less.
+   */
+  next(frameStarts: number): number {
+    if (this.aDone > 0 || (this.headDone === 0 && this.aN > 0)) {
+      this.src = SRC_AHEAD;
+      this.chunkBuf = this.ahead;
+      this.chunkAt = this.aFirst * AHEAD_SLOT_BYTES + this.aDone;
+      this.chunkLen = (this.aheadLens[this.aFirst] as number) - this.aDone;
+      return this.chunkLen;
+    }
+    if (this.n === 0 || (this.headDone === 0 && this.kinds[this.first] === RecordKind.DATA && !(frameStarts > 0))) {
+      this.src = SRC_NONE;
+      this.chunkLen = 0;
+      return 0;
+    }
+    const left = (this.lens[this.first] as number) - this.headDone;
+    const toEnd = this.capacity - this.head;
+    this.src = SRC_QUEUE;
+    this.chunkBuf = this.ring;
+    this.chunkAt = this.head;
+    this.chunkLen = left < toEnd ? left : toEnd;
+    return this.chunkLen;
+  }
+
+  /** The transport took the first `k` bytes of the current chunk (0 < k ≤ chunkLen). */
+  consume(k: number): void {
+    if (!(k > 0 && k <= this.chunkLen)) throw new RangeError('EgressQueue.consume: outside the current chunk');
+    this.chunkAt += k;
+    this.chunkLen -= k;
+    if (this.src === SRC_AHEAD) {
+      if (this.aDone === 0) this.framesStarted++;
+      this.aDone += k;
+      if (this.aDone === (this.aheadLens[this.aFirst] as number)) {
+        this.aDone = 0;
+        this.aFirst = (this.aFirst + 1) % AHEAD_SLOTS;
+        this.aN--;
+        this.aheadOut++;
+        this.src = SRC_NONE;
+        this.chunkLen = 0;
+      }
+      return;
+    }
+    if (this.headDone === 0 && this.kinds[this.first] !== RecordKind.RAW) this.framesStarted++;
+    this.headDone += k;
+    this.used -= k;
+    this.head += k;
+    if (this.head >= this.capacity) this.head -= this.capacity;
+    if (this.headDone === (this.lens[this.first] as number)) {
+      this.headDone = 0;
+      this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
+      this.n--;
+      this.recordsOut++;
+      if (this.n === 0) this.head = 0;
+      this.src = SRC_NONE;
+      this.chunkLen = 0;
+    }
+  }
+
+  /**
+   * Copies up to `max` bytes, in order, into dst[at, …); returns how many. `frameStarts` is
+   * how many more frames the ack window allows: each frame started uses one, and a DATA record
+   * is not started once none is left.
+   */
+  copyOut(dst: Uint8Array, at: number, max: number, frameStarts: number): number {
+    let copied = 0;
+    let allowance = frameStarts;
+    while (copied < max) {
+      const len = this.next(allowance);
+      if (len === 0) break;
+      const k = len < max - copied ? len : max - copied;
+      const buf = this.chunkBuf;
+      const from = this.chunkAt;
+      for (let j = 0; j < k; j++) dst[at + copied + j] = buf[from + j] as number;
+      const before = this.framesStarted;
+      this.consume(k);
+      if (this.framesStarted !== before) allowance--;
+      copied += k;
+    }
+    return copied;
+  }
+
+  /**
+   * For message transports (one record per message): the length of what `copyOut` would hand
+   * over as the next whole record, 0 if none may go. Call only when nothing is in flight.
+   */
+  nextRecordLength(frameStarts: number): number {
+    if (this.aN > 0) return (this.aheadLens[this.aFirst] as number) - this.aDone;
+    if (this.n === 0) return 0;
+    if (this.headDone === 0 && this.kinds[this.first] === RecordKind.DATA && !(frameStarts > 0)) return 0;
+    return (this.lens[this.first] as number) - this.headDone;
+  }
+
+  /** Drops everything, the ESTOPs included (the transport is gone). Counters are kept. */
+  clear(): void {
+    this.first = 0;
+    this.n = 0;
+    this.head = 0;
+    this.used = 0;
+    this.headDone = 0;
+    this.aFirst = 0;
+    this.aN = 0;
+    this.aDone = 0;
+    this.src = SRC_NONE;
+    this.chunkLen = 0;
+  }
+
+  private put(src: Uint8Array, len: number, at: number): number {
+    const ring = this.ring;
+    const cap = this.capacity;
+    let p = at;
+    for (let k = 0; k < len; k++) {
+      ring[p] = src[k] as number;
+      p = p + 1 === cap ? 0 : p + 1;
+    }
+    return p;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The link.
+
+/** How a link delimits frames on its transport. */
+export const LinkFraming = Object.freeze({
+  /** TCP: a 2-byte big-endian length before every frame. */
+  LENGTH_PREFIX: 0,
+  /** WebSocket spoken by the hub itself over a TCP stream (the device): upgrade, then RFC 6455 frames. */
+  WS_SERVER: 1,
+  /** A message transport that delimits frames itself (the `ws` package on the host): one record per message. */
+  MESSAGE: 2,
+} as const);
+export type LinkFramingCode = (typeof LinkFraming)[keyof typeof LinkFraming];
+
+/** Default queue capacity where the adapter does not choose one. */
+export const DEFAULT_QUEUE_BYTES = 16384;
+/**
+ * The smallest capacity a link accepts: the largest hub frame plus the largest header. A queue
+ * that could never hold some frame would stall the never-shed path on it and park a healthy
+ * session.
+ */
+export const MIN_QUEUE_BYTES = MAX_HUB_FRAME_BYTES + WS_MAX_HEADER_BYTES;
+/**
+ * Frames a client that acknowledges may have outstanding beyond its last ACK before DATA waits
+ * in the queue. Twice the detector's ack-lag threshold (ACK_LAG_CONGESTED_FRAMES, 64) and four
+ * times the ACK interval of §13.2 (32 frames): a healthy client never reaches it, and a client
+ * that stops reading is held to about half a second of 200 Hz samples in transit before its
+ * backlog builds in the queue, where the watermark sees it.
+ */
+export const DEFAULT_ACK_WINDOW_FRAMES = 128;
+/** WebSocket status for a connection closed for persistent misbehaviour (RFC 6455 §7.4.1). */
+export const WS_POLICY_VIOLATION = 1008;
+
+/** Link states. */
+export const LinkState = Object.freeze({
+  /** WebSocket upgrade in progress (WS_SERVER only): not attached to the hub yet. */
+  HANDSHAKE: 0,
+  OPEN: 1,
+  /** The link gave up the transport (hub close, fatal framing error); the adapter is closing it. */
+  CLOSING: 2,
+  CLOSED: 3,
+} as const);
+
+/** The socket side of a link, implemented by each adapter. */
+export interface LinkTransport {
+  /** There are bytes to send: pull them now or when the socket can take them. */
+  kick(): void;
+  /**
+   * The link gives up the transport: hand over what it will still yield if the socket takes
+   * it now, then close; close at once if it cannot. `wsCode` is the WebSocket status for a
+   * message transport. The adapter reports the socket's end with `transportClosed()`.
+   */
+  close(wsCode: number): void;
+}
+
+export interface TcpLinkOptions {
+  readonly hub: HubAttach;
+  readonly clock: Clock;
+  readonly framing: LinkFramingCode;
+  /** The Link.binding name: 'tcp' or 'ws'. */
+  readonly binding: string;
+  /** Egress queue capacity in bytes (≥ MIN_QUEUE_BYTES). */
+  readonly queueBytes?: number;
+  readonly maxRecords?: number;
+  /** Largest inbound frame; a larger one is answered NACK TOO_LARGE and discarded. */
+  readonly maxFrameBytes?: number;
+  readonly ackWindowFrames?: number;
+  readonly detector?: WatermarkOptions;
+  /** SHA-1 for the WebSocket upgrade (WS_SERVER only). */
+  readonly sha1?: Sha1;
+  readonly log?: Log;
+}
+
+const NO_LIMIT = 0x7fffffff;
+const U32 = 0x100000000;
+
+/**
+ * One TCP or WebSocket connection as the core sees it. Outbound: `send` queues whole frames
+ * with the binding's header, `writeAhead` puts ESTOP ahead of them, the adapter pulls bytes
+ * (`pull`) or whole messages (`nextMessageLength` + `pull`) when its socket can take them.
+ * Inbound: the adapter feeds bytes (`input`) or messages (`message`); whole frames go to the
+ * hub's sink. The level is the §10.3 WatermarkDetector's, fed with the queue ratio whenever
+ * the queue changes and re-judged on every `level()` call. The client's ACK (key 28: frames
+ * received on this transport, mod 2^32) gives the detector its ack lag (frames handed to the
+ * socket and not yet acknowledged), opens the ack window, and times the RTT (a frame's hand-over
+ * to the ACK that covers it).
+ *
+ * Frames the framing refuses (too large; a WebSocket text message) are answered NACK
+ * TOO_LARGE / MALFORMED here and discarded, the stream kept in step (§2); more than
+ * MALFORMED_CLOSE_PER_S of them within a second closes the transport (§12.5).
+ */
+export class TcpLink implements BindingLink {
+  readonly binding: string;
+  /** The largest frame this link takes from the client in one piece (WELCOME key 22). */
+  readonly mtu: number;
+  readonly broadcast = false;
+  readonly queue: EgressQueue;
+  readonly detector: WatermarkDetector;
+  readonly throughput: ThroughputEstimator;
+  readonly rtt = new RttEstimator();
+  readonly framing: LinkFramingCode;
+  readonly ackWindowFrames: number;
+  /** The client has acknowledged at least once: the ack window and the ack lag apply from then on. */
+  ackSeen = false;
+  /** Frames handed over that the client's ACKs cover (the ACK's count, unwrapped). */
+  acked = 0;
+  /** Frames refused by the framing (oversize, text), and the last refusal's code. */
+  refused = 0;
+  lastRefusal = 0;
+  private readonly clock: Clock;
+  private readonly hub: HubAttach;
+  private readonly log: Log;
+  private readonly sha1: Sha1 | undefined;
+  private transport: LinkTransport | null = null;
+  private sink: LinkSink | null = null;
+  private st: number;
+  private lossReported = false;
+  private readonly reassembler: FrameReassembler | null;
+  private readonly wsParser: WsFrameParser | null;
+  private readonly handshake: WsHandshake | null;
+  private readonly refusals = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
+  private readonly hdr = new Uint8Array(WS_MAX_HEADER_BYTES);
+  private readonly closeBody = new Uint8Array(2);
+  private readonly nackW = new CborWriter(new Uint8Array(16));
+  private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
+  private readonly frameIn: FrameConsumer;
+  private readonly wsIn: WsConsumer;
+  // When each of the last frames was handed over, by frame number mod the ring size (RTT).
+  private readonly handedAt: Float64Array;
+  private readonly handedMask: number;
+
+  constructor(options: TcpLinkOptions) {
+    const queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
+    if (!(queueBytes >= MIN_QUEUE_BYTES)) throw new RangeError(`TcpLink: queueBytes must be ≥ ${MIN_QUEUE_BYTES} (the largest hub frame and its header)`);
+    const maxFrame = options.maxFrameBytes ?? MAX_FRAME_BYTES;
+    const window = options.ackWindowFrames ?? DEFAULT_ACK_WINDOW_FRAMES;
+    if (!Number.isInteger(window) || window < 1) throw new RangeError('TcpLink: ackWindowFrames must be an integer ≥ 1');
+    if (options.framing === LinkFraming.WS_SERVER && !options.sha1) throw new RangeError('TcpLink: WS_SERVER framing needs sha1');
+    const now = options.clock.now();
+    this.binding = options.binding;
+    this.framing = options.framing;
+    this.mtu = maxFrame;
+    this.clock = options.clock;
+    this.hub = options.hub;
+    this.log = options.log ?? NULL_LOG;
+    this.sha1 = options.sha1;
+    this.ackWindowFrames = window;
+    this.queue = new EgressQueue(queueBytes, options.maxRecords);
+    this.detector = new WatermarkDetector(now, options.detector);
+    this.throughput = new ThroughputEstimator(now);
+    let ring = 1;
+    while (ring < window) ring <<= 1;
+    this.handedAt = new Float64Array(ring);
+    this.handedMask = ring - 1;
+    this.reassembler = options.framing === LinkFraming.LENGTH_PREFIX ? new FrameReassembler(maxFrame) : null;
+    this.wsParser = options.framing === LinkFraming.WS_SERVER ? new WsFrameParser(maxFrame) : null;
+    this.handshake = options.framing === LinkFraming.WS_SERVER ? new WsHandshake() : null;
+    this.st = options.framing === LinkFraming.WS_SERVER ? LinkState.HANDSHAKE : LinkState.OPEN;
+    this.frameIn = {
+      frame: (b, s, e) => this.deliver(b, s, e),
+      refuse: (code, length) => this.refuse(code, length),
+    };
+    this.wsIn = {
+      message: (b, s, e) => this.deliver(b, s, e),
+      control: (op, b, s, e) => this.wsControl(op, b, s, e),
+      refuse: (code, length) => this.refuse(code, length),
+    };
+  }
+
+  /** The adapter's socket is ready: the link attaches to the hub (after the upgrade, for WS_SERVER). */
+  start(transport: LinkTransport): void {
+    this.transport = transport;
+    if (this.st === LinkState.OPEN) this.sink = this.hub.attach(this);
+  }
+
+  get state(): number {
+    return this.st;
+  }
+
+  get closed(): boolean {
+    return this.st === LinkState.CLOSED;
+  }
+
+  /** Frames handed to the socket and not yet covered by the client's ACK. */
+  outstanding(): number {
+    return this.queue.framesStarted - this.acked;
+  }
+
+  // ------------------------------------------------------------------ Link (the core's side)
+
+  canSend(length: number): boolean {
+    return this.st === LinkState.OPEN && this.queue.fits(this.headerLength(length) + length);
+  }
+
+  send(frame: Uint8Array, length: number): void {
+    if (!this.canSend(length)) throw new RangeError('TcpLink.send without room: the core asks canSend first');
+    const h = this.writeHeader(WsOpcode.BINARY, length);
+    const kind = peekFrameType(frame, 0, length) === FrameType.DATA ? RecordKind.DATA : RecordKind.CONTROL;
+    this.queue.push(this.hdr, h, frame, length, kind);
+    this.detector.sample(this.queue.ratio(), this.clock.now());
+    this.kick();
+  }
+
+  writeAhead(frame: Uint8Array): void {
+    if (this.st !== LinkState.OPEN) return;
+    const len = frame.length < ESTOP_FRAME_BYTES ? frame.length : ESTOP_FRAME_BYTES;
+    const h = this.writeHeader(WsOpcode.BINARY, len);
+    this.queue.writeAhead(this.hdr, h, frame, len);
+    this.kick();
+  }
+
+  level(): number {
+    this.detector.tick(this.clock.now());
+    return this.detector.level();
+  }
+
+  estimate(): LinkEstimate {
+    this.est.throughputBps = this.throughput.bps(this.clock.now());
+    this.est.rttMs = this.rtt.rttMs();
+    return this.est;
+  }
+
+  occupancy(): number {
+    return this.queue.ratio();
+  }
+
+  /** The core closes the transport (park, teardown, persistent misbehaviour). */
+  close(): void {
+    if (this.st === LinkState.CLOSING || this.st === LinkState.CLOSED) return;
+    // The core already detached this link; reporting its loss back would be noise.
+    this.lossReported = true;
+    this.giveUp(WsCloseCode.NORMAL);
+  }
+
+  queuedBytes(): number {
+    return this.queue.bytes;
+  }
+
+  signal(): number {
+    return this.queue.ratio();
+  }
+
+  // ------------------------------------------------------------------ the adapter's side
+
+  /** Bytes from a stream transport (LENGTH_PREFIX, WS_SERVER). */
+  input(bytes: Uint8Array, start: number, end: number): void {
+    try {
+      if (this.st === LinkState.HANDSHAKE) {
+        const hs = this.handshake as WsHandshake;
+        const after = hs.push(bytes, start, end);
+        if (after < 0) return;
+        this.upgrade(hs);
+        start = after;
+      }
+      if (this.st !== LinkState.OPEN) return;
+      if (this.reassembler) this.reassembler.push(bytes, start, end, this.frameIn);
+      else if (this.wsParser) this.wsParser.push(bytes, start, end, this.wsIn);
+    } catch (e) {
+      if (e instanceof FramingError) this.fatal(e.code);
+      else throw e;
+    }
+  }
+
+  /** One message from a message transport (MESSAGE); `binary` false for a WebSocket text message. */
+  message(bytes: Uint8Array, start: number, end: number, binary: boolean): void {
+    if (this.st !== LinkState.OPEN) return;
+    if (!binary) this.refuse(FramingErrorCode.TEXT_MESSAGE, end - start);
+    else if (end - start > this.mtu) this.refuse(FramingErrorCode.TOO_LARGE, end - start);
+    else this.deliver(bytes, start, end);
+  }
+
+  /**
+   * Copies up to `max` bytes of what is due next into dst[at, …): the ESTOPs written ahead,
+   * then queued records, DATA only within the ack window. Returns the count.
+   */
+  pull(dst: Uint8Array, at: number, max: number): number {
+    if (this.st === LinkState.CLOSED) return 0;
+    const q = this.queue;
+    const before = q.framesStarted;
+    const n = q.copyOut(dst, at, max, this.allowance());
+    if (n > 0) this.handed(n, before);
+    return n;
+  }
+
+  /** For message transports: the length of the next whole record that may go, 0 if none. */
+  nextMessageLength(): number {
+    if (this.st === LinkState.CLOSED) return 0;
+    return this.queue.nextRecordLength(this.allowance());
+  }
+
+  /** Bytes the transport still has to take, window or not (the adapter's close decision). */
+  pendingBytes(): number {
+    return this.queue.pendingBytes();
+  }
+
+  /** The adapter's socket is gone (closed by either side, or failed). */
+  transportClosed(): void {
+    if (this.st === LinkState.CLOSED) return;
+    this.st = LinkState.CLOSED;
+    this.queue.clear();
+    // §6.6: a lost transport makes the session STALE; the core decides, the link only reports.
+    this.reportLost();
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private kick(): void {
+    if (this.transport) this.transport.kick();
+  }
+
+  private reportLost(): void {
+    if (this.lossReported) return;
+    this.lossReported = true;
+    if (this.sink) this.sink.lost();
+  }
+
+  private allowance(): number {
+    return this.ackSeen ? this.ackWindowFrames - this.outstanding() : NO_LIMIT;
+  }
+
+  private handed(n: number, framesBefore: number): void {
+    const now = this.clock.now();
+    const q = this.queue;
+    for (let i = framesBefore; i < q.framesStarted; i++) this.handedAt[i & this.handedMask] = now;
+    this.throughput.add(n, now);
+    this.detector.sample(q.ratio(), now);
+    if (this.ackSeen) this.detector.ackLag(this.outstanding(), now);
+  }
+
+  private deliver(bytes: Uint8Array, start: number, end: number): void {
+    if (this.st !== LinkState.OPEN || !this.sink) return;
+    if (peekFrameType(bytes, start, end) === FrameType.ACK) this.onAck(bytes, start, end);
+    this.sink.frame(bytes, start, end);
+  }
+
+  private onAck(bytes: Uint8Array, start: number, end: number): void {
+    let f;
+    try {
+      f = decodeFrame(bytes, start, end);
+    } catch (e) {
+      if (e instanceof FrameError) return; // the core answers it
+      throw e;
+    }
+    if (f.type !== FrameType.ACK || !('acked' in f)) return;
+    const now = this.clock.now();
+    const started = this.queue.framesStarted;
+    // Key 28 counts modulo 2^32: the lag is the distance back from what was handed over. A
+    // count ahead of that (a client claiming frames it cannot have had) reads as no lag.
+    let lag = (started - f.acked) % U32;
+    if (lag < 0) lag += U32;
+    if (lag > started || lag >= U32 / 2) lag = 0;
+    const n = started - lag;
+    if (n > this.acked) {
+      if (lag < this.handedAt.length) this.rtt.sample(now - (this.handedAt[(n - 1) & this.handedMask] as number));
+      this.acked = n;
+    }
+    this.ackSeen = true;
+    this.detector.ackLag(this.outstanding(), now);
+    this.kick();
+  }
+
+  private upgrade(hs: WsHandshake): void {
+    const accept = wsAccept(hs.key, this.sha1 as Sha1);
+    this.pushAscii(wsUpgradeResponse(accept));
+    this.st = LinkState.OPEN;
+    this.log.event('ws-upgrade');
+    if (this.transport) this.sink = this.hub.attach(this);
+  }
+
+  private wsControl(op: number, bytes: Uint8Array, start: number, end: number): void {
+    if (op === WsOpcode.PING) {
+      // RFC 6455 §5.5.2: a pong echoes the ping's payload; skipped if the queue is full.
+      const len = end - start;
+      const h = writeWsHeader(WsOpcode.PONG, len, this.hdr, 0);
+      if (this.queue.fits(h + len)) {
+        this.queue.push(this.hdr, h, bytes.subarray(start, end), len, RecordKind.RAW);
+        this.kick();
+      }
+    } else if (op === WsOpcode.CLOSE) {
+      // The client closes: the session goes STALE (§6.6); the closing handshake is answered.
+      this.reportLost();
+      this.giveUp(WsCloseCode.NORMAL);
+    }
+  }
+
+  /** §2: a refused frame gets its NACK and is discarded; persistent refusals close (§12.5). */
+  private refuse(code: FramingErrorCodeValue, length: number): void {
+    this.refused++;
+    this.lastRefusal = code;
+    this.log.event('frame-refused', code, length);
+    this.pushNack(code === FramingErrorCode.TOO_LARGE ? Nack.TOO_LARGE : Nack.MALFORMED);
+    if (this.refusals.add(this.clock.now()) > MALFORMED_CLOSE_PER_S) {
+      this.log.event('refusals-close', this.refused);
+      this.reportLost();
+      this.giveUp(WS_POLICY_VIOLATION);
+    }
+  }
+
+  /** A WebSocket protocol violation or a refused upgrade: the connection cannot go on. */
+  private fatal(code: FramingErrorCodeValue): void {
+    this.log.event('framing-close', code);
+    if (this.st === LinkState.HANDSHAKE) {
+      this.pushAscii(WS_BAD_REQUEST_RESPONSE);
+      this.giveUp(WsCloseCode.PROTOCOL_ERROR);
+      return;
+    }
+    this.reportLost();
+    this.giveUp(WsCloseCode.PROTOCOL_ERROR);
+  }
+
+  private giveUp(wsCode: number): void {
+    if (this.st === LinkState.CLOSING || this.st === LinkState.CLOSED) return;
+    if (this.framing === LinkFraming.WS_SERVER && this.st === LinkState.OPEN) {
+      // RFC 6455 §5.5.1: the closing handshake, a close frame with the status code.
+      const h = writeWsHeader(WsOpcode.CLOSE, 2, this.hdr, 0);
+      const body = this.closeBody;
+      body[0] = wsCode >>> 8;
+      body[1] = wsCode & 0xff;
+      if (this.queue.fits(h + 2)) this.queue.push(this.hdr, h, body, 2, RecordKind.RAW);
+    }
+    this.st = LinkState.CLOSING;
+    if (this.transport) this.transport.close(wsCode);
+  }
+
+  /** A NACK from the binding itself; dropped if the queue is full (the client is not reading anyway). */
+  private pushNack(code: number): void {
+    const w = this.nackW;
+    w.reset();
+    encodeFrame({ type: FrameType.NACK, code }, w);
+    const h = this.writeHeader(WsOpcode.BINARY, w.pos);
+    if (this.queue.push(this.hdr, h, w.buf, w.pos, RecordKind.CONTROL)) this.kick();
+  }
+
+  /** Raw bytes with no frame header (the HTTP upgrade answer). */
+  private pushAscii(text: string): void {
+    const bytes = new Uint8Array(text.length);
+    writeAscii(text, bytes, 0);
+    if (this.queue.push(this.hdr, 0, bytes, bytes.length, RecordKind.RAW)) this.kick();
+  }
+
+  private headerLength(length: number): number {
+    if (this.framing === LinkFraming.LENGTH_PREFIX) return LENGTH_PREFIX_BYTES;
+    if (this.framing === LinkFraming.WS_SERVER) return wsHeaderLength(length);
+    return 0;
+  }
+
+  private writeHeader(opcode: number, length: number): number {
+    if (this.framing === LinkFraming.LENGTH_PREFIX) return writeLengthPrefix(length, this.hdr, 0);
+    if (this.framing === LinkFraming.WS_SERVER) return writeWsHeader(opcode, length, this.hdr, 0);
+    return 0;
+  }
+}

@@ -1,0 +1,582 @@
+// bindings/tcp/egress.ts: the bounded egress queue (whole records, the watermark, the ESTOP
+// write-ahead and the ack window) and the TcpLink around it, driven by a fake transport and a
+// fake hub; bindings/link.ts estimators.
+import { deepEqual, equal, ok, throws } from '../lib/assert.js';
+import { ACK_LAG_CONGESTED_FRAMES } from '../../bindings/detector.js';
+import { RttEstimator, ThroughputEstimator } from '../../bindings/link.js';
+import { WsOpcode, writeLengthPrefix } from '../../bindings/tcp/framing.js';
+import {
+  AHEAD_SLOTS,
+  WS_POLICY_VIOLATION,
+  DEFAULT_ACK_WINDOW_FRAMES,
+  EgressQueue,
+  LinkFraming,
+  LinkState,
+  MIN_QUEUE_BYTES,
+  RecordKind,
+  TcpLink,
+  type LinkFramingCode,
+  type LinkTransport,
+} from '../../bindings/tcp/egress.js';
+import { CborWriter } from '../../hub/cbor.js';
+import { ESTOP_FRAME_BYTES, EstopKind, EstopSource, decodeEstop, encodeEstop } from '../../hub/estop-frame.js';
+import { decodeFrame, encodeData, encodeFrame, FrameType, MAX_FRAME_BYTES, type Frame } from '../../hub/frames.js';
+import { Nack } from '../../hub/nack.js';
+import type { Link, LinkSink } from '../../hub/ports.js';
+
+const NONE = new Uint8Array(0);
+
+function rec(n: number, seed: number): Uint8Array {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = (seed * 13 + i) & 0xff;
+  return b;
+}
+
+function drain(q: EgressQueue, max = 1 << 20, dataStarts = 1 << 30): number[] {
+  const dst = new Uint8Array(max);
+  const n = q.copyOut(dst, 0, max, dataStarts);
+  return Array.from(dst.subarray(0, n));
+}
+
+function estopBytes(seq: number): Uint8Array {
+  const b = new Uint8Array(ESTOP_FRAME_BYTES);
+  encodeEstop(b, 0, EstopKind.ASSERT, EstopSource.HUB_BUTTON, 1, 0, seq);
+  return b;
+}
+
+describe('tcp egress: EgressQueue', () => {
+  it('holds whole records only, bounded by bytes and by count', () => {
+    const q = new EgressQueue(64, 4);
+    const h = new Uint8Array([0xaa, 0xbb]);
+    ok(q.push(h, 2, rec(30, 1), 30, RecordKind.DATA));
+    ok(q.push(h, 2, rec(28, 2), 28, RecordKind.CONTROL));
+    equal(q.bytes, 62);
+    ok(!q.fits(3));
+    ok(!q.push(h, 2, rec(1, 3), 1, RecordKind.CONTROL), 'three bytes do not fit in two');
+    equal(q.bytes, 62, 'a refused record leaves nothing behind');
+    ok(q.fits(2));
+    ok(q.push(NONE, 0, rec(1, 4), 1, RecordKind.CONTROL));
+    ok(q.push(NONE, 0, rec(1, 5), 1, RecordKind.CONTROL));
+    equal(q.records, 4);
+    ok(!q.fits(0), 'an empty record is never queued');
+    const r = new EgressQueue(1000, 2);
+    r.push(NONE, 0, rec(1, 1), 1, RecordKind.CONTROL);
+    r.push(NONE, 0, rec(1, 2), 1, RecordKind.CONTROL);
+    ok(!r.fits(1), 'record count bound');
+  });
+
+  it('hands bytes over in order, in any amounts, across the ring end; ratio counts what is left', () => {
+    const q = new EgressQueue(40);
+    const h = new Uint8Array([9]);
+    q.push(h, 1, rec(20, 1), 20, RecordKind.CONTROL);
+    q.push(h, 1, rec(10, 2), 10, RecordKind.CONTROL);
+    equal(q.ratio(), 32 / 40);
+    deepEqual(drain(q, 5), [9, ...rec(4, 1)]);
+    ok(q.inFlight());
+    equal(q.ratio(), 27 / 40);
+    deepEqual(drain(q, 16), Array.from(rec(20, 1).subarray(4)));
+    ok(!q.inFlight());
+    equal(q.recordsOut, 1);
+    // 11 bytes queued at offset 21; 25 more wrap past the end of the 40-byte ring.
+    ok(q.push(h, 1, rec(24, 3), 24, RecordKind.CONTROL));
+    equal(q.bytes, 36);
+    deepEqual(drain(q), [9, ...rec(10, 2), 9, ...rec(24, 3)]);
+    equal(q.bytes, 0);
+    equal(q.ratio(), 0);
+    equal(q.recordsOut, 3);
+  });
+
+  it('puts ESTOP ahead of every queued record', () => {
+    const q = new EgressQueue(100);
+    q.push(NONE, 0, rec(10, 1), 10, RecordKind.DATA);
+    q.push(NONE, 0, rec(10, 2), 10, RecordKind.DATA);
+    const e = estopBytes(1);
+    q.writeAhead(new Uint8Array([0, 12]), 2, e, 12);
+    equal(q.bytes, 20, 'the ESTOP is outside the watermark');
+    equal(q.pendingBytes(), 34);
+    deepEqual(drain(q), [0, 12, ...e, ...rec(10, 1), ...rec(10, 2)]);
+  });
+
+  it('finishes a record partly handed over before the ESTOP, never splits one', () => {
+    const q = new EgressQueue(100);
+    q.push(NONE, 0, rec(10, 1), 10, RecordKind.DATA);
+    q.push(NONE, 0, rec(10, 2), 10, RecordKind.DATA);
+    deepEqual(drain(q, 3), Array.from(rec(3, 1)));
+    const e = estopBytes(2);
+    q.writeAhead(NONE, 0, e, 12);
+    deepEqual(drain(q, 4), Array.from(rec(10, 1).subarray(3, 7)));
+    deepEqual(drain(q), [...rec(10, 1).subarray(7), ...e, ...rec(10, 2)]);
+  });
+
+  it('an ESTOP partly handed over finishes before anything else, and ESTOPs keep their order', () => {
+    const q = new EgressQueue(100);
+    q.push(NONE, 0, rec(10, 1), 10, RecordKind.CONTROL);
+    const a = estopBytes(1);
+    const b = estopBytes(2);
+    q.writeAhead(NONE, 0, a, 12);
+    deepEqual(drain(q, 5), Array.from(a.subarray(0, 5)));
+    q.writeAhead(NONE, 0, b, 12);
+    deepEqual(drain(q), [...a.subarray(5), ...b, ...rec(10, 1)]);
+    equal(q.aheadOut, 2);
+  });
+
+  it('goes out when the queue is full; a fifth waiting ESTOP replaces the newest', () => {
+    const q = new EgressQueue(20);
+    q.push(NONE, 0, rec(20, 1), 20, RecordKind.DATA);
+    ok(!q.fits(1));
+    const e = [1, 2, 3, 4, 5].map(estopBytes);
+    for (const x of e) q.writeAhead(NONE, 0, x, 12);
+    equal(q.aheadWaiting, AHEAD_SLOTS);
+    equal(q.aheadReplaced, 1);
+    deepEqual(drain(q), [...(e[0] as Uint8Array), ...(e[1] as Uint8Array), ...(e[2] as Uint8Array), ...(e[4] as Uint8Array), ...rec(20, 1)]);
+  });
+
+  it('starts DATA records only within the allowance; control records and started DATA go on', () => {
+    const q = new EgressQueue(100);
+    q.push(NONE, 0, rec(5, 1), 5, RecordKind.DATA);
+    q.push(NONE, 0, rec(5, 2), 5, RecordKind.CONTROL);
+    q.push(NONE, 0, rec(5, 3), 5, RecordKind.DATA);
+    q.push(NONE, 0, rec(5, 4), 5, RecordKind.DATA);
+    deepEqual(drain(q, 100, 0), [], 'the head is DATA and none may start');
+    deepEqual(drain(q, 2, 1), Array.from(rec(2, 1)));
+    equal(q.framesStarted, 1);
+    deepEqual(drain(q, 100, 0), [...rec(5, 1).subarray(2), ...rec(5, 2)], 'a started DATA record finishes; control is not gated');
+    equal(q.framesStarted, 2, 'control frames count as frames');
+    deepEqual(drain(q, 100, 1), Array.from(rec(5, 3)), 'each frame started uses the allowance');
+    equal(q.framesStarted, 3);
+    equal(q.nextRecordLength(0), 0);
+    equal(q.nextRecordLength(1), 5);
+    q.writeAhead(NONE, 0, estopBytes(1), 12);
+    equal(q.nextRecordLength(0), 12, 'ESTOP is never gated');
+    drain(q, 100, 0);
+    equal(q.framesStarted, 4, 'an ESTOP is a frame too (§2)');
+    q.push(NONE, 0, rec(5, 5), 5, RecordKind.RAW);
+    drain(q, 100, 0);
+    equal(q.framesStarted, 4, 'raw records are not frames');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// TcpLink
+
+class Clock {
+  t = 1000;
+  now(): number {
+    return this.t;
+  }
+}
+
+class FakeHub {
+  readonly frames: Uint8Array[] = [];
+  lost = 0;
+  attached: Link[] = [];
+  attach(link: Link): LinkSink {
+    this.attached.push(link);
+    return {
+      frame: (b, s, e) => {
+        this.frames.push(b.slice(s, e));
+      },
+      lost: () => {
+        this.lost++;
+      },
+    };
+  }
+}
+
+class FakeTransport implements LinkTransport {
+  kicks = 0;
+  closes: number[] = [];
+  kick(): void {
+    this.kicks++;
+  }
+  close(wsCode: number): void {
+    this.closes.push(wsCode);
+  }
+}
+
+interface Rig {
+  link: TcpLink;
+  hub: FakeHub;
+  t: FakeTransport;
+  clock: Clock;
+}
+
+function rig(framing: LinkFramingCode = LinkFraming.LENGTH_PREFIX, extra: { queueBytes?: number; sha1?: (s: string) => Uint8Array } = {}): Rig {
+  const clock = new Clock();
+  const hub = new FakeHub();
+  const link = new TcpLink({ hub, clock, framing, binding: 'tcp', queueBytes: extra.queueBytes ?? MIN_QUEUE_BYTES, sha1: extra.sha1 });
+  const t = new FakeTransport();
+  link.start(t);
+  return { link, hub, t, clock };
+}
+
+const w = new CborWriter(new Uint8Array(4096));
+function enc(f: Frame): Uint8Array {
+  w.reset();
+  encodeFrame(f, w);
+  return w.buf.slice(0, w.pos);
+}
+const values = new Float64Array([1, 2, 3, 4, 5, 6]);
+function data(seq: number): Uint8Array {
+  w.reset();
+  encodeData(w, 10, seq, seq, values, 6, false, 0);
+  return w.buf.slice(0, w.pos);
+}
+function prefixed(frame: Uint8Array): Uint8Array {
+  const out = new Uint8Array(2 + frame.length);
+  writeLengthPrefix(frame.length, out, 0);
+  out.set(frame, 2);
+  return out;
+}
+
+/** Pulls everything pullable and splits it back into frames (length-prefixed). */
+function pullFrames(link: TcpLink): Uint8Array[] {
+  const buf = new Uint8Array(1 << 16);
+  const n = link.pull(buf, 0, buf.length);
+  const out: Uint8Array[] = [];
+  let at = 0;
+  while (at < n) {
+    const len = ((buf[at] as number) << 8) | (buf[at + 1] as number);
+    out.push(buf.slice(at + 2, at + 2 + len));
+    at += 2 + len;
+  }
+  equal(at, n, 'whole frames');
+  return out;
+}
+
+describe('tcp egress: TcpLink', () => {
+  it('attaches at start, queues whole prefixed frames and kicks the transport', () => {
+    const { link, hub, t } = rig();
+    deepEqual(hub.attached, [link as Link]);
+    equal(link.binding, 'tcp');
+    equal(link.mtu, MAX_FRAME_BYTES);
+    ok(!link.broadcast);
+    const f = data(1);
+    ok(link.canSend(f.length));
+    link.send(f, f.length);
+    ok(t.kicks > 0);
+    equal(link.queuedBytes(), f.length + 2);
+    deepEqual(pullFrames(link), [f]);
+    equal(link.queuedBytes(), 0);
+  });
+
+  it('copies on send: the caller may reuse its buffer at once', () => {
+    const { link } = rig();
+    const f = data(1);
+    const copy = f.slice();
+    link.send(f, f.length);
+    f.fill(0);
+    deepEqual(pullFrames(link), [copy]);
+  });
+
+  it('says no when a frame does not fit and refuses a send without room', () => {
+    const { link } = rig();
+    const f = data(1);
+    let n = 0;
+    while (link.canSend(f.length)) {
+      link.send(f, f.length);
+      n++;
+    }
+    equal(n, Math.floor(MIN_QUEUE_BYTES / (f.length + 2)));
+    throws(() => link.send(f, f.length));
+    ok(link.occupancy() > 0.95);
+  });
+
+  it('feeds the watermark: level 1 after > 50 % for 1 s, 2 after > 90 % for 1 s, back down on drain', () => {
+    // The exact window edges are the detector's (test/core/detector tests); here a millisecond
+    // either side of each window shows that the link samples its queue and re-judges on level().
+    const { link, clock } = rig();
+    const f = data(1);
+    while (link.queuedBytes() < MIN_QUEUE_BYTES * 0.6) link.send(f, f.length);
+    equal(link.level(), 0);
+    clock.t += 999;
+    equal(link.level(), 0);
+    clock.t += 2;
+    equal(link.level(), 1, '§10.3: sustained > 50 % over 1 s');
+    while (link.canSend(f.length)) link.send(f, f.length);
+    ok(link.signal() > 0.9);
+    const full = clock.t;
+    link.writeAhead(estopBytes(1));
+    clock.t = full + 999;
+    equal(link.level(), 1);
+    clock.t = full + 1001;
+    equal(link.level(), 2, '> 90 % for 1 s');
+    clock.t += 1;
+    pullFrames(link);
+    equal(link.signal(), 0);
+    const drained = clock.t;
+    clock.t = drained + 999;
+    equal(link.level(), 2);
+    clock.t = drained + 1001;
+    equal(link.level(), 1, 'below 50 % for 1 s: back to 1');
+    clock.t = drained + 4999;
+    equal(link.level(), 1);
+    clock.t = drained + 5001;
+    equal(link.level(), 0, 'below 20 % for 5 s: clear');
+  });
+
+  it('writes ESTOP ahead, prefixed, even with the queue full', () => {
+    const { link } = rig();
+    const f = data(7);
+    while (link.canSend(f.length)) link.send(f, f.length);
+    const e = estopBytes(3);
+    link.writeAhead(e);
+    const frames = pullFrames(link);
+    deepEqual(frames[0], e);
+    equal(decodeEstop(frames[0] as Uint8Array, 0, 12).seq, 3);
+    equal(frames.length, 1 + Math.floor(MIN_QUEUE_BYTES / (f.length + 2)));
+  });
+
+  it('applies the ack window, the ack lag and RTT once the client acknowledges; ACKs still reach the hub', () => {
+    const { link, hub, clock } = rig(LinkFraming.LENGTH_PREFIX, { queueBytes: 65536 });
+    const f = data(1);
+    for (let i = 0; i < 300; i++) link.send(f, f.length);
+    equal(pullFrames(link).length, 300, 'no window before the first ACK');
+    for (let i = 0; i < 300; i++) link.send(f, f.length);
+    clock.t += 40;
+    const ack = prefixed(enc({ type: FrameType.ACK, acked: 290 }));
+    link.input(ack, 0, ack.length);
+    equal(hub.frames.length, 1);
+    equal(decodeFrame(hub.frames[0] as Uint8Array, 0, (hub.frames[0] as Uint8Array).length).type, FrameType.ACK);
+    ok(link.ackSeen);
+    equal(link.acked, 290);
+    equal(link.rtt.rttMs(), 40, 'handed at t, acknowledged at t + 40');
+    equal(pullFrames(link).length, DEFAULT_ACK_WINDOW_FRAMES - 10, '10 outstanding, window 128');
+    equal(link.outstanding(), DEFAULT_ACK_WINDOW_FRAMES);
+    equal(link.detector.lag(), DEFAULT_ACK_WINDOW_FRAMES);
+    ok(DEFAULT_ACK_WINDOW_FRAMES > ACK_LAG_CONGESTED_FRAMES);
+    equal(pullFrames(link).length, 0);
+    // Control frames and ESTOP are not held by the window (they count toward it all the same).
+    const ping = enc({ type: FrameType.PONG, t0: 1, t1: 2 });
+    link.send(ping, ping.length);
+    link.writeAhead(estopBytes(1));
+    const e = pullFrames(link);
+    deepEqual(e, [estopBytes(1)], 'the ESTOP goes at once; the PONG waits behind DATA, records keep their order');
+    const more = prefixed(enc({ type: FrameType.ACK, acked: 300 }));
+    link.input(more, 0, more.length);
+    equal(pullFrames(link).length, 9, '119 outstanding with the ESTOP: 9 more DATA');
+    const claim = prefixed(enc({ type: FrameType.ACK, acked: 100000 }));
+    link.input(claim, 0, claim.length);
+    equal(link.acked, 300 + DEFAULT_ACK_WINDOW_FRAMES, 'an ACK beyond what was handed over reads as no lag');
+    equal(link.outstanding(), 0);
+  });
+
+  it('reads the ACK count modulo 2^32', () => {
+    const { link } = rig();
+    const f = data(1);
+    link.send(f, f.length);
+    link.queue.framesStarted = 0x100000000 + 4;
+    pullFrames(link);
+    const ack = prefixed(enc({ type: FrameType.ACK, acked: 3 }));
+    link.input(ack, 0, ack.length);
+    equal(link.acked, 0x100000000 + 3);
+    equal(link.outstanding(), 2);
+  });
+
+  it('answers an oversize frame with NACK TOO_LARGE, discards it and carries on', () => {
+    const { link, hub, t } = rig();
+    const good = prefixed(enc({ type: FrameType.PING, t0: 5 }));
+    const big = new Uint8Array(2 + MAX_FRAME_BYTES + 1);
+    writeLengthPrefix(MAX_FRAME_BYTES + 1, big, 0);
+    big[2] = 0xa1; // looks like a frame; still refused by its length alone
+    const stream = new Uint8Array([...good, ...big, ...good]);
+    for (let i = 0; i < stream.length; i += 7) link.input(stream, i, Math.min(stream.length, i + 7));
+    equal(hub.frames.length, 2, 'the frames on both sides of it were delivered');
+    equal(hub.lost, 0);
+    deepEqual(t.closes, []);
+    equal(link.state, LinkState.OPEN);
+    equal(link.refused, 1);
+    const out = pullFrames(link);
+    equal(out.length, 1);
+    const nack = decodeFrame(out[0] as Uint8Array, 0, (out[0] as Uint8Array).length);
+    ok(nack.type === FrameType.NACK && nack.code === Nack.TOO_LARGE);
+  });
+
+  it('closes after more than 10 refusals within a second (§12.5)', () => {
+    const { link, hub, t, clock } = rig();
+    const big = new Uint8Array([(MAX_FRAME_BYTES + 1) >>> 8, (MAX_FRAME_BYTES + 1) & 0xff, ...new Uint8Array(MAX_FRAME_BYTES + 1)]);
+    for (let i = 0; i < 10; i++) link.input(big, 0, big.length);
+    deepEqual(t.closes, []);
+    clock.t += 1001; // those leave the one-second window
+    for (let i = 0; i < 10; i++) link.input(big, 0, big.length);
+    deepEqual(t.closes, []);
+    link.input(big, 0, big.length);
+    deepEqual(t.closes, [WS_POLICY_VIOLATION]);
+    equal(hub.lost, 1);
+    equal(link.state, LinkState.CLOSING);
+  });
+
+  it('reports a lost transport once; a close by the core is not reported back', () => {
+    const a = rig();
+    a.link.transportClosed();
+    a.link.transportClosed();
+    equal(a.hub.lost, 1);
+    ok(a.link.closed);
+    ok(!a.link.canSend(1));
+    const b = rig();
+    b.link.close();
+    deepEqual(b.t.closes, [1000]);
+    b.link.transportClosed();
+    equal(b.hub.lost, 0);
+  });
+});
+
+describe('tcp egress: TcpLink over messages (ws on the host)', () => {
+  it('one record per message, no header; ESTOP first', () => {
+    const { link } = rig(LinkFraming.MESSAGE);
+    const f = data(1);
+    link.send(f, f.length);
+    link.writeAhead(estopBytes(9));
+    equal(link.nextMessageLength(), 12);
+    const buf = new Uint8Array(12);
+    link.pull(buf, 0, 12);
+    deepEqual(buf, estopBytes(9));
+    equal(link.nextMessageLength(), f.length);
+  });
+
+  it('answers text with NACK MALFORMED and an oversize message with NACK TOO_LARGE, and carries on', () => {
+    const a = rig(LinkFraming.MESSAGE);
+    const ping = enc({ type: FrameType.PING, t0: 1 });
+    a.link.message(ping, 0, ping.length, true);
+    a.link.message(ping, 0, ping.length, false);
+    const big = new Uint8Array(MAX_FRAME_BYTES + 1);
+    a.link.message(big, 0, big.length, true);
+    a.link.message(ping, 0, ping.length, true);
+    equal(a.hub.frames.length, 2, 'only the binary frames within the limit reach the hub');
+    deepEqual(a.t.closes, []);
+    equal(a.hub.lost, 0);
+    const codes: number[] = [];
+    for (let len = a.link.nextMessageLength(); len > 0; len = a.link.nextMessageLength()) {
+      const m = new Uint8Array(len);
+      a.link.pull(m, 0, len);
+      const f = decodeFrame(m, 0, len);
+      if (f.type === FrameType.NACK) codes.push(f.code);
+    }
+    deepEqual(codes, [Nack.MALFORMED, Nack.TOO_LARGE]);
+  });
+});
+
+describe('tcp egress: TcpLink speaking WebSocket itself (the device)', () => {
+  const KEY = 'dGhlIHNhbXBsZSBub25jZQ==';
+  const REQUEST = 'GET / HTTP/1.1\r\nHost: hub\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ' + KEY + '\r\nSec-WebSocket-Version: 13\r\n\r\n';
+  const fakeSha1 = (): Uint8Array => new Uint8Array(20);
+  function ascii(s: string): Uint8Array {
+    const b = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) b[i] = s.charCodeAt(i);
+    return b;
+  }
+  function text(b: Uint8Array): string {
+    let s = '';
+    for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i] as number);
+    return s;
+  }
+  function masked(opcode: number, payload: Uint8Array): Uint8Array {
+    const key = [1, 2, 3, 4];
+    const out = new Uint8Array(6 + payload.length);
+    out[0] = 0x80 | opcode;
+    out[1] = 0x80 | payload.length;
+    out.set(key, 2);
+    for (let i = 0; i < payload.length; i++) out[6 + i] = (payload[i] as number) ^ (key[i & 3] as number);
+    return out;
+  }
+  function pullAll(link: TcpLink): Uint8Array {
+    const b = new Uint8Array(1 << 16);
+    return b.slice(0, link.pull(b, 0, b.length));
+  }
+
+  it('upgrades, then attaches to the hub, then carries binary frames both ways', () => {
+    const { link, hub } = rig(LinkFraming.WS_SERVER, { sha1: fakeSha1 });
+    equal(hub.attached.length, 0, 'not attached before the upgrade');
+    ok(!link.canSend(1));
+    const req = ascii(REQUEST);
+    const ping = enc({ type: FrameType.PING, t0: 3 });
+    const both = new Uint8Array([...req, ...masked(WsOpcode.BINARY, ping)]);
+    for (let i = 0; i < both.length; i++) link.input(both, i, i + 1);
+    equal(hub.attached.length, 1);
+    deepEqual(hub.frames, [ping]);
+    equal(text(pullAll(link)), 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n');
+    const f = data(2);
+    link.send(f, f.length);
+    link.writeAhead(estopBytes(4));
+    deepEqual(pullAll(link), new Uint8Array([0x82, 12, ...estopBytes(4), 0x82, f.length, ...f]));
+  });
+
+  it('answers ping with pong, and a close with a close; the session hears the loss', () => {
+    const { link, hub, t } = rig(LinkFraming.WS_SERVER, { sha1: fakeSha1 });
+    const req = ascii(REQUEST);
+    link.input(req, 0, req.length);
+    pullAll(link);
+    const p = masked(WsOpcode.PING, new Uint8Array([7, 8]));
+    link.input(p, 0, p.length);
+    deepEqual(pullAll(link), new Uint8Array([0x8a, 2, 7, 8]));
+    const c = masked(WsOpcode.CLOSE, new Uint8Array([0x03, 0xe8]));
+    link.input(c, 0, c.length);
+    equal(hub.lost, 1);
+    deepEqual(t.closes, [1000]);
+    deepEqual(pullAll(link), new Uint8Array([0x88, 2, 0x03, 0xe8]));
+  });
+
+  it('refuses a bad upgrade with 400 and never attaches', () => {
+    const { link, hub, t } = rig(LinkFraming.WS_SERVER, { sha1: fakeSha1 });
+    const req = ascii(REQUEST.replace('Version: 13', 'Version: 7'));
+    link.input(req, 0, req.length);
+    equal(hub.attached.length, 0);
+    equal(t.closes.length, 1);
+    ok(text(pullAll(link)).startsWith('HTTP/1.1 400 Bad Request\r\n'));
+  });
+
+  it('closes with 1002 on an unmasked frame; answers an oversize message NACK TOO_LARGE and carries on', () => {
+    const a = rig(LinkFraming.WS_SERVER, { sha1: fakeSha1 });
+    const req = ascii(REQUEST);
+    a.link.input(req, 0, req.length);
+    pullAll(a.link);
+    const unmasked = new Uint8Array([0x82, 1, 0]);
+    a.link.input(unmasked, 0, unmasked.length);
+    deepEqual(a.t.closes, [1002]);
+    equal(a.hub.lost, 1);
+    deepEqual(pullAll(a.link), new Uint8Array([0x88, 2, 0x03, 0xea]));
+    const b = rig(LinkFraming.WS_SERVER, { sha1: fakeSha1 });
+    b.link.input(req, 0, req.length);
+    pullAll(b.link);
+    const ping = enc({ type: FrameType.PING, t0: 3 });
+    const big = new Uint8Array(MAX_FRAME_BYTES + 1);
+    const both = new Uint8Array([...masked(WsOpcode.BINARY, ping), 0x82, 0x80 | 126, big.length >>> 8, big.length & 0xff, 0, 0, 0, 0, ...big, ...masked(WsOpcode.BINARY, ping)]);
+    b.link.input(both, 0, both.length);
+    deepEqual(b.t.closes, []);
+    equal(b.hub.frames.length, 2);
+    const out = pullAll(b.link);
+    equal(out[0], 0x82);
+    const nack = decodeFrame(out, 2, 2 + (out[1] as number));
+    ok(nack.type === FrameType.NACK && nack.code === Nack.TOO_LARGE);
+  });
+});
+
+describe('bindings/link: estimators', () => {
+  it('ThroughputEstimator: bytes per second over the clock, decaying when idle', () => {
+    const e = new ThroughputEstimator(0, 100, 1000);
+    e.add(1000, 0);
+    equal(e.bps(50), 0, 'no window closed yet');
+    equal(e.bps(100), 10000, 'the first window sets it');
+    for (let t = 100; t < 5100; t += 100) e.add(500, t);
+    const steady = e.bps(5100);
+    ok(Math.abs(steady - 5000) < 50, `converges to 5000 B/s, got ${steady}`);
+    const later = e.bps(8100);
+    ok(later < steady * 0.06, `decays toward 0 when nothing is carried, got ${later}`);
+    e.reset(9000);
+    equal(e.bps(9500), 0);
+  });
+
+  it('RttEstimator: RFC 6298 smoothing', () => {
+    const r = new RttEstimator();
+    equal(r.rttMs(), 0);
+    r.sample(100);
+    equal(r.rttMs(), 100);
+    equal(r.varianceMs(), 50);
+    r.sample(20);
+    equal(r.rttMs(), 90);
+    equal(r.varianceMs(), 57.5);
+    r.sample(NaN);
+    r.sample(-1);
+    equal(r.samples(), 2);
+  });
+});
