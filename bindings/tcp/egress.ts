@@ -448,8 +448,8 @@ export class TcpLink implements BindingLink {
     const queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
     if (!(queueBytes >= MIN_QUEUE_BYTES)) throw new RangeError(`TcpLink: queueBytes must be ≥ ${MIN_QUEUE_BYTES} (the largest hub frame and its header)`);
     const maxFrame = options.maxFrameBytes ?? MAX_FRAME_BYTES;
-    const window = options.ackWindowFrames ?? DEFAULT_ACK_WINDOW_FRAMES;
-    if (!Number.isInteger(window) || window < 1) throw new RangeError('TcpLink: ackWindowFrames must be an integer ≥ 1');
+    const windowFrames = options.ackWindowFrames ?? DEFAULT_ACK_WINDOW_FRAMES;
+    if (!Number.isInteger(windowFrames) || windowFrames < 1) throw new RangeError('TcpLink: ackWindowFrames must be an integer ≥ 1');
     if (options.framing === LinkFraming.WS_SERVER && !options.sha1) throw new RangeError('TcpLink: WS_SERVER framing needs sha1');
     const now = options.clock.now();
     this.binding = options.binding;
@@ -459,12 +459,12 @@ export class TcpLink implements BindingLink {
     this.hub = options.hub;
     this.log = options.log ?? NULL_LOG;
     this.sha1 = options.sha1;
-    this.ackWindowFrames = window;
+    this.ackWindowFrames = windowFrames;
     this.queue = new EgressQueue(queueBytes, options.maxRecords);
     this.detector = new WatermarkDetector(now, options.detector);
     this.throughput = new ThroughputEstimator(now);
     let ring = 1;
-    while (ring < window) ring <<= 1;
+    while (ring < windowFrames) ring <<= 1;
     this.handedAt = new Float64Array(ring);
     this.handedMask = ring - 1;
     this.reassembler = options.framing === LinkFraming.LENGTH_PREFIX ? new FrameReassembler(maxFrame) : null;

@@ -42,9 +42,10 @@ const BANNED: [RegExp, string][] = [
   [/\brequire\s*\(/, 'require'],
 ];
 
-function checkTree(dir: string, allowed: string[]): string[] {
+function checkTree(dir: string, allowed: string[], skip: (rel: string) => boolean = () => false): string[] {
   const problems: string[] = [];
   for (const file of sources(dir)) {
+    if (skip(relative(repo, file))) continue;
     const rel = relative(repo, file);
     const text = code(readFileSync(file, 'utf8'));
     for (const spec of imports(text)) {
@@ -70,6 +71,23 @@ describe('tidy: the platform-free core', () => {
   });
   it('catalog/ imports only catalog/, and uses no platform globals', () => {
     assert.deepEqual(checkTree('catalog', ['catalog']), []);
+  });
+  it('bindings/ is platform-free except its device adapters (Moddable) and host adapters (Node)', () => {
+    // device.ts talks to Moddable modules, node.ts to Node's net and ws; everything else in a
+    // binding (framing, queues, detectors, simulated adapters) runs on every engine.
+    const platformSpecific = (rel: string) => /\/(device|node)\.ts$/.test(rel);
+    assert.deepEqual(checkTree('bindings', ['hub', 'catalog', 'bindings'], platformSpecific), []);
+  });
+  it('device adapters never reach simulator, host or Node code', () => {
+    const problems: string[] = [];
+    for (const file of sources('bindings')) {
+      const rel = relative(repo, file);
+      if (!rel.endsWith('/device.ts')) continue;
+      for (const spec of imports(code(readFileSync(file, 'utf8')))) {
+        if (/(^|\/)(sim|node)(\.js)?$|host-sim|^node:|^ws$/.test(spec)) problems.push(`${rel}: imports '${spec}'`);
+      }
+    }
+    assert.deepEqual(problems, []);
   });
   it('the checker itself catches a violation', () => {
     const text = code("import { x } from 'node:fs';\nconst t = Date.now(); // Math.random() in a comment is fine\n");
