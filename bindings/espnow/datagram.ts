@@ -1,0 +1,576 @@
+// ESP-NOW datagram framing (§13.3; docs/_espnow.md has the byte-by-byte layout). Platform-free
+// and shared by the hub side (link.ts), the simulated peers (sim.ts) and any client.
+//
+//   byte 0     0x10 | flags: version 1 in the high nibble, flag bits in the low nibble
+//   bytes 1–2  datagram sequence number, uint16 big-endian, +1 per datagram per stream, wraps
+//   [6 bytes]  only with BROADCAST_ACK (peer → hub): ack_base uint16 BE, ack_bitmap uint32 BE
+//   then       one or more whole frames, each a 1-byte length (1–246) followed by the frame
+//
+// A datagram never exceeds ESP-NOW's 250-byte payload. Byte 0 can never be 0xE5 (the ESTOP
+// frame) nor 0xA0–0xBF (a CBOR map): a receiver tells a bare frame sent as a whole datagram
+// (a minimal ESTOP button, say) from a framed datagram by that byte alone.
+//
+// Nothing here allocates after construction: queues are byte rings sized at setup.
+
+import type { CborWriter } from '../../hub/cbor.js';
+import { ESTOP_FRAME_BYTES, ESTOP_MAGIC } from '../../hub/estop-frame.js';
+import { FrameType, Key } from '../../hub/frames.js';
+
+/** ESP-NOW v1 payload limit (ESP_NOW_MAX_DATA_LEN). */
+export const DATAGRAM_MAX_BYTES = 250;
+export const DATAGRAM_VERSION = 1;
+/** Version/flags byte + 16-bit sequence. */
+export const HEADER_BYTES = 3;
+/** Each frame's length prefix. */
+export const LENGTH_BYTES = 1;
+/** The inline broadcast acknowledgement a peer may carry (BROADCAST_ACK). */
+export const BROADCAST_ACK_BYTES = 6;
+/** Largest frame in a hub → peer datagram: the session's `mtu` on ESP-NOW (key 22). */
+export const MAX_DATAGRAM_FRAME = DATAGRAM_MAX_BYTES - HEADER_BYTES - LENGTH_BYTES;
+/** Largest frame a peer can send next to an inline broadcast acknowledgement. */
+export const MAX_PEER_FRAME_WITH_ACK = MAX_DATAGRAM_FRAME - BROADCAST_ACK_BYTES;
+
+export const DatagramFlag = Object.freeze({
+  /** Hub → peer: this datagram is in the segment's broadcast stream (its own sequence space). */
+  BROADCAST: 0x01,
+  /** Peer → hub: the header carries ack_base and ack_bitmap for the broadcast stream. */
+  BROADCAST_ACK: 0x02,
+} as const);
+const KNOWN_FLAGS = DatagramFlag.BROADCAST | DatagramFlag.BROADCAST_ACK;
+
+/** Datagram sequence numbers are 16-bit (§13.3). */
+export const SEQ_MASK = 0xffff;
+/** The ACK bitmap covers the newest datagram and the 31 before it (§5.12, §13.3). */
+export const ACK_BITS = 32;
+
+/**
+ * Write-ahead ESTOP frames held per stream. ASSERT then CLEARED can both be waiting while the
+ * previous datagram is still in the air; more than that means the newest ones matter.
+ */
+export const ESTOP_SLOTS = 4;
+/**
+ * A frame the sender must not lose (never-shed on the hub side, §10.1) goes out again in a later
+ * datagram when the radio reports that every MAC retry of its datagram failed, at most this many
+ * more times. The MAC already retried; a few more attempts cover a burst of interference without
+ * letting a dead peer hold the radio.
+ */
+export const RETRANSMIT_LIMIT = 3;
+
+/** a is newer than b in 16-bit serial arithmetic (RFC 1982). */
+export function seqNewer(a: number, b: number): boolean {
+  const d = (a - b) & SEQ_MASK;
+  return d !== 0 && d < 0x8000;
+}
+
+export function writeHeader(out: Uint8Array, flags: number, seq: number): void {
+  out[0] = (DATAGRAM_VERSION << 4) | (flags & 0x0f);
+  out[1] = (seq >>> 8) & 0xff;
+  out[2] = seq & 0xff;
+}
+
+export function writeBroadcastAck(out: Uint8Array, base: number, bitmap: number): void {
+  out[3] = (base >>> 8) & 0xff;
+  out[4] = base & 0xff;
+  out[5] = (bitmap >>> 24) & 0xff;
+  out[6] = (bitmap >>> 16) & 0xff;
+  out[7] = (bitmap >>> 8) & 0xff;
+  out[8] = bitmap & 0xff;
+}
+
+export const DatagramError = Object.freeze({
+  OK: 0,
+  EMPTY: 1,
+  TOO_LONG: 2,
+  VERSION: 3,
+  FLAGS: 4,
+  /** A zero length, or a length running past the datagram's end. */
+  LENGTH: 5,
+  /** A header with no frame after it. */
+  NO_FRAME: 6,
+} as const);
+
+/**
+ * Reads one received datagram without allocating. `open` checks the whole datagram first, so
+ * that a malformed one delivers no frame at all; `next` then steps through its frames.
+ */
+export class DatagramCursor {
+  flags = 0;
+  seq = 0;
+  /** Whether the datagram was one bare frame (no header, no sequence). */
+  bare = false;
+  ackBase = 0;
+  ackBitmap = 0;
+  /** The current frame, bytes [start, end) of the buffer given to open. */
+  start = 0;
+  end = 0;
+  private buf: Uint8Array = new Uint8Array(0);
+  private pos = 0;
+  private limit = 0;
+
+  open(buf: Uint8Array, length: number): number {
+    this.buf = buf;
+    this.pos = this.limit = this.start = this.end = 0;
+    this.flags = this.seq = this.ackBase = this.ackBitmap = 0;
+    this.bare = false;
+    if (length <= 0 || length > buf.length) return DatagramError.EMPTY;
+    if (length > DATAGRAM_MAX_BYTES) return DatagramError.TOO_LONG;
+    const b0 = buf[0] as number;
+    if (b0 === ESTOP_MAGIC || (b0 >= 0xa0 && b0 <= 0xbf)) {
+      this.bare = true;
+      this.limit = length;
+      return DatagramError.OK;
+    }
+    if (b0 >>> 4 !== DATAGRAM_VERSION) return DatagramError.VERSION;
+    const flags = b0 & 0x0f;
+    if ((flags & ~KNOWN_FLAGS) !== 0) return DatagramError.FLAGS;
+    let p = HEADER_BYTES;
+    if (length < p) return DatagramError.LENGTH;
+    this.flags = flags;
+    this.seq = ((buf[1] as number) << 8) | (buf[2] as number);
+    if (flags & DatagramFlag.BROADCAST_ACK) {
+      if (length < p + BROADCAST_ACK_BYTES) return DatagramError.LENGTH;
+      this.ackBase = ((buf[3] as number) << 8) | (buf[4] as number);
+      this.ackBitmap = (((buf[5] as number) << 24) | ((buf[6] as number) << 16) | ((buf[7] as number) << 8) | (buf[8] as number)) >>> 0;
+      p += BROADCAST_ACK_BYTES;
+    }
+    const first = p;
+    while (p < length) {
+      const n = buf[p] as number;
+      if (n === 0 || p + 1 + n > length) return DatagramError.LENGTH;
+      p += 1 + n;
+    }
+    // A bare acknowledgement (BROADCAST_ACK and nothing else) is a whole datagram.
+    if (first === length && (flags & DatagramFlag.BROADCAST_ACK) === 0) return DatagramError.NO_FRAME;
+    this.pos = first;
+    this.limit = length;
+    return DatagramError.OK;
+  }
+
+  next(): boolean {
+    if (this.bare) {
+      if (this.pos !== 0 || this.limit === 0) return false;
+      this.start = 0;
+      this.end = this.pos = this.limit;
+      return true;
+    }
+    if (this.pos >= this.limit) return false;
+    const n = this.buf[this.pos] as number;
+    this.start = this.pos + 1;
+    this.end = this.start + n;
+    this.pos = this.end;
+    return true;
+  }
+}
+
+/**
+ * A bounded FIFO of whole frames in one byte ring (lengths in a parallel ring). Push only after
+ * canPush; a full queue refuses, it never overwrites (the core decides what is dropped, §10.4).
+ */
+export class FrameQueue {
+  readonly capacityBytes: number;
+  readonly capacityFrames: number;
+  private readonly ring: Uint8Array;
+  private readonly lens: Uint16Array;
+  private head = 0;
+  private headFrame = 0;
+  private nFrames = 0;
+  private nBytes = 0;
+
+  constructor(capacityBytes: number, capacityFrames: number) {
+    this.capacityBytes = capacityBytes;
+    this.capacityFrames = capacityFrames;
+    this.ring = new Uint8Array(capacityBytes);
+    this.lens = new Uint16Array(capacityFrames);
+  }
+
+  get frames(): number {
+    return this.nFrames;
+  }
+
+  get bytes(): number {
+    return this.nBytes;
+  }
+
+  canPush(length: number): boolean {
+    return length > 0 && this.nFrames < this.capacityFrames && this.nBytes + length <= this.capacityBytes;
+  }
+
+  push(frame: Uint8Array, length: number): boolean {
+    if (!this.canPush(length)) return false;
+    const cap = this.capacityBytes;
+    const ring = this.ring;
+    let w = this.head + this.nBytes;
+    if (w >= cap) w -= cap;
+    for (let i = 0; i < length; i++) {
+      ring[w] = frame[i] as number;
+      if (++w === cap) w = 0;
+    }
+    let f = this.headFrame + this.nFrames;
+    if (f >= this.capacityFrames) f -= this.capacityFrames;
+    this.lens[f] = length;
+    this.nFrames++;
+    this.nBytes += length;
+    return true;
+  }
+
+  /** Length of the k-th frame from the head (0 is the oldest). */
+  lengthAt(k: number): number {
+    let f = this.headFrame + k;
+    if (f >= this.capacityFrames) f -= this.capacityFrames;
+    return this.lens[f] as number;
+  }
+
+  /** Copies `length` bytes starting `offset` bytes past the head into out[at…]. */
+  copyOut(offset: number, length: number, out: Uint8Array, at: number): void {
+    const cap = this.capacityBytes;
+    const ring = this.ring;
+    let r = this.head + offset;
+    if (r >= cap) r -= cap;
+    for (let i = 0; i < length; i++) {
+      out[at + i] = ring[r] as number;
+      if (++r === cap) r = 0;
+    }
+  }
+
+  /** Drops the `frames` oldest frames, `bytes` bytes in all. */
+  shift(frames: number, bytes: number): void {
+    this.nFrames -= frames;
+    this.nBytes -= bytes;
+    this.headFrame = (this.headFrame + frames) % this.capacityFrames;
+    this.head = (this.head + bytes) % this.capacityBytes;
+    if (this.nFrames === 0) this.head = this.headFrame = 0;
+  }
+
+  clear(): void {
+    this.head = this.headFrame = this.nFrames = this.nBytes = 0;
+  }
+}
+
+/** Which frames must survive a failed send status (the sender's never-shed set). */
+export type ReliableTest = (bytes: Uint8Array, start: number, end: number) => boolean;
+
+/**
+ * One sender's stream of datagrams: its queue, its write-ahead ESTOP slots and the frames owed a
+ * retransmission, served in that order (§10.4: ESTOP ahead of every queue). `pack` builds a
+ * datagram without consuming anything; `commit` consumes it once the radio accepted it, so a
+ * refused send loses nothing.
+ */
+export class Egress {
+  readonly queue: FrameQueue;
+  /** The sequence number the next committed datagram carries. */
+  seq = 0;
+  /** Frames dropped because their retransmission budget ran out or the slots were full. */
+  abandoned = 0;
+  private readonly estops = new Uint8Array(ESTOP_SLOTS * ESTOP_FRAME_BYTES);
+  private estopCount = 0;
+  // The attempt the waiting ESTOP frames are on (a fresh ESTOP starts the count again).
+  private estopGen = 0;
+  // Frames owed a retransmission, each as [length][bytes], and the attempt they are on.
+  private readonly retry = new Uint8Array(DATAGRAM_MAX_BYTES);
+  private retryBytes = 0;
+  private retryGen = 0;
+  // What the last pack took, consumed by commit.
+  private pEstops = 0;
+  private pRetryBytes = 0;
+  private pFrames = 0;
+  private pBytes = 0;
+  private pGen = 0;
+  /** The attempt number of the datagram last committed (0: first transmission of its frames). */
+  committedGen = 0;
+
+  constructor(queueBytes: number, queueFrames: number) {
+    this.queue = new FrameQueue(queueBytes, queueFrames);
+  }
+
+  pending(): boolean {
+    return this.estopCount > 0 || this.retryBytes > 0 || this.queue.frames > 0;
+  }
+
+  /** An ESTOP or a retransmission is waiting: this stream goes before plain traffic. */
+  urgent(): boolean {
+    return this.estopCount > 0 || this.retryBytes > 0;
+  }
+
+  estopsWaiting(): number {
+    return this.estopCount;
+  }
+
+  /** The 12-byte ESTOP frame, ahead of everything queued; the oldest waiting one yields when full. */
+  writeAhead(frame: Uint8Array): void {
+    const n = ESTOP_FRAME_BYTES;
+    if (this.estopCount === ESTOP_SLOTS) {
+      this.estops.copyWithin(0, n, ESTOP_SLOTS * n);
+      this.estopCount--;
+      this.abandoned++;
+    }
+    const at = this.estopCount * n;
+    for (let i = 0; i < n; i++) this.estops[at + i] = frame[i] as number;
+    this.estopCount++;
+    this.estopGen = 0;
+  }
+
+  /**
+   * Writes frames into out[start…] (the caller writes the header before `start`) and returns the
+   * datagram's length, or 0 when nothing is waiting; nothing is consumed until commit. A datagram
+   * with ESTOP frames carries nothing else: it is the shortest on the air, so that the hub's
+   * ESTOP to every peer (§11.2) goes out one short datagram after another. Otherwise the frames
+   * owed a retransmission, then the queue in order while whole frames fit.
+   */
+  pack(out: Uint8Array, start: number): number {
+    let p = start;
+    const max = DATAGRAM_MAX_BYTES;
+    const n = ESTOP_FRAME_BYTES;
+    let e = 0;
+    const estops = this.estops;
+    while (e < this.estopCount && p + 1 + n <= max) {
+      out[p] = n;
+      for (let i = 0; i < n; i++) out[p + 1 + i] = estops[e * n + i] as number;
+      p += 1 + n;
+      e++;
+    }
+    let r = 0;
+    const retry = this.retry;
+    while (e === 0 && r < this.retryBytes) {
+      const len = retry[r] as number;
+      if (p + 1 + len > max) break;
+      for (let i = 0; i <= len; i++) out[p + i] = retry[r + i] as number;
+      p += 1 + len;
+      r += 1 + len;
+    }
+    const q = this.queue;
+    let frames = 0;
+    let bytes = 0;
+    while (e === 0 && frames < q.frames) {
+      const len = q.lengthAt(frames);
+      if (p + 1 + len > max) break;
+      out[p] = len;
+      q.copyOut(bytes, len, out, p + 1);
+      p += 1 + len;
+      frames++;
+      bytes += len;
+    }
+    this.pEstops = e;
+    this.pRetryBytes = r;
+    this.pFrames = frames;
+    this.pBytes = bytes;
+    this.pGen = e > 0 ? this.estopGen : r > 0 ? this.retryGen : 0;
+    return p === start ? 0 : p;
+  }
+
+  /** Consumes what the last pack took; returns the sequence number that datagram carries. */
+  commit(): number {
+    const n = ESTOP_FRAME_BYTES;
+    if (this.pEstops > 0) {
+      this.estops.copyWithin(0, this.pEstops * n, this.estopCount * n);
+      this.estopCount -= this.pEstops;
+      if (this.estopCount === 0) this.estopGen = 0;
+    }
+    if (this.pRetryBytes > 0) {
+      this.retry.copyWithin(0, this.pRetryBytes, this.retryBytes);
+      this.retryBytes -= this.pRetryBytes;
+      if (this.retryBytes === 0) this.retryGen = 0;
+    }
+    if (this.pFrames > 0) this.queue.shift(this.pFrames, this.pBytes);
+    this.committedGen = this.pGen;
+    this.pEstops = this.pRetryBytes = this.pFrames = this.pBytes = 0;
+    const seq = this.seq;
+    this.seq = (seq + 1) & SEQ_MASK;
+    return seq;
+  }
+
+  /**
+   * Every MAC retry of the last committed datagram (bytes [start, end) of `datagram`, its frames)
+   * failed: its ESTOP frames go back ahead of the queue and the frames `reliable` names are owed
+   * a retransmission, up to RETRANSMIT_LIMIT more attempts. Everything else is gone: a late
+   * sample is worse than a missing one (§10.4).
+   */
+  failed(datagram: Uint8Array, start: number, end: number, reliable: ReliableTest): void {
+    const gen = this.committedGen + 1;
+    let p = start;
+    while (p < end) {
+      const len = datagram[p] as number;
+      const fs = p + 1;
+      const fe = fs + len;
+      p = fe;
+      if (len === 0 || fe > end) return;
+      const isEstop = len === ESTOP_FRAME_BYTES && datagram[fs] === ESTOP_MAGIC;
+      if (!isEstop && !reliable(datagram, fs, fe)) continue;
+      if (gen > RETRANSMIT_LIMIT) {
+        this.abandoned++;
+        continue;
+      }
+      if (isEstop) {
+        if (this.estopCount < ESTOP_SLOTS) {
+          // Ahead of any ESTOP written since: it is the older one.
+          const n = ESTOP_FRAME_BYTES;
+          this.estops.copyWithin(n, 0, this.estopCount * n);
+          for (let i = 0; i < n; i++) this.estops[i] = datagram[fs + i] as number;
+          this.estopCount++;
+          this.estopGen = gen;
+        } else this.abandoned++;
+        continue;
+      }
+      if (this.retryBytes + 1 + len > this.retry.length) {
+        this.abandoned++;
+        continue;
+      }
+      this.retry[this.retryBytes] = len;
+      for (let i = 0; i < len; i++) this.retry[this.retryBytes + 1 + i] = datagram[fs + i] as number;
+      this.retryBytes += 1 + len;
+      this.retryGen = gen;
+    }
+  }
+
+  clear(): void {
+    this.queue.clear();
+    this.estopCount = this.estopGen = this.retryBytes = this.retryGen = 0;
+    this.pEstops = this.pRetryBytes = this.pFrames = this.pBytes = 0;
+  }
+}
+
+/**
+ * The receiving side of §13.3: which of the last 32 datagrams of one stream arrived, as the ACK
+ * frame reports it. `base` is the newest sequence number received; bit i of `bitmap` is set ⇔
+ * datagram (base − i) mod 65536 was received (bit 0 is base itself). A number more than 32 behind
+ * the newest is taken for a sender that started over, not for a very late datagram: ESP-NOW
+ * delivers in order, and a restarted hub link numbers from 0.
+ */
+export class AckTracker {
+  base = 0;
+  bitmap = 0;
+  /** Datagrams recorded since the last take(). */
+  fresh = 0;
+  private started = false;
+
+  record(seq: number): void {
+    const s = seq & SEQ_MASK;
+    this.fresh++;
+    if (!this.started) {
+      this.started = true;
+      this.base = s;
+      this.bitmap = 1;
+      return;
+    }
+    const d = (s - this.base) & SEQ_MASK;
+    if (d === 0) {
+      this.bitmap = (this.bitmap | 1) >>> 0;
+    } else if (d < 0x8000) {
+      this.bitmap = d >= ACK_BITS ? 1 : ((this.bitmap << d) | 1) >>> 0;
+      this.base = s;
+    } else {
+      const back = (this.base - s) & SEQ_MASK;
+      if (back < ACK_BITS) this.bitmap = (this.bitmap | (1 << back)) >>> 0;
+      else {
+        // Far behind the newest: the sender started over (a new link numbers from 0 again).
+        this.base = s;
+        this.bitmap = 1;
+      }
+    }
+  }
+
+  /** Whether anything was ever received (an ACK before that would acknowledge nothing). */
+  get any(): boolean {
+    return this.started;
+  }
+
+  /** Marks the current state as reported. */
+  take(): void {
+    this.fresh = 0;
+  }
+
+  reset(): void {
+    this.started = false;
+    this.base = this.bitmap = this.fresh = 0;
+  }
+}
+
+/** Encodes ACK {0: 12, 29: ack_base, 30: ack_bitmap} (§5.12) exactly as encodeFrame does. */
+export function encodeBitmapAck(w: CborWriter, base: number, bitmap: number): void {
+  w.map(3);
+  w.uint(Key.TYPE);
+  w.uint(FrameType.ACK);
+  w.uint(Key.ACK_BASE);
+  w.uint(base & SEQ_MASK);
+  w.uint(Key.ACK_BITMAP);
+  w.uint(bitmap >>> 0);
+}
+
+// Where the last readUint ended.
+let uintEnd = 0;
+
+/**
+ * Reads a CBOR unsigned integer head at buf[pos] without allocating: the value, or −1 when the
+ * byte there is no unsigned integer of at most 32 bits within `end`.
+ */
+export function readUint(buf: Uint8Array, pos: number, end: number): number {
+  if (pos >= end) return -1;
+  const h = buf[pos] as number;
+  if (h >> 5 !== 0) return -1;
+  const ai = h & 0x1f;
+  if (ai < 24) {
+    uintEnd = pos + 1;
+    return ai;
+  }
+  if (ai === 24) {
+    if (pos + 2 > end) return -1;
+    uintEnd = pos + 2;
+    return buf[pos + 1] as number;
+  }
+  if (ai === 25) {
+    if (pos + 3 > end) return -1;
+    uintEnd = pos + 3;
+    return ((buf[pos + 1] as number) << 8) | (buf[pos + 2] as number);
+  }
+  if (ai === 26) {
+    if (pos + 5 > end) return -1;
+    uintEnd = pos + 5;
+    return (((buf[pos + 1] as number) << 24) | ((buf[pos + 2] as number) << 16) | ((buf[pos + 3] as number) << 8) | (buf[pos + 4] as number)) >>> 0;
+  }
+  return -1;
+}
+
+/** The last bitmap ACK parsed by parseBitmapAck. */
+export const parsedAck = { base: 0, bitmap: 0 };
+
+/**
+ * Recognises the canonical bitmap ACK {0: 12, 29: base, 30: bitmap} in buf[start, end) without
+ * allocating (results in `parsedAck`). Anything else, including a valid ACK in another form,
+ * returns false and goes to the core's full decoder.
+ */
+export function parseBitmapAck(buf: Uint8Array, start: number, end: number): boolean {
+  if (end - start < 7 || buf[start] !== 0xa3 || buf[start + 1] !== Key.TYPE || buf[start + 2] !== FrameType.ACK) return false;
+  if (readUint(buf, start + 3, end) !== Key.ACK_BASE) return false;
+  const base = readUint(buf, uintEnd, end);
+  if (base < 0 || base > SEQ_MASK) return false;
+  if (readUint(buf, uintEnd, end) !== Key.ACK_BITMAP) return false;
+  const bitmap = readUint(buf, uintEnd, end);
+  if (bitmap < 0 || uintEnd !== end) return false;
+  parsedAck.base = base;
+  parsedAck.bitmap = bitmap;
+  return true;
+}
+
+/** The channel id and push sequence of the last DATA frame parsed by parseDataHead. */
+export const parsedData = { channelId: 0, seq: 0, shared: false };
+
+/**
+ * Reads the head the hub's DATA encoder writes ({0: 7, 3: channel_id, 4: seq, …}) without
+ * allocating. `shared` is true for the plain five-key form the hub encodes once per push and
+ * copies to every subscriber; a frame carrying gap (26), dropped (27) or text (37) is
+ * per-subscriber (§10.4 row 6's lost source, §9.4's dropped count) and is never shared.
+ */
+export function parseDataHead(buf: Uint8Array, start: number, end: number): boolean {
+  if (end - start < 7) return false;
+  const h = buf[start] as number;
+  if (h >> 5 !== 5 || buf[start + 1] !== Key.TYPE || buf[start + 2] !== FrameType.DATA) return false;
+  if (buf[start + 3] !== Key.CHANNEL_ID) return false;
+  const ch = readUint(buf, start + 4, end);
+  if (ch < 0) return false;
+  if (buf[uintEnd] !== Key.SEQ) return false;
+  const seq = readUint(buf, uintEnd + 1, end);
+  if (seq < 0) return false;
+  parsedData.channelId = ch;
+  parsedData.seq = seq;
+  parsedData.shared = h === 0xa5;
+  return true;
+}

@@ -1,0 +1,1 @@
+/* Stub of the mc.defines.h that mcconfig generates from the manifest's "defines" (MODDEF_*). */

@@ -1,0 +1,518 @@
+// The simulated ESP-NOW air for host-sim and the tests: radios that implement the same Radio the
+// device adapter does (link.ts), so the binding runs unchanged over it, and simulated peers that
+// speak the datagram framing of datagram.ts the way a client must.
+//
+// The model (all knobs in SimAirOptions, docs/_espnow.md "Simulation"):
+//   - one shared channel: transmissions take turns, FIFO by start time, no collisions;
+//   - airtime per attempt = attemptUs + (length + overheadBytes) × 8 / phyBps, plus ackUs for a
+//     unicast attempt (SIFS and the MAC acknowledgement);
+//   - every frame on the air (datagram or MAC acknowledgement) is lost with probability `loss`
+//     (`ackLoss` for acknowledgements), drawn from the PRNG passed in;
+//   - unicast: up to 1 + `retries` attempts until one is acknowledged; the send status is true
+//     only then (a datagram whose acknowledgements were all lost arrived but reports failure);
+//     broadcast: one attempt, each receiver draws its own loss, the status is always true;
+//   - peer tables of `maxPeers` (20) entries, `maxEncrypted` (7) of them encrypted;
+//   - a virtual clock: nothing happens until advance(now), which completes transmissions whose
+//     airtime has passed, in time order, and runs the peers' ACK timers.
+//
+// Platform-free and deterministic for a given PRNG seed. Simulation only: it allocates per datagram.
+
+import { CborWriter } from '../../hub/cbor.js';
+import { decodeFrame, FrameType, MAX_HUB_FRAME_BYTES, peekFrameType, type Frame } from '../../hub/frames.js';
+import type { Clock } from '../../hub/ports.js';
+import {
+  AckTracker,
+  BROADCAST_ACK_BYTES,
+  DatagramCursor,
+  DatagramFlag,
+  DATAGRAM_MAX_BYTES,
+  Egress,
+  encodeBitmapAck,
+  HEADER_BYTES,
+  writeBroadcastAck,
+  writeHeader,
+  type ReliableTest,
+} from './datagram.js';
+import { BROADCAST_MAC, ESPNOW_MAX_ENCRYPTED_PEERS, ESPNOW_MAX_PEERS, RadioStatus, type Radio, type RadioHandler } from './link.js';
+
+/** Uniform numbers in [0, 1) from a seeded generator: the only source of chance in the simulation. */
+export interface Prng {
+  next(): number;
+}
+
+/** mulberry32: small, fast, seedable; good enough for fault injection. */
+export class Mulberry32 implements Prng {
+  private s: number;
+  constructor(seed: number) {
+    this.s = seed >>> 0;
+  }
+  next(): number {
+    let t = (this.s = (this.s + 0x6d2b79f5) | 0);
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+}
+
+export interface SimAirOptions {
+  readonly prng: Prng;
+  /** PHY rate in bit/s; ESP-NOW's default is 1 Mbps. */
+  readonly phyBps?: number;
+  /** Bytes on the air besides the payload: 802.11 header 24, action/vendor element 15, FCS 4. */
+  readonly overheadBytes?: number;
+  /** Per attempt: long PLCP preamble and header 192 µs, DIFS 50 µs, mean backoff 310 µs. */
+  readonly attemptUs?: number;
+  /** Per unicast attempt: SIFS 10 µs and the 14-byte MAC acknowledgement at 1 Mbps with its preamble, 304 µs. */
+  readonly ackUs?: number;
+  /** Probability that one frame on the air is lost. */
+  readonly loss?: number;
+  /** Probability that a MAC acknowledgement is lost (default: `loss`). */
+  readonly ackLoss?: number;
+  /** MAC retries after the first attempt. The Wi-Fi driver sets the real number; measure it. */
+  readonly retries?: number;
+  readonly maxPeers?: number;
+  readonly maxEncrypted?: number;
+}
+
+export const SIM_DEFAULTS = Object.freeze({
+  phyBps: 1_000_000,
+  overheadBytes: 43,
+  attemptUs: 552,
+  ackUs: 314,
+  loss: 0,
+  retries: 5,
+  maxPeers: ESPNOW_MAX_PEERS,
+  maxEncrypted: ESPNOW_MAX_ENCRYPTED_PEERS,
+});
+
+interface SimEvent {
+  readonly t: number;
+  readonly n: number;
+  readonly run: () => void;
+}
+
+export class SimAirCounters {
+  transmissions = 0;
+  attempts = 0;
+  /** Datagram copies that reached a receiver. */
+  deliveries = 0;
+  /** Frames (datagram attempts, broadcast copies, MAC acknowledgements) the air lost. */
+  lostFrames = 0;
+  /** Total time the channel was busy, ms. */
+  busyMs = 0;
+}
+
+/** The shared channel and its clock. */
+export class SimAir implements Clock {
+  readonly counters = new SimAirCounters();
+  loss: number;
+  ackLoss: number;
+  retries: number;
+  readonly phyBps: number;
+  readonly overheadBytes: number;
+  readonly attemptUs: number;
+  readonly ackUs: number;
+  readonly maxPeers: number;
+  readonly maxEncrypted: number;
+  private readonly prng: Prng;
+  private t: number;
+  private freeAt: number;
+  private seq = 0;
+  private readonly events: SimEvent[] = [];
+  private readonly nodes = new Map<number, SimRadio>();
+
+  constructor(options: SimAirOptions, start = 0) {
+    this.prng = options.prng;
+    this.phyBps = options.phyBps ?? SIM_DEFAULTS.phyBps;
+    this.overheadBytes = options.overheadBytes ?? SIM_DEFAULTS.overheadBytes;
+    this.attemptUs = options.attemptUs ?? SIM_DEFAULTS.attemptUs;
+    this.ackUs = options.ackUs ?? SIM_DEFAULTS.ackUs;
+    this.loss = options.loss ?? SIM_DEFAULTS.loss;
+    this.ackLoss = options.ackLoss ?? this.loss;
+    this.retries = options.retries ?? SIM_DEFAULTS.retries;
+    this.maxPeers = options.maxPeers ?? SIM_DEFAULTS.maxPeers;
+    this.maxEncrypted = options.maxEncrypted ?? SIM_DEFAULTS.maxEncrypted;
+    this.t = start;
+    this.freeAt = start;
+  }
+
+  now(): number {
+    return this.t;
+  }
+
+  /** A radio with this MAC on the air (created on first use). */
+  radio(mac: number): SimRadio {
+    let r = this.nodes.get(mac);
+    if (!r) {
+      r = new SimRadio(this, mac);
+      this.nodes.set(mac, r);
+    }
+    return r;
+  }
+
+  /** Airtime of one attempt of a `length`-byte datagram, in ms. */
+  airtimeMs(length: number, unicast: boolean): number {
+    const us = this.attemptUs + ((length + this.overheadBytes) * 8 * 1e6) / this.phyBps + (unicast ? this.ackUs : 0);
+    return us / 1000;
+  }
+
+  /** Runs `run` at time `t` (not before the current time). */
+  schedule(t: number, run: () => void): void {
+    const ev: SimEvent = { t: t < this.t ? this.t : t, n: this.seq++, run };
+    const q = this.events;
+    let i = q.length;
+    while (i > 0) {
+      const p = q[i - 1] as SimEvent;
+      if (p.t < ev.t || (p.t === ev.t && p.n < ev.n)) break;
+      i--;
+    }
+    q.splice(i, 0, ev);
+  }
+
+  /** Completes everything due up to `to`, in time order; the clock then reads `to`. */
+  advance(to: number): void {
+    const q = this.events;
+    while (q.length > 0 && (q[0] as SimEvent).t <= to) {
+      const ev = q.shift() as SimEvent;
+      if (ev.t > this.t) this.t = ev.t;
+      ev.run();
+    }
+    if (to > this.t) this.t = to;
+  }
+
+  /** @internal a radio starts a datagram. */
+  transmit(from: SimRadio, to: number, bytes: Uint8Array): void {
+    const c = this.counters;
+    const start = this.freeAt > this.t ? this.freeAt : this.t;
+    const unicast = to !== BROADCAST_MAC;
+    const one = this.airtimeMs(bytes.length, unicast);
+    c.transmissions++;
+    if (!unicast) {
+      c.attempts++;
+      const receivers: SimRadio[] = [];
+      for (const node of this.nodes.values()) {
+        if (node === from) continue;
+        if (this.prng.next() < this.loss) c.lostFrames++;
+        else receivers.push(node);
+      }
+      const end = start + one;
+      this.freeAt = end;
+      c.busyMs += one;
+      this.schedule(end, () => {
+        for (let i = 0; i < receivers.length; i++) {
+          c.deliveries++;
+          (receivers[i] as SimRadio).deliver(from.mac, bytes);
+        }
+        from.complete(to, true);
+      });
+      return;
+    }
+    const target = this.nodes.get(to);
+    let delivered = false;
+    let acked = false;
+    let attempts = 0;
+    while (attempts <= this.retries && !acked) {
+      attempts++;
+      if (this.prng.next() < this.loss || !target) {
+        c.lostFrames++;
+        continue;
+      }
+      delivered = true;
+      if (this.prng.next() < this.ackLoss) c.lostFrames++;
+      else acked = true;
+    }
+    c.attempts += attempts;
+    const end = start + attempts * one;
+    this.freeAt = end;
+    c.busyMs += attempts * one;
+    this.schedule(end, () => {
+      if (delivered && target) {
+        c.deliveries++;
+        target.deliver(from.mac, bytes);
+      }
+      from.complete(to, acked);
+    });
+  }
+}
+
+/** One station's ESP-NOW: the Radio the binding drives, with the device's limits. */
+export class SimRadio implements Radio {
+  readonly mac: number;
+  private readonly air: SimAir;
+  private handler: RadioHandler | null = null;
+  private readonly table = new Map<number, boolean>();
+  private encrypted = 0;
+  private busy = false;
+
+  constructor(air: SimAir, mac: number) {
+    this.air = air;
+    this.mac = mac;
+  }
+
+  setHandler(handler: RadioHandler): void {
+    this.handler = handler;
+  }
+
+  addPeer(mac: number, encrypt: boolean): number {
+    if (this.table.has(mac)) return RadioStatus.EXISTS;
+    if (this.table.size >= this.air.maxPeers) return RadioStatus.FULL;
+    if (encrypt && this.encrypted >= this.air.maxEncrypted) return RadioStatus.FULL;
+    this.table.set(mac, encrypt);
+    if (encrypt) this.encrypted++;
+    return RadioStatus.OK;
+  }
+
+  removePeer(mac: number): number {
+    const enc = this.table.get(mac);
+    if (enc === undefined) return RadioStatus.NOT_FOUND;
+    this.table.delete(mac);
+    if (enc) this.encrypted--;
+    return RadioStatus.OK;
+  }
+
+  peerCount(): number {
+    return this.table.size;
+  }
+
+  hasPeer(mac: number): boolean {
+    return this.table.has(mac);
+  }
+
+  get inFlight(): boolean {
+    return this.busy;
+  }
+
+  send(mac: number, data: Uint8Array, length: number): number {
+    if (this.busy) return RadioStatus.BUSY;
+    if (length <= 0 || length > DATAGRAM_MAX_BYTES) return RadioStatus.TOO_LONG;
+    if (!this.table.has(mac)) return RadioStatus.NOT_FOUND;
+    this.busy = true;
+    this.air.transmit(this, mac, data.slice(0, length));
+    return RadioStatus.OK;
+  }
+
+  /** @internal */
+  deliver(from: number, bytes: Uint8Array): void {
+    if (this.handler) this.handler.received(from, bytes, bytes.length);
+  }
+
+  /** @internal */
+  complete(to: number, ok: boolean): void {
+    this.busy = false;
+    if (this.handler) this.handler.sent(to, ok);
+  }
+}
+
+export interface SimPeerOptions {
+  /** An ACK goes out at most this long after a datagram arrived (the LossDetector waits 200 ms). */
+  readonly ackPeriodMs?: number;
+  /** ... or as soon as this many datagrams arrived since the last one. */
+  readonly ackEvery?: number;
+  /** Something goes to the hub at least this often once it has heard from it. */
+  readonly keepaliveMs?: number;
+  readonly queueBytes?: number;
+  readonly queueFrames?: number;
+}
+
+export const PEER_DEFAULTS = Object.freeze({
+  ackPeriodMs: 50,
+  ackEvery: 16,
+  keepaliveMs: 1000,
+  queueBytes: 1024,
+  queueFrames: 32,
+});
+
+export interface Received {
+  readonly bytes: Uint8Array;
+  /** Came in the segment's broadcast stream. */
+  readonly broadcast: boolean;
+  readonly at: number;
+}
+
+// What a client must not lose when every MAC retry failed: all but BUNDLE (a late sample is worse
+// than a missing one) and ACK (a newer one follows).
+const PEER_RELIABLE: ReliableTest = (bytes, start, end) => {
+  const t = peekFrameType(bytes, start, end);
+  return t !== FrameType.BUNDLE && t !== FrameType.ACK;
+};
+
+/**
+ * A client station as the hub's ESP-NOW binding expects one (docs/_espnow.md "The peer's side"):
+ * frames packed into numbered datagrams with one in flight, the hub's unicast stream
+ * acknowledged by ACK frames and its broadcast stream by the header's BROADCAST_ACK, every
+ * ackPeriodMs while datagrams arrive and at least every keepaliveMs.
+ */
+export class SimPeer implements RadioHandler {
+  readonly radio: SimRadio;
+  readonly hubMac: number;
+  readonly unicast = new AckTracker();
+  readonly bcast = new AckTracker();
+  readonly egress: Egress;
+  readonly inbox: Received[] = [];
+  datagrams = 0;
+  broadcastDatagrams = 0;
+  malformed = 0;
+  failedSends = 0;
+  acksSent = 0;
+  private readonly air: SimAir;
+  private readonly ackPeriodMs: number;
+  private readonly ackEvery: number;
+  private readonly keepaliveMs: number;
+  private readonly out = new Uint8Array(DATAGRAM_MAX_BYTES);
+  private readonly ackW = new CborWriter(new Uint8Array(16));
+  private readonly cursor = new DatagramCursor();
+  private outLen = 0;
+  private outStart = 0;
+  private busy = false;
+  private lastSentAt = -Infinity;
+  // When the oldest datagram not yet acknowledged arrived.
+  private firstFreshAt = 0;
+  private wakeAt = Infinity;
+  private taken = 0;
+
+  constructor(air: SimAir, mac: number, hubMac: number, options: SimPeerOptions = {}) {
+    this.air = air;
+    this.hubMac = hubMac;
+    this.radio = air.radio(mac);
+    this.radio.setHandler(this);
+    this.radio.addPeer(hubMac, false);
+    this.ackPeriodMs = options.ackPeriodMs ?? PEER_DEFAULTS.ackPeriodMs;
+    this.ackEvery = options.ackEvery ?? PEER_DEFAULTS.ackEvery;
+    this.keepaliveMs = options.keepaliveMs ?? PEER_DEFAULTS.keepaliveMs;
+    this.egress = new Egress(options.queueBytes ?? PEER_DEFAULTS.queueBytes, options.queueFrames ?? PEER_DEFAULTS.queueFrames);
+  }
+
+  get mac(): number {
+    return this.radio.mac;
+  }
+
+  /** Queues one frame for the hub; false when the queue is full. */
+  send(frame: Uint8Array, length = frame.length): boolean {
+    const ok = this.egress.queue.push(frame, length);
+    this.pump();
+    return ok;
+  }
+
+  /** The 12-byte ESTOP frame, ahead of everything queued. */
+  writeAhead(frame: Uint8Array): void {
+    this.egress.writeAhead(frame);
+    this.pump();
+  }
+
+  /** Frames received since the last take(), decoded (ESTOP frames are skipped), optionally one type. */
+  take(type?: number): Frame[] {
+    const out: Frame[] = [];
+    for (; this.taken < this.inbox.length; this.taken++) {
+      const r = this.inbox[this.taken] as Received;
+      if (peekFrameType(r.bytes, 0, r.bytes.length) < 0) continue;
+      const f = decodeFrame(r.bytes, 0, r.bytes.length, MAX_HUB_FRAME_BYTES);
+      if (type === undefined || f.type === type) out.push(f);
+    }
+    return out;
+  }
+
+  received(mac: number, data: Uint8Array, length: number): void {
+    if (mac !== this.hubMac) return;
+    const c = this.cursor;
+    if (c.open(data, length) !== 0 || c.bare) {
+      this.malformed++;
+      return;
+    }
+    const broadcast = (c.flags & DatagramFlag.BROADCAST) !== 0;
+    const at = this.air.now();
+    if (this.unicast.fresh + this.bcast.fresh === 0) this.firstFreshAt = at;
+    this.datagrams++;
+    if (broadcast) {
+      this.broadcastDatagrams++;
+      this.bcast.record(c.seq);
+    } else {
+      this.unicast.record(c.seq);
+    }
+    while (c.next()) this.inbox.push({ bytes: data.slice(c.start, c.end), broadcast, at });
+    if (this.unicast.fresh + this.bcast.fresh >= this.ackEvery) this.pump();
+    else this.wake(this.firstFreshAt + this.ackPeriodMs);
+  }
+
+  sent(_mac: number, ok: boolean): void {
+    this.busy = false;
+    if (!ok) {
+      this.failedSends++;
+      this.egress.failed(this.out, this.outStart, this.outLen, PEER_RELIABLE);
+    }
+    this.pump();
+  }
+
+  private wake(t: number): void {
+    const now = this.air.now();
+    const at = t < now ? now : t;
+    if (at >= this.wakeAt && this.wakeAt >= now) return;
+    this.wakeAt = at;
+    this.air.schedule(at, () => {
+      if (this.wakeAt !== at) return;
+      this.wakeAt = Infinity;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.busy) return;
+    const now = this.air.now();
+    const fresh = this.unicast.fresh + this.bcast.fresh;
+    // Due times are compared exactly as schedule() computes them, so a wake-up always finds its work due.
+    const keepalive = now >= this.lastSentAt + this.keepaliveMs && (this.unicast.any || this.bcast.any);
+    const ackDue = (fresh > 0 && now >= this.firstFreshAt + this.ackPeriodMs) || fresh >= this.ackEvery || keepalive;
+    const data = this.egress.pending();
+    if (!data && !ackDue) {
+      this.schedule(now, fresh);
+      return;
+    }
+    // Acknowledgements ride on every datagram that has anything new to report.
+    const withAck = ackDue || fresh > 0;
+    let flags = 0;
+    let p = HEADER_BYTES;
+    if (withAck && this.bcast.any && (this.bcast.fresh > 0 || keepalive)) {
+      flags |= DatagramFlag.BROADCAST_ACK;
+      writeBroadcastAck(this.out, this.bcast.base, this.bcast.bitmap);
+      p += BROADCAST_ACK_BYTES;
+    }
+    if (withAck && this.unicast.any && (this.unicast.fresh > 0 || keepalive || flags === 0)) {
+      const w = this.ackW;
+      w.reset();
+      encodeBitmapAck(w, this.unicast.base, this.unicast.bitmap);
+      this.out[p] = w.pos;
+      this.out.set(w.buf.subarray(0, w.pos), p + 1);
+      p += 1 + w.pos;
+    }
+    const start = p;
+    const packed = this.egress.pack(this.out, start);
+    const len = packed > 0 ? packed : p;
+    if (len === HEADER_BYTES) {
+      this.schedule(now, fresh);
+      return;
+    }
+    writeHeader(this.out, flags, this.egress.seq);
+    const status = this.radio.send(this.hubMac, this.out, len);
+    if (status !== RadioStatus.OK) return;
+    this.egress.commit();
+    this.busy = true;
+    this.outStart = start;
+    this.outLen = len;
+    this.lastSentAt = now;
+    if (p > HEADER_BYTES) {
+      this.acksSent++;
+      this.unicast.take();
+      this.bcast.take();
+    }
+    this.schedule(now, 0);
+  }
+
+  private schedule(now: number, fresh: number): void {
+    let next = Infinity;
+    if (fresh > 0) next = this.firstFreshAt + this.ackPeriodMs;
+    if (this.unicast.any || this.bcast.any) {
+      const k = this.lastSentAt + this.keepaliveMs;
+      if (k < next) next = k;
+    }
+    if (next < Infinity) this.wake(next < now ? now : next);
+  }
+}
