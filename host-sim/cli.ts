@@ -1,0 +1,142 @@
+// npm run -s sim -- --scenario NAME [--seed N] [--json]
+// npm run -s sim -- --scenario-file PATH [--seed N] [--json]
+// npm run -s sim -- --list
+//
+// Runs one scenario headless, as fast as the host allows, and prints ONE JSON report on stdout
+// (the same bytes for the same scenario and seed: docs/simulator.md "The report"). Progress goes
+// to stderr when a run takes more than a second of wall time. Without --json a short summary is
+// printed instead. Exit status: 0 when every invariant held, 1 when one was violated, 2 on a
+// usage or scenario error; a failing run prints the seed that replays it.
+
+import { loadCatalog } from '../catalog/index.js';
+import { DEFAULT_CATALOG } from '../catalog/default.js';
+import { reportJson, type Report } from './report.js';
+import { loadNamedScenario, loadScenarioFile, ScenarioError, scenarioNames, type Scenario } from './scenario.js';
+import { Simulation } from './sim.js';
+
+interface Args {
+  scenario?: string;
+  file?: string;
+  seed?: number;
+  json: boolean;
+  list: boolean;
+}
+
+const USAGE = 'usage: sim (--scenario NAME | --scenario-file PATH) [--seed N] [--json] | --list';
+
+function parse(argv: readonly string[]): Args {
+  const a: Args = { json: false, list: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new UsageError(`${arg} needs a value`);
+      return v;
+    };
+    switch (arg) {
+      case '--scenario':
+        a.scenario = value();
+        break;
+      case '--scenario-file':
+        a.file = value();
+        break;
+      case '--seed': {
+        const v = value();
+        const n = Number(v);
+        if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new UsageError(`--seed must be a non-negative integer, got ${JSON.stringify(v)}`);
+        a.seed = n;
+        break;
+      }
+      case '--json':
+        a.json = true;
+        break;
+      case '--list':
+        a.list = true;
+        break;
+      case '-h':
+      case '--help':
+        throw new UsageError('');
+      default:
+        throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
+    }
+  }
+  if (!a.list && (a.scenario === undefined) === (a.file === undefined)) throw new UsageError('give exactly one of --scenario and --scenario-file');
+  return a;
+}
+
+class UsageError extends Error {}
+
+function summary(r: Report): string {
+  const inv = r['invariants'] as Record<string, { count: number }>;
+  const hub = r['hub'] as Record<string, unknown>;
+  const sc = r['scenario'] as Record<string, unknown>;
+  const lines = [
+    `scenario ${String(sc['name'])} seed ${String(sc['seed'])}: ${r['ok'] ? 'all invariants held' : 'INVARIANT VIOLATED'}`,
+    `  delivered ${String(hub['delivered'])}, decimated ${String(hub['decimated'])}, conflated ${String(hub['conflated'])}, shed ${String(hub['shedDrops'])}, egress drops ${String(hub['egressDrops'])}`,
+    `  parks ${String(hub['parks'])}, resumes ${String(hub['resumes'])}, estops ${String(hub['estops'])}`,
+  ];
+  for (const [k, v] of Object.entries(inv)) if (v.count > 0) lines.push(`  ${k}: ${v.count}`);
+  return lines.join('\n') + '\n';
+}
+
+async function main(): Promise<number> {
+  let args: Args;
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof UsageError) {
+      if (e.message) process.stderr.write(`sim: ${e.message}\n`);
+      process.stderr.write(`${USAGE}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  if (args.list) {
+    process.stdout.write(scenarioNames().join('\n') + '\n');
+    return 0;
+  }
+  const catalog = loadCatalog(DEFAULT_CATALOG);
+  let scenario: Scenario;
+  try {
+    scenario = args.file !== undefined ? loadScenarioFile(args.file, catalog) : loadNamedScenario(args.scenario as string, catalog);
+  } catch (e) {
+    if (e instanceof ScenarioError) {
+      process.stderr.write(`sim: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  const sim = new Simulation(scenario, args.seed !== undefined ? { seed: args.seed } : {});
+  // Wall time is measured for the progress line only; it never enters the report.
+  const started = performance.now();
+  const tty = process.stderr.isTTY === true;
+  let shown = false;
+  let lastLine = 0;
+  const report = await sim.run((simMs) => {
+    const wall = performance.now() - started;
+    if (wall < 1000) return;
+    // A terminal gets a live line; a log gets one line every 10 s of wall time.
+    if (!tty && wall - lastLine < 10000 && simMs < scenario.durationMs) return;
+    lastLine = wall;
+    shown = true;
+    const line = `sim: ${scenario.name} ${(simMs / 1000).toFixed(0)}/${(scenario.durationMs / 1000).toFixed(0)} s simulated, ${(simMs / wall).toFixed(1)}× real time`;
+    process.stderr.write(tty ? `${line}\r` : `${line}\n`);
+  });
+  if (shown && tty) process.stderr.write('\n');
+  process.stdout.write(args.json ? reportJson(report) : summary(report));
+  if (!report['ok']) {
+    process.stderr.write(`sim: invariant violated; replay with --scenario${args.file !== undefined ? `-file ${args.file}` : ` ${scenario.name}`} --seed ${sim.seed}\n`);
+    return 1;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    process.stderr.write(`sim: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exitCode = 2;
+  },
+);

@@ -1,0 +1,176 @@
+// BLE GATT (§13.4) on the kernel: the binding's own simulated connection (bindings/ble/sim.ts:
+// the real BleLink with its notification queue, fragmentation and detector on the hub side; the
+// client's reassembler and fragmenter on the other), its connection events run by the kernel.
+//
+// Model: at each connection event, every `connIntervalMs`, up to `perEvent` notifications go
+// hub → client and up to `perEvent` writes client → hub (SimBleConnection). An event is lost with
+// `eventLossRate` (the notification in flight completes with an error and is retried, no write
+// goes: the link layer's retransmission as the host sees it); a stall or partition loses every
+// event; after `supervisionTimeoutMs` without a good event both sides drop the connection (§6.6).
+// Frames reach the client `latencyMs` (host stack) after their event.
+
+import { SimBleConnection } from '../../bindings/ble/sim.js';
+import { type Task, US_PER_MS } from '../kernel.js';
+import { Connection, type ConnectionEnv } from './connection.js';
+import { FrameDeque } from './deque.js';
+
+export interface BleParams {
+  readonly binding: 'ble';
+  readonly connIntervalMs: number;
+  readonly attMtu: number;
+  readonly perEvent: number;
+  /** The notification queue's capacity in notifications (the §10.3 denominator). */
+  readonly queueNotifications: number;
+  readonly eventLossRate: number;
+  readonly latencyMs: number;
+  readonly supervisionTimeoutMs: number;
+}
+
+export const BLE_DEFAULTS = Object.freeze({
+  connIntervalMs: 30,
+  attMtu: 247,
+  perEvent: 4,
+  queueNotifications: 16,
+  eventLossRate: 0,
+  latencyMs: 2,
+  supervisionTimeoutMs: 4000,
+});
+
+/** Notices the hub's close: the stack ends the connection and the client hears of it. */
+class KernelBleConnection extends SimBleConnection {
+  onHubClose: (() => void) | null = null;
+  override close(): void {
+    super.close();
+    if (this.onHubClose) this.onHubClose();
+  }
+}
+
+const EVENT = 1;
+const ARRIVE = 2;
+
+export class BleConnection extends Connection implements Task {
+  readonly binding = 'ble';
+  readonly params: BleParams;
+  readonly conn: KernelBleConnection;
+  private lossRate: number;
+  private lastGoodUs: number;
+  private readonly intervalUs: number;
+  private readonly inbound = new FrameDeque();
+  private closing = false;
+
+  constructor(env: ConnectionEnv, id: string, client: string, profile: string, params: BleParams) {
+    super(env, id, client, profile);
+    this.params = params;
+    this.lossRate = params.eventLossRate;
+    this.intervalUs = Math.round(params.connIntervalMs * US_PER_MS);
+    this.lastGoodUs = this.kernel.nowUs;
+    this.conn = new KernelBleConnection(
+      env.fineClock,
+      {
+        intervalMs: params.connIntervalMs,
+        attMtu: params.attMtu,
+        perEvent: params.perEvent,
+        link: { queue: { notifications: params.queueNotifications } },
+      },
+      true,
+    );
+    this.conn.onHubClose = () => this.hubClosed();
+    this.conn.link.connect(this.attachTap(this.conn.link));
+    this.kernel.after(this.intervalUs, this, EVENT);
+  }
+
+  run(kind: number): void {
+    if (kind === ARRIVE) {
+      const q = this.inbound;
+      if (q.size === 0) return;
+      this.deliver(q.headBytes.subarray(0, q.headLen));
+      q.shift();
+      return;
+    }
+    if (this.ended || this.closing || !this.conn.isConnected) return;
+    this.kernel.after(this.intervalUs, this, EVENT);
+    const now = this.kernel.nowUs;
+    const bad = this.partitioned || this.downBlocked || this.upBlocked || this.kernel.rng.chance(this.lossRate);
+    this.conn.stalled = bad;
+    // A microsecond of slack: the connection counts its events in fractional ms.
+    this.conn.advance(now / US_PER_MS + 0.001);
+    this.conn.stalled = false;
+    if (bad) {
+      if (now - this.lastGoodUs >= this.params.supervisionTimeoutMs * US_PER_MS) this.supervisionTimeout();
+      return;
+    }
+    this.lastGoodUs = now;
+    const frames = this.conn.take();
+    const at = now + this.params.latencyMs * US_PER_MS;
+    for (const f of frames) {
+      this.inbound.push(f, f.length, now);
+      this.kernel.at(at, this, ARRIVE);
+    }
+  }
+
+  /** §6.6: the link layer gives up; both hosts learn it at once. */
+  private supervisionTimeout(): void {
+    this.closing = true;
+    this.conn.disconnect();
+    this.tellClientClosed();
+    this.end('supervision-timeout');
+  }
+
+  private hubClosed(): void {
+    if (this.closing) return;
+    this.closing = true;
+    // The client's stack hears the termination at the next connection event.
+    this.kernel.timeout(this.intervalUs + this.params.latencyMs * US_PER_MS, () => {
+      this.tellClientClosed();
+      this.end('hub-close');
+    });
+  }
+
+  clientSend(bytes: Uint8Array, ahead: boolean): void {
+    if (this.ended || this.closing) return;
+    if (ahead) this.conn.clientEstop(bytes);
+    else this.conn.clientSend(bytes);
+  }
+
+  clientClose(): void {
+    if (this.ended || this.closing) return;
+    this.closing = true;
+    this.tellClientClosed();
+    this.inbound.clear();
+    this.kernel.timeout(this.intervalUs, () => {
+      this.conn.disconnect();
+      this.end('client-close');
+    });
+  }
+
+  disconnect(mode: 'reset' | 'silent'): void {
+    if (mode === 'silent') {
+      // A peer that vanishes: no event gets through until the supervision timeout ends it.
+      this.goSilent();
+      return;
+    }
+    this.supervisionTimeout();
+  }
+
+  setLoss(p: number): void {
+    this.lossRate = p;
+  }
+
+  protected resume(): void {
+    // Traffic moves again at the next connection event.
+  }
+
+  /**
+   * One RTT (a connection interval and the host latency each way) plus one frame time: the
+   * ESTOP goes right after the notification in flight, in the next event; a link that loses
+   * events adds two intervals (two lost events in a row and the 20 ms notification retry).
+   */
+  estopBoundMs(): number {
+    const p = this.params;
+    return 2 * (p.connIntervalMs + p.latencyMs) + (this.lossRate > 0 ? 2 * p.connIntervalMs + 20 : 0);
+  }
+
+  upkeep(): void {
+    // The connection's events run the link's tick (SimBleConnection.advance).
+  }
+}

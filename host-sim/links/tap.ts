@@ -1,0 +1,322 @@
+// The hub's view of one simulated transport: the binding's own Link (TcpLink, BleLink, EspNowLink:
+// the code the device runs), seen through a tap that forwards every call unchanged and records
+// what crossed the boundary. The tap is where the simulator checks what the hub itself did, apart
+// from anything a medium does afterwards (docs/simulator.md "Invariant checks"):
+//
+//   criticalShed        a critical channel's DATA skipped a sequence number on this link;
+//   segmentsDecimated   a segments channel's DATA skipped one without carrying `gap`;
+//   lateDelivery        a non-critical STREAM/STATE sample handed over later than it was produced;
+//   eventLossInvisible  an EVENT's `dropped` does not account for the events skipped before it.
+//
+// It also keeps the write-ahead ESTOP frames (resolved when the client receives them), the
+// congestion level over time and the frame counts the report prints.
+
+import type { CatalogIndex, ChannelInfo } from '../../catalog/index.js';
+import { ChannelClass, StreamKind } from '../../catalog/schema.js';
+import type { Link, LinkEstimate } from '../../hub/ports.js';
+import { type Kernel, US_PER_MS } from '../kernel.js';
+import { Samples } from '../stats.js';
+
+/** One write-ahead ESTOP frame on one link and what became of it. */
+export interface EstopRecord {
+  readonly handoffUs: number;
+  /** ASSERT (1) or CLEARED (2), from byte 1. */
+  readonly kind: number;
+  readonly source: number;
+  readonly origin: number;
+  readonly seq: number;
+  /** The bound for this link at handoff (ms): docs/simulator.md "ESTOP bound". */
+  readonly boundMs: number;
+  /** The link's congestion level when the frame was written (§10.3). */
+  readonly level: number;
+  deliveredUs: number;
+  outcome: 'pending' | 'delivered' | 'discarded';
+  /** A fault or a slow reader was in force: the bound is reported, not checked. */
+  impaired: boolean;
+}
+
+export interface Violation {
+  readonly check: string;
+  readonly tMs: number;
+  readonly link: string;
+  readonly channel: string;
+  readonly detail: string;
+}
+
+export class TapStats {
+  /** Frames and bytes the hub handed over (write-ahead ESTOPs not counted). */
+  frames = 0;
+  bytes = 0;
+  dataFrames = 0;
+  estops = 0;
+  /** canSend answered no. */
+  refused = 0;
+  maxFrameBytes = 0;
+  maxOccupancy = 0;
+  /** Frames received by the client, by first byte: CBOR frames and ESTOP frames. */
+  received = 0;
+  /** Age at the client of every DATA sample of a STREAM or STATE channel (ms). */
+  readonly sampleAgeMs = new Samples();
+}
+
+/** The head of a DATA frame, read without allocating (the fields the checks need). */
+export class DataHead {
+  channelId = 0;
+  seq = 0;
+  t = 0;
+  gap = false;
+  dropped = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A minimal CBOR scanner for DATA frames (hub/frames.ts encodeData and the EVENT form).
+
+let pos = 0;
+
+function readHead(b: Uint8Array, end: number): number {
+  if (pos >= end) return -1;
+  const ib = b[pos++] as number;
+  const ai = ib & 0x1f;
+  let v: number;
+  if (ai < 24) v = ai;
+  else if (ai === 24) v = b[pos++] as number;
+  else if (ai === 25) {
+    v = ((b[pos] as number) << 8) | (b[pos + 1] as number);
+    pos += 2;
+  } else if (ai === 26) {
+    v = (b[pos] as number) * 0x1000000 + (((b[pos + 1] as number) << 16) | ((b[pos + 2] as number) << 8) | (b[pos + 3] as number));
+    pos += 4;
+  } else if (ai === 27) {
+    let x = 0;
+    for (let i = 0; i < 8; i++) x = x * 256 + (b[pos + i] as number);
+    v = x;
+    pos += 8;
+  } else return -1;
+  headMajor = ib >> 5;
+  headAi = ai;
+  return v;
+}
+let headMajor = 0;
+let headAi = 0;
+// Read through functions: a plain read after readHead() would be narrowed by an earlier test.
+function major(): number {
+  return headMajor;
+}
+function ai(): number {
+  return headAi;
+}
+
+/** Skips one item whose head has been read (numbers, texts, bools: what DATA carries). */
+function skipBody(v: number): void {
+  const m = major();
+  if (m === 2 || m === 3) pos += v;
+}
+
+/** Reads DATA's channel, seq, t, gap and dropped into `out`; false when `b` is no DATA frame. */
+export function readDataHead(b: Uint8Array, len: number, out: DataHead): boolean {
+  pos = 0;
+  const n = readHead(b, len);
+  if (n < 0 || major() !== 5) return false;
+  out.gap = false;
+  out.dropped = 0;
+  for (let i = 0; i < n; i++) {
+    const key = readHead(b, len);
+    if (key < 0 || major() !== 0) return false;
+    if (key === 6) {
+      const count = readHead(b, len);
+      if (major() !== 4) return false;
+      for (let k = 0; k < count; k++) skipBody(readHead(b, len));
+      continue;
+    }
+    const v = readHead(b, len);
+    if (v < 0 && major() !== 7) return false;
+    switch (key) {
+      case 0:
+        if (v !== 7) return false;
+        break;
+      case 3:
+        out.channelId = v;
+        break;
+      case 4:
+        out.seq = v;
+        break;
+      case 5:
+        out.t = v;
+        break;
+      case 26:
+        out.gap = major() === 7 && ai() === 21;
+        break;
+      case 27:
+        out.dropped = v;
+        break;
+      default:
+        skipBody(v);
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const SEQ_MOD = 0x100000000;
+
+/** Per-channel state of the checks on one link. */
+class ChannelTrack {
+  lastSeq = -1;
+}
+
+export class LinkTap implements Link {
+  readonly binding: string;
+  readonly mtu: number;
+  readonly broadcast: boolean;
+  readonly stats = new TapStats();
+  readonly estops: EstopRecord[] = [];
+  /** Congestion level over time: [tMs, level] whenever it changed. */
+  readonly levels: [number, number][] = [];
+  readonly violations: Violation[] = [];
+  private lastLevel = -1;
+  private readonly tracks: (ChannelTrack | undefined)[] = [];
+  private readonly head = new DataHead();
+  private isClosed = false;
+
+  constructor(
+    readonly inner: Link,
+    private readonly kernel: Kernel,
+    private readonly catalog: CatalogIndex,
+    /** The connection's id, for the report. */
+    readonly id: string,
+    private readonly ctx: {
+      estopBoundMs(): number;
+      impairedNow(): boolean;
+    },
+  ) {
+    this.binding = inner.binding;
+    this.mtu = inner.mtu;
+    this.broadcast = inner.broadcast;
+  }
+
+  get closedByHub(): boolean {
+    return this.isClosed;
+  }
+
+  canSend(length: number): boolean {
+    const ok = this.inner.canSend(length);
+    if (!ok) this.stats.refused++;
+    return ok;
+  }
+
+  send(frame: Uint8Array, length: number): void {
+    const st = this.stats;
+    st.frames++;
+    st.bytes += length;
+    if (length > st.maxFrameBytes) st.maxFrameBytes = length;
+    if ((frame[0] as number) >= 0xa0 && readDataHead(frame, length, this.head)) {
+      st.dataFrames++;
+      this.check(this.head);
+    }
+    this.inner.send(frame, length);
+  }
+
+  writeAhead(frame: Uint8Array): void {
+    const f = frame;
+    this.stats.estops++;
+    this.estops.push({
+      handoffUs: this.kernel.nowUs,
+      kind: f[1] as number,
+      source: f[2] as number,
+      origin: (((f[4] as number) << 24) >>> 0) + ((f[5] as number) << 16) + ((f[6] as number) << 8) + (f[7] as number),
+      seq: ((f[8] as number) << 8) | (f[9] as number),
+      boundMs: this.ctx.estopBoundMs(),
+      level: this.level(),
+      deliveredUs: NaN,
+      outcome: 'pending',
+      impaired: this.ctx.impairedNow(),
+    });
+    this.inner.writeAhead(frame);
+  }
+
+  level(): number {
+    return this.inner.level();
+  }
+
+  estimate(): LinkEstimate {
+    return this.inner.estimate();
+  }
+
+  occupancy(): number {
+    return this.inner.occupancy();
+  }
+
+  close(): void {
+    this.isClosed = true;
+    this.inner.close();
+  }
+
+  // ---------------------------------------------------------------- what the client received
+
+  /** The client received an ESTOP frame: the oldest pending record that matches it is delivered. */
+  estopReceived(kind: number, origin: number, seq: number): number {
+    for (const r of this.estops) {
+      if (r.outcome === 'pending' && r.kind === kind && r.origin === origin && r.seq === seq) {
+        r.outcome = 'delivered';
+        r.deliveredUs = this.kernel.nowUs;
+        return (r.deliveredUs - r.handoffUs) / US_PER_MS;
+      }
+    }
+    return NaN;
+  }
+
+  /** The transport ended: what never arrived is discarded. */
+  ended(): void {
+    for (const r of this.estops) if (r.outcome === 'pending') r.outcome = 'discarded';
+  }
+
+  /** Level (as the hub reads it) and occupancy at the hub's tick. */
+  observe(nowMs: number): void {
+    const l = this.level();
+    if (l !== this.lastLevel) {
+      this.lastLevel = l;
+      this.levels.push([nowMs, l]);
+    }
+    const occ = this.inner.occupancy();
+    if (occ > this.stats.maxOccupancy) this.stats.maxOccupancy = occ;
+  }
+
+  // ---------------------------------------------------------------- the checks
+
+  private check(h: DataHead): void {
+    const ch = this.catalog.byId(h.channelId);
+    if (!ch) return;
+    const nowMs = Math.floor(this.kernel.nowUs / US_PER_MS);
+    let tr = this.tracks[h.channelId];
+    if (!tr) {
+      tr = new ChannelTrack();
+      this.tracks[h.channelId] = tr;
+    }
+    const last = tr.lastSeq;
+    tr.lastSeq = h.seq;
+    const isEvent = ch.cls === ChannelClass.EVENT;
+    // §10.4: never delay-and-burst. Critical frames may wait in the never-shed queue, and EVENT
+    // queues are bounded queues by design (§9.4); every other sample leaves when it is produced.
+    if (!ch.critical && !isEvent && nowMs > h.t) {
+      this.violate('lateDelivery', ch, `seq ${h.seq} produced at ${h.t} ms, handed to the link at ${nowMs} ms`);
+    }
+    if (last < 0) return;
+    const skipped = (h.seq - last - 1 + SEQ_MOD) % SEQ_MOD;
+    if (ch.critical) {
+      if (skipped > 0 || h.dropped > 0) this.violate('criticalShed', ch, `seq ${h.seq} after ${last}${h.dropped > 0 ? `, dropped ${h.dropped}` : ''}`);
+      return;
+    }
+    if (isEvent) {
+      if (skipped !== h.dropped) this.violate('eventLossInvisible', ch, `seq ${h.seq} after ${last} carries dropped ${h.dropped}`);
+      return;
+    }
+    if (ch.kind === StreamKind.segments && skipped > 0 && !h.gap) {
+      this.violate('segmentsDecimated', ch, `seq ${h.seq} after ${last} without gap`);
+    }
+  }
+
+  private violate(check: string, ch: ChannelInfo, detail: string): void {
+    this.violations.push({ check, tMs: this.kernel.nowUs / US_PER_MS, link: this.id, channel: ch.name, detail });
+  }
+}

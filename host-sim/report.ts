@@ -1,0 +1,325 @@
+// The run's report: one JSON document, the same bytes for the same scenario and seed. Keys are
+// sorted, numbers rounded to a fixed precision (ms to the µs), nothing from the wall clock.
+// docs/simulator.md "The report" describes every field and "Invariant checks" every check.
+
+import { CHANNEL_CLASS_NAMES, PRIORITY_NAMES } from '../catalog/schema.js';
+import { EstopKind } from '../hub/estop-frame.js';
+import { nackName } from '../hub/nack.js';
+import { SESSION_STATE_NAMES } from '../hub/session.js';
+import type { SimClient, SubStats } from './clients.js';
+import { US_PER_MS } from './kernel.js';
+import type { Connection, EstopRecord, Violation } from './links/index.js';
+import type { Simulation } from './sim.js';
+import type { Samples } from './stats.js';
+
+export const REPORT_SCHEMA = 'robot-hub-sim-report/1';
+
+/** The report as built (plain JSON data). */
+export type Report = Record<string, unknown>;
+
+/** How many examples of each violated invariant the report lists. */
+const EXAMPLES = 5;
+/** An ESTOP not received this long after it was written on a link that stayed open counts as missed. */
+export const ESTOP_MISSED_AFTER_MS = 1000;
+
+export const INVARIANTS = Object.freeze([
+  'criticalShed',
+  'segmentsDecimated',
+  'lateDelivery',
+  'eventLossInvisible',
+  'estopOverBound',
+  'estopMissed',
+  'motionWhileLatched',
+  'hubInternalErrors',
+] as const);
+export type InvariantName = (typeof INVARIANTS)[number];
+
+const ESTOP_SOURCES = ['client', 'hub-button', 'deadman', 'watchdog', 'robot'];
+
+function summary(s: Samples): Record<string, number | null> {
+  const x = s.summary();
+  return { count: x.count, p50: num(x.p50), p95: num(x.p95), p99: num(x.p99), max: num(x.max) };
+}
+
+function num(x: number): number | null {
+  return Number.isFinite(x) ? x : null;
+}
+
+function ms(us: number): number {
+  return us / US_PER_MS;
+}
+
+function mapObj(m: ReadonlyMap<string, number>): Record<string, number> {
+  const o: Record<string, number> = {};
+  for (const [k, v] of m) o[k] = v;
+  return o;
+}
+
+function channelName(sim: Simulation, id: number): string {
+  return sim.catalog.byId(id)?.name ?? `#${id}`;
+}
+
+function subReport(sim: Simulation, s: SubStats, id: number): Record<string, unknown> {
+  const ch = sim.catalog.byId(id);
+  return {
+    class: ch ? CHANNEL_CLASS_NAMES[ch.cls] : 'unknown',
+    frames: s.frames,
+    gaps: s.gaps,
+    dropped: s.dropped,
+    age: summary(s.ages),
+    eventAge: summary(s.eventAges),
+    grants: s.grants.map(([t, session, hz, p]) => [t, session, hz, p < 0 ? 'unsubscribed' : (PRIORITY_NAMES[p] ?? p)]),
+  };
+}
+
+function clientReport(sim: Simulation, c: SimClient): Record<string, unknown> {
+  const subs: Record<string, unknown> = {};
+  for (const [id, s] of c.subs) subs[channelName(sim, id)] = subReport(sim, s, id);
+  const lib = c.lib;
+  return {
+    role: c.spec.role,
+    link: c.spec.link,
+    credential: c.spec.credential,
+    sessions: c.sessionIds.slice(),
+    states: c.states.map(([t, s]) => [t, s]),
+    connections: c.connections.map((x) => x.id),
+    subscriptions: subs,
+    nacks: mapObj(c.nacks),
+    errors: mapObj(c.errors),
+    intents: {
+      sent: c.intents.sent,
+      echoed: c.intents.echoed,
+      refused: mapObj(c.intents.refused),
+      timeouts: c.intents.timeouts,
+      lost: c.intents.lost,
+      held: c.intents.held,
+      latencyMs: summary(c.intents.latencyMs),
+    },
+    estopsAsserted: c.estopsAsserted,
+    estopsCleared: c.estopsCleared,
+    controlGained: c.controlGained,
+    cmdVelSent: c.cmdVelSent,
+    segmentsSent: c.segmentsSent,
+    segmentsHeld: c.segmentsHeld,
+    floodSent: c.floodSent,
+    library: { ...lib.counters },
+  };
+}
+
+function linkReports(sim: Simulation): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const conn of sim.connections) {
+    const common = {
+      client: conn.client,
+      profile: conn.profile,
+      binding: conn.binding,
+      openedMs: ms(conn.openedUs),
+      closedMs: Number.isNaN(conn.closedUs) ? null : ms(conn.closedUs),
+      closeCause: conn.closeCause || null,
+      framesToClient: conn.framesToClient,
+      lostUp: conn.lostUp,
+      faults: conn.faults().map(([a, b]) => [ms(a), Number.isFinite(b) ? ms(b) : null]),
+      readerLimited: conn.readerLimited(),
+    };
+    if (conn.taps.length === 0) out[conn.id] = { ...common, attached: false };
+    for (const tap of conn.taps) {
+      const st = tap.stats;
+      out[tap.id] = {
+        ...common,
+        attached: true,
+        closedByHub: tap.closedByHub,
+        levels: tap.levels.map(([t, l]) => [t, l]),
+        maxLevel: tap.levels.reduce((m, [, l]) => (l > m ? l : m), 0),
+        framesHanded: st.frames,
+        bytesHanded: st.bytes,
+        dataFrames: st.dataFrames,
+        estopsWritten: st.estops,
+        refused: st.refused,
+        maxFrameBytes: st.maxFrameBytes,
+        maxOccupancy: st.maxOccupancy,
+        framesReceived: st.received,
+      };
+    }
+  }
+  return out;
+}
+
+interface EstopDelivery {
+  link: string;
+  level: number;
+  client: string;
+  binding: string;
+  latencyMs: number | null;
+  boundMs: number;
+  outcome: string;
+  impaired: boolean;
+}
+
+/** Every latch the hub announced, with its cause and its delivery on every link it was written to. */
+function estopReport(sim: Simulation, violations: Violation[]): unknown[] {
+  const latches = sim.log.filter((r) => r.code === 'estop');
+  const endUs = sim.kernel.nowUs;
+  const out: unknown[] = [];
+  const records: { conn: Connection; link: string; r: EstopRecord }[] = [];
+  for (const conn of sim.connections) for (const tap of conn.taps) for (const r of tap.estops) records.push({ conn, link: tap.id, r });
+  for (const latch of latches) {
+    const atUs = Math.round(latch.tMs * US_PER_MS);
+    const source = latch.a ?? 0;
+    const deliveries: EstopDelivery[] = [];
+    for (const { conn, link, r } of records) {
+      if (r.handoffUs !== atUs || r.kind !== EstopKind.ASSERT) continue;
+      const latency = r.outcome === 'delivered' ? ms(r.deliveredUs - r.handoffUs) : null;
+      // Judged only where nothing else stood in the way: no fault, no slow reader, and (for a miss) the link open long enough.
+      const impaired = r.impaired || conn.impairedDuring(r.handoffUs, r.handoffUs + r.boundMs * US_PER_MS);
+      deliveries.push({ link, level: r.level, client: conn.client, binding: conn.binding, latencyMs: latency, boundMs: r.boundMs, outcome: r.outcome, impaired });
+      if (impaired) continue;
+      if (latency !== null && latency > r.boundMs) {
+        violations.push({ check: 'estopOverBound', tMs: latch.tMs, link, channel: 'estop', detail: `${latency.toFixed(3)} ms > bound ${r.boundMs.toFixed(3)} ms` });
+      }
+      const closedUs = Number.isNaN(conn.closedUs) ? endUs : conn.closedUs;
+      if (latency === null && closedUs - r.handoffUs >= ESTOP_MISSED_AFTER_MS * US_PER_MS) {
+        violations.push({ check: 'estopMissed', tMs: latch.tMs, link, channel: 'estop', detail: `not received (${r.outcome}); the link stayed open` });
+      }
+    }
+    const cause = [...sim.estopCauses].reverse().find((c) => c.tMs <= latch.tMs && c.source === source);
+    const lat = deliveries.filter((d) => d.latencyMs !== null).map((d) => d.latencyMs as number);
+    out.push({
+      latchMs: latch.tMs,
+      source: ESTOP_SOURCES[source] ?? source,
+      origin: latch.b ?? 0,
+      causeMs: cause ? cause.tMs : latch.tMs,
+      causeClient: cause ? cause.client : null,
+      causeToLatchMs: cause ? latch.tMs - cause.tMs : 0,
+      maxLatencyMs: lat.length > 0 ? Math.max(...lat) : null,
+      deliveries,
+    });
+  }
+  return out;
+}
+
+function robotReport(sim: Simulation): Record<string, unknown> {
+  const r = sim.robot.stats;
+  return {
+    stops: r.stops,
+    stopTimesMs: r.stopTimesMs.slice(),
+    releases: r.releases,
+    cmdVelApplied: r.cmdVelApplied,
+    segmentsAccepted: r.segmentsAccepted,
+    segmentsRefused: r.segmentsRefused,
+    maxSegmentsPerS: r.maxSegmentsPerSecond(),
+    pathPublished: r.pathPublished,
+    intents: r.intents,
+    motionWhileStopped: r.motionWhileStopped,
+  };
+}
+
+function hubReport(sim: Simulation): Record<string, unknown> {
+  const k = sim.hub.counters;
+  const rows: Record<string, number> = {};
+  for (let i = 1; i <= 15; i++) rows[String(i)] = k.rows[i] as number;
+  const nacks: Record<string, number> = {};
+  for (let code = 0; code < k.nacks.length; code++) {
+    const n = k.nacks[code] as number;
+    if (n > 0) nacks[nackName(code) ?? `code${code}`] = n;
+  }
+  const logCounts: Record<string, number> = {};
+  for (const r of sim.log) logCounts[r.code] = (logCounts[r.code] ?? 0) + 1;
+  const sessions = sim.hub.sessions().map((s) => ({
+    id: s.id,
+    state: SESSION_STATE_NAMES[s.state] ?? s.state,
+    binding: s.binding || null,
+    level: s.level,
+    grants: Object.fromEntries(s.subs.map((g) => [channelName(sim, g.channelId), [g.grantedHz, PRIORITY_NAMES[g.priority] ?? g.priority]])),
+  }));
+  return {
+    rows,
+    delivered: k.delivered,
+    rateGated: k.rateGated,
+    decimated: k.decimated,
+    conflated: k.conflated,
+    shedDrops: k.shedDrops,
+    egressDrops: k.egressDrops,
+    parks: k.parks,
+    resumes: k.resumes,
+    estops: k.estops,
+    reclaims: k.reclaims,
+    neverShedOverflows: k.neverShedOverflows,
+    grantsAnnounced: k.grantsAnnounced,
+    nacks,
+    log: logCounts,
+    latched: sim.hub.latch.latched,
+    controlOwner: sim.hub.controlOwner,
+    sessionsAtEnd: sessions,
+  };
+}
+
+export function buildReport(sim: Simulation): Report {
+  const violations: Violation[] = [];
+  for (const conn of sim.connections) for (const tap of conn.taps) violations.push(...tap.violations);
+  const estops = estopReport(sim, violations);
+  if (sim.robot.stats.motionWhileStopped > 0) {
+    violations.push({ check: 'motionWhileLatched', tMs: sim.nowMs, link: '-', channel: '-', detail: `${sim.robot.stats.motionWhileStopped} motion command(s) reached the stopped robot` });
+  }
+  for (const r of sim.log) {
+    if (r.code === 'internal-error') violations.push({ check: 'hubInternalErrors', tMs: r.tMs, link: '-', channel: '-', detail: `session ${r.a ?? 0}` });
+  }
+  const invariants: Record<string, unknown> = {};
+  let total = 0;
+  for (const name of INVARIANTS) {
+    const v = violations.filter((x) => x.check === name).sort((a, b) => a.tMs - b.tMs || (a.link < b.link ? -1 : a.link > b.link ? 1 : 0));
+    total += v.length;
+    invariants[name] = { count: v.length, examples: v.slice(0, EXAMPLES).map((x) => ({ tMs: x.tMs, link: x.link, channel: x.channel, detail: x.detail })) };
+  }
+  const clients: Record<string, unknown> = {};
+  for (const c of sim.clients) clients[c.name] = clientReport(sim, c);
+  const sessions: Record<string, string> = {};
+  for (const c of sim.clients) for (const id of c.sessionIds) sessions[String(id)] = c.name;
+  const timeline = (code: string): unknown[] => sim.log.filter((r) => r.code === code).map((r) => [r.tMs, r.a ?? 0]);
+  return {
+    schema: REPORT_SCHEMA,
+    scenario: { name: sim.scenario.name, description: sim.scenario.description, seed: sim.seed, durationMs: sim.scenario.durationMs },
+    run: { simulatedMs: sim.nowMs, kernelEvents: sim.kernel.processed, prngDraws: sim.kernel.rng.draws },
+    ok: total === 0,
+    invariants,
+    hub: hubReport(sim),
+    sessions,
+    parks: timeline('session-park'),
+    resumes: timeline('session-resume'),
+    stale: timeline('session-stale'),
+    closes: sim.log.filter((r) => r.code === 'session-close').map((r) => [r.tMs, r.a ?? 0, r.b ?? 0]),
+    estops,
+    robot: robotReport(sim),
+    clients,
+    links: linkReports(sim),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical JSON.
+
+/** Decimal places numbers are rounded to (ms values keep their µs). */
+export const REPORT_DECIMALS = 3;
+const SCALE = 10 ** REPORT_DECIMALS;
+
+function canon(x: unknown): unknown {
+  if (typeof x === 'number') {
+    if (!Number.isFinite(x)) return null;
+    const r = Math.round(x * SCALE) / SCALE;
+    return Object.is(r, -0) ? 0 : r;
+  }
+  if (Array.isArray(x)) return x.map(canon);
+  if (x !== null && typeof x === 'object') {
+    const o: Record<string, unknown> = {};
+    for (const k of Object.keys(x).sort()) {
+      const v = (x as Record<string, unknown>)[k];
+      if (v !== undefined) o[k] = canon(v);
+    }
+    return o;
+  }
+  return x;
+}
+
+/** The report as text: keys sorted at every level, numbers rounded, two-space indent, final newline. */
+export function reportJson(r: Report): string {
+  return JSON.stringify(canon(r), null, 2) + '\n';
+}

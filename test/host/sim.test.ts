@@ -1,0 +1,458 @@
+// The deterministic simulator (host-sim/): replay, the scenario library with assertions on each
+// report (docs/simulator.md "Invariant checks"), and scenario validation with paths.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadCatalog } from '../../catalog/index.js';
+import { DEFAULT_CATALOG } from '../../catalog/default.js';
+import { CborWriter } from '../../hub/cbor.js';
+import { encodeData, encodeFrame } from '../../hub/frames.js';
+import type { Link } from '../../hub/ports.js';
+import { Kernel, Prng } from '../../host-sim/kernel.js';
+import { DataHead, LinkTap, readDataHead } from '../../host-sim/links/tap.js';
+import { INVARIANTS, reportJson, type Report } from '../../host-sim/report.js';
+import { loadNamedScenario, scenarioNames, ScenarioError, validateScenario } from '../../host-sim/scenario.js';
+import { Simulation } from '../../host-sim/sim.js';
+
+const catalog = loadCatalog(DEFAULT_CATALOG);
+
+interface Run {
+  report: Report;
+  json: string;
+}
+
+async function run(name: string, seed?: number): Promise<Run> {
+  const sim = new Simulation(loadNamedScenario(name, catalog), seed === undefined ? {} : { seed });
+  const report = await sim.run();
+  return { report, json: reportJson(report) };
+}
+
+// The report as the test reads it (the canonical JSON, parsed back: rounded like the CLI's output).
+type J = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+function parsed(r: Run): J {
+  return JSON.parse(r.json);
+}
+
+function assertInvariants(r: J, name: string): void {
+  for (const inv of INVARIANTS) {
+    const v = r.invariants[inv];
+    assert.equal(v.count, 0, `${name}: invariant ${inv} violated: ${JSON.stringify(v.examples)}`);
+  }
+  assert.equal(r.ok, true);
+}
+
+/** Every ESTOP delivery on a link without a fault came within its bound, and none was missed. */
+function assertEstopsInBound(r: J, name: string): number {
+  let checked = 0;
+  for (const e of r.estops) {
+    for (const d of e.deliveries) {
+      if (d.impaired) continue;
+      assert.notEqual(d.latencyMs, null, `${name}: ESTOP at ${e.latchMs} ms not received on ${d.link} (${d.outcome})`);
+      assert.ok(d.latencyMs <= d.boundMs, `${name}: ESTOP at ${e.latchMs} ms took ${d.latencyMs} ms on ${d.link}, bound ${d.boundMs}`);
+      checked++;
+    }
+  }
+  return checked;
+}
+
+/** Clients whose every connection stayed at level 0, without a fault or a slow reader. */
+function freshClients(r: J): string[] {
+  const out: string[] = [];
+  for (const [name, c] of Object.entries<J>(r.clients)) {
+    const links = Object.values<J>(r.links).filter((l) => l.client === name);
+    if (links.length !== 1) continue;
+    const l = links[0];
+    if (!l.attached || l.maxLevel !== 0 || l.faults.length > 0 || l.readerLimited) continue;
+    if (c.states.some(([, s]: [number, string]) => s !== 'connecting' && s !== 'active')) continue;
+    out.push(name);
+  }
+  return out;
+}
+
+// A fresh sample's age: the link's own latency and framing, nothing queued behind congestion.
+const FRESH_AGE_MS: Record<string, number> = { tcp: 20, ws: 20, ble: 120, espnow: 60 };
+
+function assertFreshAges(r: J, name: string): number {
+  let checked = 0;
+  for (const client of freshClients(r)) {
+    const c = r.clients[client];
+    const binding = Object.values<J>(r.links).find((l) => l.client === client).binding as string;
+    for (const [ch, s] of Object.entries<J>(c.subscriptions)) {
+      if (s.age.count === 0) continue;
+      const bound = FRESH_AGE_MS[binding] as number;
+      assert.ok(s.age.p99 <= bound, `${name}: ${client} ${ch} p99 age ${s.age.p99} ms on a fresh ${binding} link (bound ${bound})`);
+      checked++;
+    }
+  }
+  return checked;
+}
+
+function levelsOf(r: J, link: string): number[] {
+  return (r.links[link].levels as [number, number][]).map(([, l]) => l);
+}
+
+describe('simulator kernel', () => {
+  it('orders events by time, then by the order they were scheduled, and cancels', () => {
+    const k = new Kernel(1);
+    const seen: number[] = [];
+    const task = { run: (kind: number) => seen.push(kind) };
+    k.at(300, task, 3);
+    k.at(100, task, 1);
+    const h = k.at(200, task, 99);
+    k.at(100, task, 2);
+    k.at(200, task, 4);
+    assert.equal(k.cancel(h), true);
+    assert.equal(k.cancel(h), false);
+    assert.equal(k.runUntil(250), true);
+    assert.deepEqual(seen, [1, 2, 4]);
+    assert.equal(k.nowUs, 250);
+    k.runUntil(1000);
+    assert.deepEqual(seen, [1, 2, 4, 3]);
+  });
+
+  it('draws the same sequence from the same seed and another from another seed', () => {
+    const a = new Prng(42);
+    const b = new Prng(42);
+    const c = new Prng(43);
+    const xa = Array.from({ length: 8 }, () => a.u32());
+    assert.deepEqual(Array.from({ length: 8 }, () => b.u32()), xa);
+    assert.notDeepEqual(Array.from({ length: 8 }, () => c.u32()), xa);
+    for (let i = 0; i < 1000; i++) {
+      const f = a.float();
+      assert.ok(f >= 0 && f < 1);
+    }
+  });
+});
+
+describe('simulator invariant checks (the tap)', () => {
+  const sent: number[] = [];
+  const inner: Link = {
+    binding: 'test',
+    mtu: 1024,
+    broadcast: false,
+    canSend: () => true,
+    send: (_f, n) => void sent.push(n),
+    writeAhead: () => undefined,
+    level: () => 0,
+    estimate: () => ({ throughputBps: 0, rttMs: 0 }),
+    occupancy: () => 0,
+    close: () => undefined,
+  };
+  const ctx = { estopBoundMs: () => 10, impairedNow: () => false };
+  const w = new CborWriter(new Uint8Array(4608));
+  const values = new Float64Array([1.5, -2, 0.1, 0, 0, 0]);
+  function data(tap: LinkTap, name: string, seq: number, t: number, gap = false, dropped = 0): void {
+    w.reset();
+    encodeData(w, catalog.byName(name)!.id, seq, t, values, catalog.byName(name)!.fieldCount, gap, dropped);
+    tap.send(w.buf, w.pos);
+  }
+  function tapAt(ms: number): { tap: LinkTap; kernel: Kernel } {
+    const kernel = new Kernel(1);
+    kernel.runUntil(ms * 1000);
+    return { tap: new LinkTap(inner, kernel, catalog, 't#1', ctx), kernel };
+  }
+  const checks = (tap: LinkTap): string[] => tap.violations.map((v) => v.check);
+
+  it('reads the head of DATA frames, events with text and dropped included', () => {
+    const h = new DataHead();
+    w.reset();
+    encodeFrame({ type: 7, channelId: 20, seq: 70000, t: 123456, values: [2, 1001], dropped: 3, text: 'tick' }, w);
+    assert.equal(readDataHead(w.buf, w.pos, h), true);
+    assert.deepEqual([h.channelId, h.seq, h.t, h.gap, h.dropped], [20, 70000, 123456, false, 3]);
+    w.reset();
+    encodeData(w, 15, 9, 5, values, 6, true, 0);
+    assert.equal(readDataHead(w.buf, w.pos, h), true);
+    assert.deepEqual([h.channelId, h.seq, h.t, h.gap], [15, 9, 5, true]);
+    w.reset();
+    encodeFrame({ type: 14, t0: 1, t1: 2 }, w);
+    assert.equal(readDataHead(w.buf, w.pos, h), false);
+  });
+
+  it('criticalShed: a skipped seq or a dropped count on a critical channel', () => {
+    const { tap } = tapAt(100);
+    data(tap, 'control-owner', 7, 100);
+    data(tap, 'control-owner', 8, 100);
+    assert.deepEqual(checks(tap), []);
+    data(tap, 'control-owner', 10, 100);
+    assert.deepEqual(checks(tap), ['criticalShed']);
+  });
+
+  it('segmentsDecimated: a skipped segment without gap; with gap it is a whole-source drop', () => {
+    const { tap } = tapAt(100);
+    data(tap, 'path', 1, 100);
+    data(tap, 'path', 3, 100, true);
+    assert.deepEqual(checks(tap), []);
+    data(tap, 'path', 5, 100);
+    assert.deepEqual(checks(tap), ['segmentsDecimated']);
+    // Samples may skip: decimation and the grant thin them (§10.4).
+    data(tap, 'imu', 1, 100);
+    data(tap, 'imu', 9, 100);
+    assert.deepEqual(checks(tap), ['segmentsDecimated']);
+  });
+
+  it('lateDelivery: a sample handed over after the millisecond it was produced', () => {
+    const { tap } = tapAt(250);
+    data(tap, 'imu', 1, 250);
+    data(tap, 'safety', 1, 200); // critical: may have waited in the never-shed queue
+    assert.deepEqual(checks(tap), []);
+    data(tap, 'odom', 1, 249);
+    assert.deepEqual(checks(tap), ['lateDelivery']);
+  });
+
+  it('eventLossInvisible: the events skipped must equal the dropped count carried', () => {
+    const { tap } = tapAt(100);
+    w.reset();
+    const ev = (seq: number, dropped: number): void => {
+      w.reset();
+      encodeFrame({ type: 7, channelId: 20, seq, t: 90, values: [1, 2], ...(dropped > 0 ? { dropped } : {}) }, w);
+      tap.send(w.buf, w.pos);
+    };
+    ev(1, 0);
+    ev(4, 2);
+    assert.deepEqual(checks(tap), []);
+    ev(7, 1);
+    assert.deepEqual(checks(tap), ['eventLossInvisible']);
+  });
+});
+
+describe('simulator: the scenario library', function () {
+  this.timeout(300000);
+
+  it('holds the nine named scenarios', () => {
+    assert.deepEqual(scenarioNames(), [
+      'calm',
+      'congested-ble',
+      'default',
+      'estop-under-congestion',
+      'flood',
+      'join-storm',
+      'lossy-espnow',
+      'reconnect-ble-to-wifi',
+      'slow-tcp-reader',
+    ]);
+  });
+
+  let first: Run;
+  it('default: the same scenario and seed give byte-identical JSON', async () => {
+    first = await run('default');
+    const second = await run('default');
+    assert.equal(second.json, first.json);
+    assert.match(first.json, /^\{\n {2}"clients": /);
+  });
+
+  it('default: another seed gives another report', async () => {
+    const other = await run('default', 2);
+    assert.notEqual(other.json, first.json);
+    assert.equal(parsed(other).scenario.seed, 2);
+  });
+
+  it('default: eight clients through one minute, every invariant held, ESTOP in bound, fresh ages', () => {
+    const r = parsed(first);
+    assertInvariants(r, 'default');
+    for (const name of ['console', 'joystick', 'planner', 'scope', 'logger', 'phone', 'pendant', 'tablet']) {
+      const states = r.clients[name].states as [number, string][];
+      assert.equal(states[states.length - 1]?.[1], 'active', `${name} ends active`);
+    }
+    // The button's ESTOP reached all eight clients.
+    const button = r.estops.find((e: J) => e.source === 'hub-button');
+    assert.ok(button, 'the button latched');
+    assert.equal(button.deliveries.filter((d: J) => d.outcome === 'delivered').length, 8);
+    assert.ok(assertEstopsInBound(r, 'default') >= 8);
+    assert.equal(r.robot.stops, 1);
+    assert.equal(r.robot.releases, 1);
+    assert.ok(r.robot.cmdVelApplied > 0, 'the joystick drove');
+    assert.ok(r.robot.segmentsAccepted > 0, 'the planner planned');
+    // The scope moved from WebSocket to TCP and kept its session.
+    assert.equal(r.clients.scope.sessions.length, 1);
+    assert.ok(r.resumes.length >= 1);
+    assert.ok(assertFreshAges(r, 'default') > 0);
+  });
+
+  it('calm: nothing congests and every fresh sample is young', async () => {
+    const r = parsed(await run('calm'));
+    assertInvariants(r, 'calm');
+    assert.equal(r.hub.parks, 0);
+    assert.equal(r.hub.shedDrops, 0);
+    assert.ok(assertFreshAges(r, 'calm') >= 6);
+    assert.deepEqual(levelsOf(r, 'scope#1'), [0]);
+    assert.deepEqual(levelsOf(r, 'pendant#1'), [0]);
+  });
+
+  it('congested-ble: levels 1 and 2, samples decimated, segments whole or dropped whole, grants cut', async () => {
+    const r = parsed(await run('congested-ble'));
+    assertInvariants(r, 'congested-ble');
+    assert.ok(levelsOf(r, 'scope#1').includes(2), 'the slow BLE link reached level 2');
+    assert.ok(r.hub.rows['14'] > 0, 'row 14 decimated normal samples at level 2');
+    assert.ok(r.hub.rows['4'] + r.hub.rows['6'] > 0, 'rows 4-6 judged path segments under congestion');
+    assert.ok(r.hub.decimated > 0);
+    // The path the scope did receive is either consecutive or marked gap (the tap's check held).
+    const imu = r.clients.scope.subscriptions.imu.grants as [number, number, number, string][];
+    assert.ok(imu.some(([, , hz]) => hz < 200), 'the scope was re-granted below its wish');
+    // The viewer on a separate BLE connection stays fresh in age despite sharing the profile.
+    assert.ok(r.clients.viewer.subscriptions.odom.frames > 0);
+  });
+
+  it('lossy-espnow: the loss detector reaches level 2 and recovers after the air clears', async () => {
+    const r = parsed(await run('lossy-espnow'));
+    assertInvariants(r, 'lossy-espnow');
+    for (const link of ['pendant#1', 'tablet#1']) {
+      const lv = levelsOf(r, link);
+      assert.ok(lv.includes(2), `${link} reached level 2`);
+      assert.equal(lv[lv.length - 1], 0, `${link} recovered`);
+    }
+    assert.ok(assertEstopsInBound(r, 'lossy-espnow') >= 3);
+  });
+
+  it('slow-tcp-reader: the stuck reader is parked (STALE, not evicted) and resumes; the console is untouched', async () => {
+    const r = parsed(await run('slow-tcp-reader'));
+    assertInvariants(r, 'slow-tcp-reader');
+    assert.ok(r.hub.parks >= 1, 'the stuck reader was parked');
+    assert.ok(r.hub.resumes >= 1, 'and resumed');
+    assert.equal(r.hub.nacks.SESSION_EVICTED ?? 0, 0, '§12.7: parking never evicts');
+    assert.equal(r.clients['stuck-logger'].sessions.length, 1, 'the same session resumed');
+    assert.ok(levelsOf(r, 'slow-logger#1').includes(1), 'the slow reader is congested by its watermark');
+    assert.ok(freshClients(r).includes('console'));
+    assertFreshAges(r, 'slow-tcp-reader');
+  });
+
+  it('estop-under-congestion: every link at level 2, the ESTOP reaches every client within bound', async () => {
+    const r = parsed(await run('estop-under-congestion'));
+    assertInvariants(r, 'estop-under-congestion');
+    assert.equal(r.estops.length, 2);
+    for (const e of r.estops) {
+      assert.equal(e.deliveries.length, 5, 'written to all five clients');
+      for (const d of e.deliveries) {
+        assert.equal(d.level, 2, `${d.link} was at level 2 when the ESTOP was written at ${e.latchMs}`);
+        assert.equal(d.impaired, false);
+        assert.equal(d.outcome, 'delivered');
+        assert.ok(d.latencyMs <= d.boundMs, `${d.link}: ${d.latencyMs} ms > ${d.boundMs} ms`);
+      }
+    }
+    assert.equal(r.estops[1].source, 'client');
+    assert.ok(r.estops[1].causeToLatchMs < 100, 'the joystick’s ESTOP reached the hub over its congested BLE link');
+    assert.equal(r.robot.stops, 2);
+  });
+
+  it('reconnect-ble-to-wifi: the session is resumed on another binding with its grants', async () => {
+    const r = parsed(await run('reconnect-ble-to-wifi'));
+    assertInvariants(r, 'reconnect-ble-to-wifi');
+    for (const name of ['scope', 'viewer']) {
+      const c = r.clients[name];
+      assert.equal(c.sessions.length, 1, `${name} kept its session`);
+      const bindings = c.connections.map((id: string) => r.links[id].binding);
+      assert.deepEqual(bindings, ['ble', 'tcp']);
+      assert.equal(c.library.resumes, 1);
+    }
+    assert.equal(r.hub.resumes, 2);
+    const imu = r.clients.scope.subscriptions.imu;
+    // WELCOME re-stated the grant after the resume (a second grant entry on the same session).
+    assert.ok(imu.grants.length >= 2);
+    assert.ok(r.links['scope#2'].dataFrames > 0, 'samples flow on the new binding');
+  });
+
+  it('join-storm: slots fill, NO_SLOTS is retried, a STALE session is reclaimed, the working clients carry on', async () => {
+    const r = parsed(await run('join-storm'));
+    assertInvariants(r, 'join-storm');
+    assert.ok(r.hub.nacks.NO_SLOTS > 0);
+    assert.equal(r.hub.reclaims, 1, 'the ghost’s STALE session was reclaimed');
+    const secondWave = Object.keys(r.clients).filter((n) => n.startsWith('storm2-'));
+    assert.equal(secondWave.length, 6);
+    const admitted = secondWave.filter((n) => r.clients[n].sessions.length > 0);
+    assert.ok(admitted.length >= 4, `the second wave got in once the first left (${admitted.length})`);
+    assert.equal(r.hub.parks, 0);
+    for (const n of ['console', 'scope', 'phone']) assert.ok(freshClients(r).includes(n), `${n} stayed fresh`);
+    assertFreshAges(r, 'join-storm');
+  });
+
+  it('flood: bundles over the grant are dropped with at most 5 RATE_LIMITED a second, malformed frames close the session', async () => {
+    const r = parsed(await run('flood'));
+    assertInvariants(r, 'flood');
+    assert.ok(r.robot.maxSegmentsPerS <= 25, `§10.5: at most burst 20 + rate 5 a second, got ${r.robot.maxSegmentsPerS}`);
+    assert.ok(r.clients.planner.nacks.RATE_LIMITED > 0);
+    assert.ok(r.clients.planner.nacks.RATE_LIMITED <= 5 * 6, 'throttled to 5 a second over the 5 s flood');
+    assert.ok(r.clients.chatter.nacks.RATE_LIMITED <= 5 * 6);
+    assert.ok(r.robot.intents <= 20 + 20 * 5 + 2, 'intents limited by their bucket');
+    assert.equal(r.hub.log['malformed-close'], 1);
+    assert.ok(r.closes.some(([, , reason]: number[]) => reason === 2), 'GOODBYE MISBEHAVING');
+    for (const n of ['console', 'scope']) assert.ok(freshClients(r).includes(n), `${n} untouched`);
+    assertFreshAges(r, 'flood');
+  });
+});
+
+describe('simulator: scenario validation', () => {
+  const base = {
+    name: 'x',
+    durationMs: 1000,
+    links: { wifi: { binding: 'tcp' } },
+    clients: [{ name: 'a', role: 'viewer', link: 'wifi' }],
+  };
+
+  it('accepts a minimal scenario and fills in the defaults', () => {
+    const s = validateScenario(base, catalog);
+    assert.equal(s.seed, 1);
+    assert.equal(s.hub.slots, 8);
+    assert.equal(s.clients[0]?.subscriptions.length, 4);
+    assert.equal((s.links['wifi'] as { latencyMs: number }).latencyMs, 4);
+  });
+
+  it('reports every problem with its path and reason', () => {
+    const bad = {
+      ...base,
+      durationMs: -5,
+      links: { wifi: { binding: 'tcp', latencyMs: 'fast' }, radio: { binding: 'zigbee' } },
+      clients: [
+        { name: 'a', role: 'viewer', link: 'nope', subscriptions: [{ channel: 'imu', rateHz: 0 }, { channel: 'cmd_vel', rateHz: 10 }] },
+        { name: 'a', role: 'pilot', link: 'wifi' },
+      ],
+      events: [{ atMs: 10, type: 'stall', client: 'ghost', durationMs: 100 }, { atMs: 20, type: 'warp' }],
+    };
+    let err: unknown;
+    try {
+      validateScenario(bad, catalog);
+    } catch (x) {
+      err = x;
+    }
+    assert.ok(err instanceof ScenarioError, 'a ScenarioError');
+    assert.match(err.message, /^invalid scenario \(\d+ problems\):\n {2}durationMs: /);
+    const paths = err.problems.map((p) => `${p.path}: ${p.reason}`);
+    const expect = [
+      /^durationMs: must be > 0/,
+      /^links\.wifi\.latencyMs: must be a finite number, got the string "fast"/,
+      /^links\.radio\.binding: must be one of tcp, ws, ble, espnow/,
+      /^clients\[0\]\.link: no link profile named 'nope'/,
+      /^clients\[0\]\.subscriptions\[0\]\.rateHz: must be > 0/,
+      /^clients\[0\]\.subscriptions\[1\]\.channel: 'cmd_vel' is not a telemetry channel/,
+      /^clients\[1\]\.name: duplicate client name 'a'/,
+      /^clients\[1\]\.role: must be one of console/,
+      /^events\[0\]\.client: no client named 'ghost'/,
+      /^events\[1\]\.type: must be one of/,
+    ];
+    for (const re of expect) assert.ok(paths.some((p) => re.test(p)), `expected a problem matching ${re}; got:\n${paths.join('\n')}`);
+  });
+
+  it('the CLI refuses a scenario file with a schema error, naming its path, exit status 2', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sim-'));
+    const file = join(dir, 'bad.json');
+    writeFileSync(file, JSON.stringify({ ...base, clients: [{ name: 'a', role: 'viewer', link: 'wifi', startMs: 'soon' }] }));
+    const cli = fileURLToPath(new URL('../../host-sim/cli.js', import.meta.url));
+    const res = spawnSync(process.execPath, [cli, '--scenario-file', file, '--json'], { encoding: 'utf8' });
+    assert.equal(res.status, 2);
+    assert.equal(res.stdout, '');
+    assert.match(res.stderr, /clients\[0\]\.startMs: must be a finite number, got the string "soon"/);
+  });
+
+  it('the CLI prints one JSON report for a named scenario', function () {
+    this.timeout(120000);
+    const cli = fileURLToPath(new URL('../../host-sim/cli.js', import.meta.url));
+    const res = spawnSync(process.execPath, [cli, '--scenario', 'calm', '--seed', '3', '--json'], { encoding: 'utf8' });
+    assert.equal(res.status, 0, res.stderr);
+    const r = JSON.parse(res.stdout);
+    assert.equal(r.schema, 'robot-hub-sim-report/1');
+    assert.equal(r.scenario.name, 'calm');
+    assert.equal(r.scenario.seed, 3);
+    assert.equal(r.ok, true);
+  });
+});
