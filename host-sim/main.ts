@@ -1,0 +1,170 @@
+// npm start [-- --scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop]
+//
+// Runs a scenario (default: `default`) in real time: the simulator stepped by the wall clock, the
+// hub core, the simulated robot and the simulated clients, with the dashboard on
+// http://127.0.0.1:PORT (default 8080, or $PORT; a free port when that one is taken) and loopback
+// TCP and WebSocket listeners through which your own client joins the same hub. Ctrl-C stops.
+// docs/operations.md "Running the simulator and the dashboard".
+
+import { loadCatalog } from '../catalog/index.js';
+import { DEFAULT_CATALOG } from '../catalog/default.js';
+import { DEFAULT_PORT, DEFAULT_TCP_PORT, DEFAULT_WS_PORT, startDashboard, type Dashboard } from './dashboard/server.js';
+import { loadNamedScenario, ScenarioError } from './scenario.js';
+
+interface Args {
+  scenario: string;
+  seed?: number;
+  port: number;
+  external: boolean;
+  tcpPort: number;
+  wsPort: number;
+  loop: boolean;
+}
+
+const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop]
+  --scenario NAME  a scenario of host-sim/scenarios (default: default)
+  --seed N         overrides the scenario's seed
+  --port N         the dashboard's port (default: $PORT or ${DEFAULT_PORT}; 0: any free port)
+  --no-external    no TCP/WebSocket listeners for external clients
+  --tcp-port N     external clients over TCP (default ${DEFAULT_TCP_PORT}; 0: any free port)
+  --ws-port N      external clients over WebSocket (default ${DEFAULT_WS_PORT}; 0: any free port)
+  --loop           start the scenario again when it is over (default: it runs on)`;
+
+class UsageError extends Error {}
+
+function portOf(flag: string, v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n > 65535) throw new UsageError(`${flag} must be a port number 0–65535, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
+  const a: Args = {
+    scenario: 'default',
+    port: env['PORT'] ? portOf('PORT', env['PORT']) : DEFAULT_PORT,
+    external: true,
+    tcpPort: DEFAULT_TCP_PORT,
+    wsPort: DEFAULT_WS_PORT,
+    loop: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new UsageError(`${arg} needs a value`);
+      return v;
+    };
+    switch (arg) {
+      case '--scenario':
+        a.scenario = value();
+        break;
+      case '--seed': {
+        const v = value();
+        const n = Number(v);
+        if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new UsageError(`--seed must be a non-negative integer, got ${JSON.stringify(v)}`);
+        a.seed = n;
+        break;
+      }
+      case '--port':
+        a.port = portOf(arg, value());
+        break;
+      case '--tcp-port':
+        a.tcpPort = portOf(arg, value());
+        break;
+      case '--ws-port':
+        a.wsPort = portOf(arg, value());
+        break;
+      case '--no-external':
+        a.external = false;
+        break;
+      case '--loop':
+        a.loop = true;
+        break;
+      case '-h':
+      case '--help':
+        throw new UsageError('');
+      default:
+        throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
+    }
+  }
+  return a;
+}
+
+function say(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+async function main(): Promise<number> {
+  let args: Args;
+  try {
+    args = parse(process.argv.slice(2), process.env);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    if (e.message) process.stderr.write(`start: ${e.message}\n`);
+    process.stderr.write(`${USAGE}\n`);
+    return e.message ? 2 : 0;
+  }
+  const catalog = loadCatalog(DEFAULT_CATALOG);
+  let scenario;
+  try {
+    scenario = loadNamedScenario(args.scenario, catalog);
+  } catch (e) {
+    if (!(e instanceof ScenarioError)) throw e;
+    process.stderr.write(`start: ${e.message}\n`);
+    return 2;
+  }
+  const dash: Dashboard = await startDashboard({
+    scenario,
+    ...(args.seed !== undefined ? { seed: args.seed } : {}),
+    port: args.port,
+    external: args.external,
+    tcpPort: args.tcpPort,
+    wsPort: args.wsPort,
+    loop: args.loop,
+    say,
+  });
+  const sim = dash.live.sim;
+  say(`robot hub simulator: scenario ${scenario.name}, seed ${sim.seed}, ${scenario.durationMs / 1000} s scripted, in real time`);
+  say(`  ${scenario.description}`);
+  say(`  dashboard        ${dash.url}${dash.portFallback ? `   (port ${args.port} was taken)` : ''}`);
+  if (dash.tcp && dash.ws) {
+    say(`  hub over TCP     ${dash.tcp.host}:${dash.tcp.port}   (length-prefixed frames, §2; e.g. client/node.ts connectTcp)`);
+    say(`  hub over WS      ${dash.ws.url}   (one binary message per frame; e.g. client/node.ts connectWs)`);
+  } else {
+    say('  external clients: off (--no-external)');
+  }
+  say(`  serving ${Math.round(dash.startupMs)} ms after start; Ctrl-C stops`);
+
+  return new Promise<number>((resolveExit) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        process.stderr.write(`start: ${signal} again: exiting at once\n`);
+        process.exit(130);
+      }
+      stopping = true;
+      say(`\n${signal}: stopping at ${(dash.live.sim.nowMs / 1000).toFixed(1)} s simulated`);
+      dash.close().then(
+        () => resolveExit(0),
+        (e: unknown) => {
+          process.stderr.write(`start: while stopping: ${e instanceof Error ? e.message : String(e)}\n`);
+          resolveExit(1);
+        },
+      );
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+  });
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+    // Nothing should be left, but a stray handle must not keep a stopped simulator alive.
+    setTimeout(() => process.exit(code), 1000).unref();
+  },
+  (e: unknown) => {
+    process.stderr.write(`start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,359 @@
+/// <reference lib="dom" />
+// The dashboard of `npm start` in Debian's Chromium (playwright-core), against the real-time
+// simulation started in-process, and `npm start`'s own entry (build/host-sim/main.js) as a child
+// process: it serves, prints its endpoints, takes an external client over loopback TCP into the
+// same hub, and exits cleanly on SIGINT. Every wait is bounded; everything is closed in `after`.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { ChannelClass, Priority, StreamKind } from '../../catalog/schema.js';
+import { DEFAULT_CATALOG } from '../../catalog/default.js';
+import { loadCatalog } from '../../catalog/index.js';
+import { connectTcp } from '../../client/node.js';
+import type { HubClient } from '../../client/core.js';
+import { NO_STREAM_KIND, SHED_DECISION_NAME, shedDecide, shedDecision, shedRow } from '../../hub/shed.js';
+import { SHED_ROW_TEXT } from '../../host-sim/dashboard/rows.js';
+import { startDashboard, type Dashboard } from '../../host-sim/dashboard/server.js';
+import { validateScenario } from '../../host-sim/scenario.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const WAIT_MS = 20000;
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+const catalog = loadCatalog(DEFAULT_CATALOG);
+
+// The §10.4 demo needs a mix with imu background (logger), imu elevated (scope), path normal
+// (a viewer) and path elevated (an operator-tier viewer); long enough never to end in a test.
+const scenario = validateScenario(
+  {
+    name: 'dashboard-test',
+    description: 'the dashboard suite: every priority of a samples and a segments stream',
+    seed: 7,
+    durationMs: 600000,
+    credentials: { 'operator-key': 'operator' },
+    links: { wifi: { binding: 'tcp' }, ws: { binding: 'ws' } },
+    clients: [
+      { name: 'console', role: 'console', link: 'wifi', credential: 'operator-key' },
+      { name: 'scope', role: 'scope', link: 'ws', credential: 'operator-key', startMs: 100 },
+      { name: 'logger', role: 'logger', link: 'wifi', startMs: 200 },
+      { name: 'viewer', role: 'viewer', link: 'wifi', startMs: 300 },
+      {
+        name: 'planview',
+        role: 'viewer',
+        link: 'ws',
+        credential: 'operator-key',
+        startMs: 400,
+        subscriptions: [
+          { channel: 'safety', rateHz: 10 },
+          { channel: 'path', rateHz: 25, priority: 'elevated' },
+        ],
+      },
+    ],
+    events: [
+      { atMs: 500, type: 'take-control', client: 'console' },
+      { atMs: 800, type: 'intent', client: 'console', channel: 'arm' },
+    ],
+  },
+  catalog,
+);
+
+function needChromium(): void {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} is missing: the dashboard suite drives Debian's Chromium. npm test installs it when run as root (scripts/lib/prepare.mjs); otherwise run \`apt-get install -y chromium\` as root.`);
+  }
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = WAIT_MS): Promise<void> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The demo table's rows as the page shows them. */
+async function demoRows(page: Page): Promise<{ client: string; channel: string; priority: string; row: number; decision: string }[]> {
+  return page.$$eval('#demo-table tbody tr', (trs) =>
+    trs.map((tr) => {
+      const d = (tr as HTMLElement).dataset;
+      return { client: d['client'] ?? '', channel: d['channel'] ?? '', priority: d['priority'] ?? '', row: Number(d['row']), decision: d['decision'] ?? '' };
+    }),
+  );
+}
+
+describe('dashboard: §10.4 row texts', () => {
+  it('each row text names the decision shedDecide returns for that row', () => {
+    // One input that reaches each row, in the table's own terms.
+    const { background, normal, elevated, critical } = Priority;
+    const S = ChannelClass.STREAM;
+    const T = ChannelClass.STATE;
+    const E = ChannelClass.EVENT;
+    const seg = StreamKind.segments;
+    const smp = StreamKind.samples;
+    const none = NO_STREAM_KIND;
+    const witness: [number, number, number, number, boolean][] = [
+      [0, normal, S, smp, false],
+      [2, critical, T, none, false],
+      [1, normal, S, smp, true],
+      [1, normal, S, seg, false],
+      [2, elevated, S, seg, false],
+      [2, normal, S, seg, false],
+      [1, background, S, smp, false],
+      [1, background, T, none, false],
+      [1, background, E, none, false],
+      [1, normal, S, smp, false],
+      [1, normal, T, none, false],
+      [1, elevated, S, smp, false],
+      [2, background, S, smp, false],
+      [2, normal, S, smp, false],
+      [2, elevated, S, smp, false],
+    ];
+    assert.equal(SHED_ROW_TEXT.length, 15);
+    witness.forEach(([level, p, cls, kind, first], i) => {
+      const packed = shedDecide(level, p, cls, kind, first);
+      const text = SHED_ROW_TEXT[i]!;
+      assert.equal(shedRow(packed), text.row, `witness ${i + 1} reaches row ${text.row}`);
+      assert.equal(SHED_DECISION_NAME[shedDecision(packed)], text.decision, `row ${text.row}: ${text.condition}`);
+    });
+  });
+});
+
+describe('dashboard: the page in headless Chromium', function () {
+  this.timeout(120000);
+  let dash: Dashboard | null = null;
+  let context: BrowserContext | null = null;
+  let profile = '';
+  let page: Page;
+
+  before(async () => {
+    needChromium();
+    dash = await startDashboard({ scenario, port: 0, external: false });
+    profile = mkdtempSync(join(tmpdir(), 'hub-dashboard-chromium-'));
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1600 } });
+    page = await context.newPage();
+    await page.goto(dash.url, { timeout: WAIT_MS });
+  });
+
+  after(async () => {
+    if (context) await context.close();
+    if (dash) await dash.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  it('loads, connects to the live push and names the scenario', async () => {
+    await page.waitForFunction(() => document.querySelector('#run-state')?.textContent === 'live', undefined, { timeout: WAIT_MS });
+    assert.match((await page.textContent('#scenario')) ?? '', /scenario dashboard-test · seed 7/);
+    assert.equal(await page.title(), 'Robot hub — simulator dashboard');
+  });
+
+  it('plots the raw source and what a subscriber is delivered, growing as the simulation runs', async () => {
+    const points = async (): Promise<number> => Number(await page.getAttribute('#plot-a', 'data-points'));
+    await until('the IMU plot has points', async () => (await points()) > 0);
+    const first = await points();
+    await until('the IMU plot gains points', async () => (await points()) > first + 100);
+    assert.equal(await page.inputValue('#plot-a-subscriber'), 'logger');
+    assert.equal(await page.$eval('#plot-a-channel', (s) => (s as HTMLSelectElement).selectedOptions[0]?.textContent), 'imu');
+    await until('the logger is delivered IMU samples', async () => Number(await page.getAttribute('#plot-a', 'data-delivered')) > 0);
+    // uPlot drew into its canvas.
+    assert.equal(await page.locator('#plot-a canvas').count(), 1);
+  });
+
+  it('the level control drives shedDecide over the live mix: level 0 sends everything, level 2 sheds by the table', async () => {
+    await until('every client has its subscriptions in the demo', async () => {
+      const rows = await demoRows(page);
+      return rows.some((r) => r.client === 'planview' && r.channel === 'path') && rows.some((r) => r.client === 'logger' && r.channel === 'imu');
+    });
+    await page.check('#level-0');
+    const at0 = await demoRows(page);
+    assert.ok(at0.length >= 10, `${at0.length} subscriptions shown`);
+    for (const r of at0) assert.deepEqual([r.row, r.decision], [1, 'send'], `${r.client} ${r.channel} at level 0`);
+
+    await page.check('#level-2');
+    const at2 = await demoRows(page);
+    const find = (client: string, channel: string): { priority: string; row: number; decision: string } => {
+      const r = at2.find((x) => x.client === client && x.channel === channel);
+      assert.ok(r, `${client} ${channel} is shown`);
+      return { priority: r.priority, row: r.row, decision: r.decision };
+    };
+    assert.deepEqual(find('logger', 'imu'), { priority: 'background', row: 13, decision: 'drop' });
+    assert.deepEqual(find('scope', 'imu'), { priority: 'elevated', row: 15, decision: 'decimate2' });
+    assert.deepEqual(find('planview', 'path'), { priority: 'elevated', row: 5, decision: 'send' });
+    assert.deepEqual(find('viewer', 'path'), { priority: 'normal', row: 6, decision: 'drop_source' });
+    assert.deepEqual(find('viewer', 'odom'), { priority: 'normal', row: 14, decision: 'decimate4' });
+    // The samples-vs-segments panel: a samples stream decimates, a segments stream never does.
+    const kinds = await page.$$eval('#kind-table tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    assert.deepEqual(kinds, [
+      ['background', 'row 13: drop', 'row 6: drop_source'],
+      ['normal', 'row 14: decimate4', 'row 6: drop_source'],
+      ['elevated', 'row 15: decimate2', 'row 5: send'],
+    ]);
+    assert.match((await page.textContent('#why')) ?? '', /never decimated/);
+
+    await page.check('#level-1');
+    assert.deepEqual((await demoRows(page)).find((x) => x.client === 'viewer' && x.channel === 'path')?.decision, 'send');
+  });
+
+  it('forcing the level onto the links moves the hub’s live row counters', async () => {
+    const live = dash!.live;
+    await page.check('#level-2');
+    const rows = live.sim.hub.counters.rows;
+    const before13 = rows[13] as number;
+    const before15 = rows[15] as number;
+    await page.check('#force');
+    await until('the server forces level 2', () => live.forced === 2);
+    await until('row 13 (level ≥ 2, background: drop) fires', () => (rows[13] as number) > before13 + 20);
+    await until('row 15 (level ≥ 2, elevated: decimate2) fires', () => (rows[15] as number) > before15 + 20);
+    await until('the page counts row 13', async () => Number(await page.textContent('#rows-table tr[data-row="13"] .count')) > 0);
+    await until('the hub reads level 2 on the sessions’ links', () => live.sim.hub.sessions().every((s) => s.level === 2));
+    await page.uncheck('#force');
+    await until('the links are back to their own levels', () => live.forced === null);
+  });
+
+  it('ESTOP on the page latches the hub and stops the simulated robot', async () => {
+    const sim = dash!.live.sim;
+    assert.equal(sim.robot.isStopped, false, 'the robot runs before the press');
+    assert.equal(sim.hub.latch.latched, false);
+    assert.equal(await page.getAttribute('#latch', 'data-latched'), 'false');
+    await page.click('#estop');
+    await until('the hub latches', () => sim.hub.latch.latched);
+    await until('the robot stops', () => sim.robot.isStopped);
+    await page.waitForFunction(() => document.querySelector('#latch')?.getAttribute('data-latched') === 'true', undefined, { timeout: WAIT_MS });
+    await page.waitForFunction(() => document.querySelector('#robot-state')?.getAttribute('data-stopped') === 'true', undefined, { timeout: WAIT_MS });
+    assert.match((await page.textContent('#latch')) ?? '', /LATCHED \(source: hub-button/);
+    assert.equal(sim.robot.stats.stops, 1);
+    // The latch holds: the robot stays stopped.
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(sim.robot.isStopped, true);
+  });
+
+  it('Restart runs the scenario again on a fresh hub, and the page follows it', async () => {
+    const before = dash!.live;
+    assert.equal(before.sim.hub.latch.latched, true, 'still latched from the ESTOP case');
+    await page.click('#restart');
+    await until('a new simulation runs', () => dash!.live !== before && dash!.live.run === 2);
+    assert.equal(dash!.live.sim.hub.latch.latched, false);
+    await page.waitForFunction(() => /run 2/.test(document.querySelector('#scenario')?.textContent ?? ''), undefined, { timeout: WAIT_MS });
+    await page.waitForFunction(() => document.querySelector('#latch')?.getAttribute('data-latched') === 'false' && document.querySelector('#robot-state')?.getAttribute('data-stopped') === 'false', undefined, {
+      timeout: WAIT_MS,
+    });
+  });
+});
+
+/** `node build/host-sim/main.js ARGS`, its output collected; resolves once it prints that it serves. */
+class Main {
+  readonly child: ChildProcess;
+  out = '';
+  constructor(args: readonly string[]) {
+    this.child = spawn(process.execPath, [join(repo, 'build/host-sim/main.js'), ...args], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child.stdout!.on('data', (b: Buffer) => (this.out += b.toString()));
+    this.child.stderr!.on('data', (b: Buffer) => (this.out += b.toString()));
+  }
+  async serving(): Promise<{ url: string; port: number }> {
+    await until('main prints that it serves', () => /serving \d+ ms after start/.test(this.out) || this.child.exitCode !== null);
+    const m = /dashboard\s+(http:\/\/127\.0\.0\.1:(\d+)\/)/.exec(this.out);
+    assert.ok(m, this.out);
+    return { url: m[1]!, port: Number(m[2]) };
+  }
+  tcpPort(): number {
+    const m = /hub over TCP\s+127\.0\.0\.1:(\d+)/.exec(this.out);
+    assert.ok(m, this.out);
+    return Number(m[1]);
+  }
+  /** SIGINT, then the exit code (bounded). */
+  async interrupt(): Promise<number | null | 'timeout'> {
+    const exited = new Promise<number | null>((ok) => this.child.once('exit', (code) => ok(code)));
+    this.child.kill('SIGINT');
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const code = await Promise.race([exited, new Promise<'timeout'>((ok) => (timer = setTimeout(() => ok('timeout'), 10000)))]);
+    clearTimeout(timer);
+    return code;
+  }
+  kill(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+}
+
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+describe('dashboard: npm start (build/host-sim/main.js) as a child process', function () {
+  this.timeout(60000);
+  const mains: Main[] = [];
+  let blocker: net.Server | null = null;
+  let client: HubClient | null = null;
+
+  after(async () => {
+    if (client) client.close();
+    for (const m of mains) m.kill();
+    if (blocker) await new Promise<void>((ok) => blocker!.close(() => ok()));
+  });
+
+  it('runs the default scenario, serves the bundled page on a free port when its own is taken, and exits 0 on SIGINT', async () => {
+    // Hold a port so that --port finds it taken.
+    blocker = net.createServer();
+    await new Promise<void>((ok) => blocker!.listen(0, '127.0.0.1', () => ok()));
+    const takenPort = (blocker.address() as net.AddressInfo).port;
+    const main = new Main(['--port', String(takenPort), '--tcp-port', '0', '--ws-port', '0']);
+    mains.push(main);
+    const { url, port } = await main.serving();
+    assert.notEqual(port, takenPort);
+    assert.match(main.out, new RegExp(`port ${takenPort} was taken`));
+    assert.match(main.out, /scenario default, seed 1, 60 s scripted, in real time/);
+    assert.match(main.out, /hub over TCP\s+127\.0\.0\.1:\d+/);
+    assert.match(main.out, /hub over WS\s+ws:\/\/127\.0\.0\.1:\d+\//);
+
+    const html = await (await fetch(url)).text();
+    assert.match(html, /<script type="module" src="\/app.js">/);
+    const js = await fetch(new URL('/app.js', url));
+    assert.equal(js.status, 200);
+    assert.ok((await js.arrayBuffer()).byteLength > 10000, 'the bundle carries uPlot and the page');
+    const css = await (await fetch(new URL('/style.css', url))).text();
+    assert.match(css, /\.uplot/, "uPlot's CSS is bundled in");
+    const state = (await (await fetch(new URL('/api/state', url))).json()) as { scenario: { name: string }; simMs: number };
+    assert.equal(state.scenario.name, 'default');
+
+    assert.equal(await main.interrupt(), 0, main.out);
+    assert.match(main.out, /SIGINT: stopping at/);
+  });
+
+  it('takes an external client over loopback TCP into the hub the simulated clients use', async () => {
+    // calm leaves session slots free (default fills all eight).
+    const main = new Main(['--scenario', 'calm', '--port', '0', '--tcp-port', '0', '--ws-port', '0']);
+    mains.push(main);
+    const { url } = await main.serving();
+    const imu = catalog.byName('imu')!.id;
+    let frames = 0;
+    client = await within(
+      connectTcp('127.0.0.1', main.tcpPort(), {
+        name: 'external-test',
+        subscriptions: [{ channelId: imu, wishedRateHz: 20 }],
+        onData: (ch) => {
+          if (ch === imu) frames++;
+        },
+      }),
+      WAIT_MS,
+      'the external client connects',
+    );
+    await until('the external client receives IMU samples', () => frames >= 5);
+    type Snapshot = { sessions: { client: string | null; binding: string; subs: { channel: number }[] }[] };
+    const state = (await (await fetch(new URL('/api/state', url))).json()) as Snapshot;
+    const external = state.sessions.filter((s) => s.client === null);
+    assert.equal(external.length, 1, JSON.stringify(state.sessions.map((s) => [s.client, s.binding])));
+    assert.equal(external[0]!.binding, 'tcp');
+    assert.ok(external[0]!.subs.some((s) => s.channel === imu));
+    assert.ok(state.sessions.some((s) => s.client === 'console'), 'the simulated clients share the hub');
+    client.close();
+    client = null;
+    assert.equal(await main.interrupt(), 0, main.out);
+  });
+});
