@@ -150,18 +150,23 @@ function u32(b: Uint8Array, i: number): number {
   return b[i]! * 0x1000000 + ((b[i + 1]! << 16) | (b[i + 2]! << 8) | b[i + 3]!);
 }
 
-// Float conversion through typed-array views of one 8-byte scratch: on XS a DataView byte
+// Float conversion goes through typed-array views of an 8-byte scratch: on XS a DataView byte
 // accessor costs several times a typed-array element access, and floats are the bulk of every
-// DATA frame. CBOR is big-endian; the platform's order is probed once.
-const SCRATCH = new ArrayBuffer(8);
-const SCRATCH_F64 = new Float64Array(SCRATCH);
-const SCRATCH_F32 = new Float32Array(SCRATCH, 0, 1);
-const SCRATCH_U8 = new Uint8Array(SCRATCH);
+// DATA frame. CBOR is big-endian; the platform's order is probed once. The scratch belongs to
+// each writer and reader, made at run time: on the device this module is preloaded, and a
+// typed array made at preload lives in flash, where a write throws.
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+class FloatScratch {
+  readonly f64 = new Float64Array(1);
+  readonly f32 = new Float32Array(this.f64.buffer, 0, 1);
+  readonly u8 = new Uint8Array(this.f64.buffer);
+}
 
 export class CborWriter {
   buf: Uint8Array;
   pos = 0;
+  private readonly scratch = new FloatScratch();
   // State of the allocation-free key ordering in writeMap; read only between forEach passes.
   private ordered = true;
   private keyAfter = 0;
@@ -193,11 +198,11 @@ export class CborWriter {
   float(x: number): void {
     const b = this.buf;
     const p = this.pos;
-    const u = SCRATCH_U8;
+    const u = this.scratch.u8;
     // Every binary16 value is a binary32 value: an x that fround changes needs binary64.
     if (x === x && Math.fround(x) !== x) {
       this.room(9);
-      SCRATCH_F64[0] = x;
+      this.scratch.f64[0] = x;
       b[p] = F64;
       if (LITTLE_ENDIAN) for (let i = 0; i < 8; i++) b[p + 1 + i] = u[7 - i]!;
       else for (let i = 0; i < 8; i++) b[p + 1 + i] = u[i]!;
@@ -214,7 +219,7 @@ export class CborWriter {
       return;
     }
     this.room(5);
-    SCRATCH_F32[0] = x;
+    this.scratch.f32[0] = x;
     b[p] = F32;
     if (LITTLE_ENDIAN) for (let i = 0; i < 4; i++) b[p + 1 + i] = u[3 - i]!;
     else for (let i = 0; i < 4; i++) b[p + 1 + i] = u[i]!;
@@ -376,6 +381,7 @@ export class CborReader {
   private readonly maxItems: number;
   private readonly maxStringBytes: number;
   private readonly units = new Uint32Array(UTF8_DECODE_CHUNK);
+  private readonly scratch = new FloatScratch();
 
   constructor(buf: Uint8Array, start = 0, end = buf.length, limits: CborLimits = DEFAULT_CBOR_LIMITS) {
     this.buf = buf;
@@ -538,10 +544,11 @@ export class CborReader {
     if (p + 1 + size > this.lim) throw new CborError(CborErrorCode.TRUNCATED, p);
     this.pos = p + 1 + size;
     if (size === 2) return f16Value((b[p + 1]! << 8) | b[p + 2]!);
-    const u = SCRATCH_U8;
+    const sc = this.scratch;
+    const u = sc.u8;
     if (LITTLE_ENDIAN) for (let i = 0; i < size; i++) u[size - 1 - i] = b[p + 1 + i]!;
     else for (let i = 0; i < size; i++) u[i] = b[p + 1 + i]!;
-    return size === 4 ? SCRATCH_F32[0]! : SCRATCH_F64[0]!;
+    return size === 4 ? sc.f32[0]! : sc.f64[0]!;
   }
 
   /** Checks a byte/text string of n bytes whose head started at p; leaves pos after it. */
