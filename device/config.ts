@@ -1,0 +1,314 @@
+// The device's configuration: frozen defaults, overridden by the manifest's `config` and by
+// `key=value` arguments of mcconfig (which arrive as strings), validated in one pass that lists
+// every problem. Platform-free: device/boot.ts hands it the `mc/config` object at preload, so a
+// bad value fails the build rather than the boot. docs/operations.md "Building and flashing"
+// describes each key.
+
+import { Tier } from '../catalog/schema.js';
+import { DEADMAN_MS, DEFAULT_SLOTS } from '../hub/constants.js';
+import { MAX_CREDENTIALS } from '../hub/credentials.js';
+import { utf8ByteLength } from '../hub/utf8.js';
+
+export const WifiMode = Object.freeze({ AP: 'ap', STATION: 'station' } as const);
+export type WifiModeName = (typeof WifiMode)[keyof typeof WifiMode];
+
+/** How the ESTOP input is pulled when its contact is open (Digital.InputPullUp / InputPullDown / Input). */
+export const Pull = Object.freeze({ UP: 'up', DOWN: 'down', NONE: 'none' } as const);
+export type PullName = (typeof Pull)[keyof typeof Pull];
+
+/** The keys and their defaults. Flat, because mcconfig's command line sets top-level keys only. */
+export const DEVICE_DEFAULTS = Object.freeze({
+  /** The identity WELCOME carries. */
+  hub_id: 'robot-hub',
+  /** Session slots (BRIEF §3). */
+  slots: DEFAULT_SLOTS,
+  /** Period of the Timer that calls hub.tick() and the bindings' ticks. */
+  tick_ms: 10,
+  /** BRIEF §5: the control owner must be heard from within this. */
+  deadman_ms: DEADMAN_MS,
+  /** Tier of a client with no or an unknown credential: observer, operator, maintainer, or none (refused). */
+  anonymous_tier: 'observer',
+  /**
+   * `tier:token,tier:token`: when set, the hub's credential table (the UTF-8 bytes of each token)
+   * is replaced by this list at boot; when empty, the table kept in the Store stands.
+   */
+  credentials: '',
+  /** `ap`: the hub is its own access point; `station`: it joins `wifi_ssid`. */
+  wifi_mode: 'ap',
+  wifi_ssid: 'robot-hub',
+  /** AP: 8–64 bytes, or empty for an open network. Station: what the network wants. */
+  wifi_password: 'robot-hub-setup',
+  /** AP: the channel, which ESP-NOW shares. Station: a hint; the router's channel is what counts. */
+  wifi_channel: 6,
+  /** AP: stations at once (the ESP32 takes up to 10). */
+  wifi_max_clients: 4,
+  /** Length-prefixed frames over TCP; 0: no listener. */
+  tcp_port: 7000,
+  /** One binary WebSocket message per frame; 0: no listener. */
+  ws_port: 7001,
+  /** Connections served at once per listener: each holds about 10 KB of the chunk heap (manifest.json "creation"). */
+  tcp_max_clients: 1,
+  ws_max_clients: 2,
+  ble: true,
+  /** Advertised in the scan response: at most 29 bytes. */
+  ble_name: 'robot-hub',
+  espnow: true,
+  /** One ESP-NOW broadcast segment for every peer (§10.6) instead of unicast to each. */
+  espnow_broadcast: false,
+  /** The ESTOP button's GPIO. */
+  estop_pin: 4,
+  /** The level the pin reads while the button is pressed. 1 with a pull-up suits a normally closed contact to GND: a broken wire reads pressed. */
+  estop_level: 1,
+  estop_pull: 'up',
+  /** A release counts once the input has read released this long (a press counts at once). */
+  estop_debounce_ms: 50,
+  /** The GPIO output to the robot's safety chain. */
+  stop_pin: 13,
+  /** The level that means stop. 0: the line must be driven high to let the robot move, so a hub in reset or unpowered reads as stop. */
+  stop_level: 0,
+  /** UART to the robot's real-time core (device/robot-link.ts framing); -1: none. */
+  robot_uart: 1,
+  robot_uart_tx: 18,
+  robot_uart_rx: 19,
+  robot_uart_baud: 921600,
+} as const);
+
+export type DeviceConfigKey = keyof typeof DEVICE_DEFAULTS;
+
+export interface CredentialText {
+  readonly tier: number;
+  /** The credential is the UTF-8 bytes of this text. */
+  readonly token: string;
+}
+
+export interface DeviceConfig {
+  readonly hubId: string;
+  readonly slots: number;
+  readonly tickMs: number;
+  readonly deadmanMs: number;
+  /** A Tier code, or -1: refused with FORBIDDEN. */
+  readonly anonymousTier: number;
+  /** null: keep the Store's table. */
+  readonly credentials: readonly CredentialText[] | null;
+  readonly wifi: {
+    readonly mode: WifiModeName;
+    readonly ssid: string;
+    readonly password: string;
+    readonly channel: number;
+    readonly maxClients: number;
+  };
+  readonly tcpPort: number;
+  readonly wsPort: number;
+  readonly tcpMaxClients: number;
+  readonly wsMaxClients: number;
+  readonly ble: { readonly enabled: boolean; readonly name: string };
+  readonly espnow: { readonly enabled: boolean; readonly broadcast: boolean };
+  readonly estop: { readonly pin: number; readonly level: 0 | 1; readonly pull: PullName; readonly debounceMs: number };
+  readonly stop: { readonly pin: number; readonly level: 0 | 1 };
+  /** null: no UART to the robot. */
+  readonly robotUart: { readonly port: number; readonly transmit: number; readonly receive: number; readonly baud: number } | null;
+}
+
+export class DeviceConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid device configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n  ${problems.join('\n  ')}`);
+    this.name = 'DeviceConfigError';
+  }
+}
+
+/** Highest GPIO number of the ESP32 family (the S3 has 0–48). */
+export const MAX_GPIO = 48;
+const SSID_MAX_BYTES = 32;
+const AP_PASSWORD_MIN = 8;
+const PASSWORD_MAX_BYTES = 64;
+/** 31-byte scan response less the name element's length and type bytes. */
+const BLE_NAME_MAX_BYTES = 29;
+const HUB_ID_MAX_BYTES = 32;
+const CREDENTIAL_MAX_BYTES = 255;
+
+class Reader {
+  readonly problems: string[] = [];
+  constructor(private readonly raw: Readonly<Record<string, unknown>>) {}
+
+  private value(key: DeviceConfigKey): unknown {
+    return Object.prototype.hasOwnProperty.call(this.raw, key) ? this.raw[key] : DEVICE_DEFAULTS[key];
+  }
+
+  int(key: DeviceConfigKey, min: number, max: number): number {
+    const v = this.value(key);
+    const n = typeof v === 'string' && isIntegerText(v) ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+      this.problems.push(`${key}: ${show(v)} is not an integer in ${min}..${max}`);
+      return min;
+    }
+    return n;
+  }
+
+  bool(key: DeviceConfigKey): boolean {
+    const v = this.value(key);
+    if (typeof v === 'boolean') return v;
+    if (v === 1 || v === 'true' || v === '1' || v === 'on' || v === 'yes') return true;
+    if (v === 0 || v === 'false' || v === '0' || v === 'off' || v === 'no') return false;
+    this.problems.push(`${key}: ${show(v)} is not a boolean (true/false, 1/0, on/off)`);
+    return false;
+  }
+
+  text(key: DeviceConfigKey, minBytes: number, maxBytes: number): string {
+    const v = this.value(key);
+    if (typeof v !== 'string') {
+      this.problems.push(`${key}: ${show(v)} is not text`);
+      return '';
+    }
+    const n = utf8ByteLength(v);
+    if (n < minBytes || n > maxBytes) {
+      this.problems.push(`${key}: ${n} bytes of UTF-8, not ${minBytes}..${maxBytes}`);
+      return '';
+    }
+    return v;
+  }
+
+  oneOf<T extends string>(key: DeviceConfigKey, allowed: readonly T[]): T {
+    const v = this.value(key);
+    if (typeof v === 'string' && (allowed as readonly string[]).includes(v)) return v as T;
+    this.problems.push(`${key}: ${show(v)} is not one of ${allowed.join(', ')}`);
+    return allowed[0] as T;
+  }
+}
+
+function isIntegerText(s: string): boolean {
+  const start = s.charCodeAt(0) === 0x2d ? 1 : 0;
+  if (s.length === start || s.length > 10) return false;
+  for (let i = start; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
+}
+
+function show(v: unknown): string {
+  return typeof v === 'string' ? JSON.stringify(v) : String(v);
+}
+
+function tierCode(name: string): number | undefined {
+  return Object.prototype.hasOwnProperty.call(Tier, name) ? Tier[name as keyof typeof Tier] : undefined;
+}
+
+function parseCredentials(text: string, problems: string[]): CredentialText[] | null {
+  if (text.trim() === '') return null;
+  const out: CredentialText[] = [];
+  const entries = text.split(',');
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] as string;
+    const colon = entry.indexOf(':');
+    const tier = colon > 0 ? tierCode(entry.slice(0, colon).trim()) : undefined;
+    const token = colon > 0 ? entry.slice(colon + 1) : '';
+    if (tier === undefined) {
+      problems.push(`credentials: entry ${i + 1} is not tier:token with tier observer, operator or maintainer`);
+      continue;
+    }
+    const n = utf8ByteLength(token);
+    if (n === 0 || n > CREDENTIAL_MAX_BYTES) {
+      problems.push(`credentials: entry ${i + 1} has a token of ${n} bytes, not 1..${CREDENTIAL_MAX_BYTES}`);
+      continue;
+    }
+    if (out.some((c) => c.token === token)) {
+      problems.push(`credentials: entry ${i + 1} repeats a token`);
+      continue;
+    }
+    out.push(Object.freeze({ tier, token }));
+  }
+  if (entries.length > MAX_CREDENTIALS) problems.push(`credentials: ${entries.length} entries, at most ${MAX_CREDENTIALS}`);
+  return out;
+}
+
+/**
+ * The configuration from `raw` (the `mc/config` object: the manifest's `config` merged with
+ * mcconfig's `key=value` arguments), with DEVICE_DEFAULTS for what it leaves out. Keys that are
+ * not ours (the SDK's own, such as `sntp`) are ignored. Throws DeviceConfigError listing every
+ * problem. The result is frozen all the way down.
+ */
+export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): DeviceConfig {
+  const r = new Reader(raw);
+  const p = r.problems;
+  // The SDK's setup/network joins `ssid` as a station before main runs and holds the start
+  // until it has an address: the ESTOP input would wait on the router.
+  if (Object.prototype.hasOwnProperty.call(raw, 'ssid')) {
+    p.push('ssid: the SDK\'s own key would hold the hub\'s start until Wi-Fi joins; use wifi_mode=station wifi_ssid=… wifi_password=…');
+  }
+
+  const hubId = r.text('hub_id', 1, HUB_ID_MAX_BYTES);
+  const slots = r.int('slots', 1, 32);
+  const tickMs = r.int('tick_ms', 1, 100);
+  const deadmanMs = r.int('deadman_ms', 50, 60000);
+  const anonymous = r.oneOf('anonymous_tier', ['observer', 'operator', 'maintainer', 'none']);
+  const credentials = parseCredentials(r.text('credentials', 0, 8192), p);
+
+  const mode = r.oneOf('wifi_mode', [WifiMode.AP, WifiMode.STATION]);
+  const ssid = r.text('wifi_ssid', 1, SSID_MAX_BYTES);
+  const password = r.text('wifi_password', 0, PASSWORD_MAX_BYTES);
+  if (mode === WifiMode.AP && password !== '' && utf8ByteLength(password) < AP_PASSWORD_MIN) {
+    p.push(`wifi_password: an access point's password has ${AP_PASSWORD_MIN}..${PASSWORD_MAX_BYTES} bytes (or none: an open network)`);
+  }
+  const channel = r.int('wifi_channel', 1, 13);
+  const maxClients = r.int('wifi_max_clients', 1, 10);
+
+  const tcpPort = r.int('tcp_port', 0, 65535);
+  const wsPort = r.int('ws_port', 0, 65535);
+  if (tcpPort !== 0 && tcpPort === wsPort) p.push(`tcp_port and ws_port: both ${tcpPort}`);
+  // lwIP on the ESP32 has 8 active TCP sockets in all (CONFIG_LWIP_MAX_ACTIVE_TCP).
+  const tcpMax = r.int('tcp_max_clients', 1, 8);
+  const wsMax = r.int('ws_max_clients', 1, 8);
+
+  const bleEnabled = r.bool('ble');
+  const bleName = r.text('ble_name', 1, BLE_NAME_MAX_BYTES);
+  const espnowEnabled = r.bool('espnow');
+  const broadcast = r.bool('espnow_broadcast');
+
+  const estopPin = r.int('estop_pin', 0, MAX_GPIO);
+  const estopLevel = r.int('estop_level', 0, 1) as 0 | 1;
+  const estopPull = r.oneOf('estop_pull', [Pull.UP, Pull.DOWN, Pull.NONE]);
+  const debounceMs = r.int('estop_debounce_ms', 0, 1000);
+  const stopPin = r.int('stop_pin', 0, MAX_GPIO);
+  const stopLevel = r.int('stop_level', 0, 1) as 0 | 1;
+
+  const uartPort = r.int('robot_uart', -1, 2);
+  const tx = r.int('robot_uart_tx', 0, MAX_GPIO);
+  const rx = r.int('robot_uart_rx', 0, MAX_GPIO);
+  const baud = r.int('robot_uart_baud', 1200, 5000000);
+  // UART0 is the console the SDK's serial debugging (xsbug) and the ROM loader use.
+  if (uartPort === 0) p.push('robot_uart: 0 is the console UART; use 1 or 2, or -1 for none');
+
+  const pins: [string, number][] = [
+    ['estop_pin', estopPin],
+    ['stop_pin', stopPin],
+  ];
+  if (uartPort > 0) pins.push(['robot_uart_tx', tx], ['robot_uart_rx', rx]);
+  for (let i = 0; i < pins.length; i++) {
+    for (let j = i + 1; j < pins.length; j++) {
+      const a = pins[i] as [string, number];
+      const b = pins[j] as [string, number];
+      if (a[1] === b[1]) p.push(`${a[0]} and ${b[0]}: both GPIO ${a[1]}`);
+    }
+  }
+
+  if (p.length > 0) throw new DeviceConfigError(p);
+
+  return Object.freeze({
+    hubId,
+    slots,
+    tickMs,
+    deadmanMs,
+    anonymousTier: anonymous === 'none' ? -1 : Tier[anonymous],
+    credentials: credentials ? Object.freeze(credentials) : null,
+    wifi: Object.freeze({ mode, ssid, password, channel, maxClients }),
+    tcpPort,
+    wsPort,
+    tcpMaxClients: tcpMax,
+    wsMaxClients: wsMax,
+    ble: Object.freeze({ enabled: bleEnabled, name: bleName }),
+    espnow: Object.freeze({ enabled: espnowEnabled, broadcast }),
+    estop: Object.freeze({ pin: estopPin, level: estopLevel, pull: estopPull, debounceMs }),
+    stop: Object.freeze({ pin: stopPin, level: stopLevel }),
+    robotUart: uartPort > 0 ? Object.freeze({ port: uartPort, transmit: tx, receive: rx, baud }) : null,
+  });
+}

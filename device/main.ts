@@ -1,0 +1,252 @@
+// The device entry (BRIEF §2): the only place that wires Moddable modules to the core.
+// `creation.main` in manifest.json names this module; after the SDK's setup modules have run,
+// the runtime calls its default export (xs/platforms/mc/xsHosts.c). Not preloaded: it opens
+// pins, radios and sockets. device/boot.ts, which is, brings the configuration and the catalog.
+//
+// Order matters for safety: the stop line is driven to stop first (a stop pin that cannot be
+// opened ends the start here: the line floats, which the robot reads as stop); the hub comes
+// next (a latch restored from the Store stops the robot again, §11.2), then the ESTOP button,
+// and only then the robot is released, when nothing latched. The links come last, each on its
+// own, so that a radio failing to start leaves the others and the ESTOP path running.
+
+import Digital from 'embedded:io/digital';
+import Preference from 'preference';
+import Time from 'time';
+import Timer from 'timer';
+import WiFi from 'wifi';
+import { BleBinding } from '../bindings/ble/device.js';
+import { createDeviceEspNow, WifiInterface, type DeviceRadio } from '../bindings/espnow/device.js';
+import type { EspNowBinding } from '../bindings/espnow/link.js';
+import { DeviceLinkKind, DeviceListener } from '../bindings/tcp/device.js';
+import { CREDENTIALS_KEY, encodeCredentials, saveCredentials, type Credential } from '../hub/credentials.js';
+import { EstopSource } from '../hub/estop-frame.js';
+import { Hub } from '../hub/hub.js';
+import type { Clock, Log, Random } from '../hub/ports.js';
+import { utf8ByteLength, utf8Write } from '../hub/utf8.js';
+import { CATALOG, CONFIG } from './boot.js';
+import { Pull, WifiMode, type DeviceConfig } from './config.js';
+import { openDeviceRobot } from './robot.js';
+import { PreferenceStore } from './store.js';
+
+/**
+ * Monotonic integer milliseconds over Time.ticks, which on the ESP32 is a uint32 count of
+ * FreeRTOS ticks in ms (CONFIG_FREERTOS_HZ=1000) read as an int32: the unsigned difference of
+ * two readings is the time between them, so the clock never jumps back at the wraps (24.8 days
+ * to negative, 49.7 days to zero) as long as it is read at least once per 49.7 days (every tick).
+ */
+class TicksClock implements Clock {
+  private last = Time.ticks;
+  private ms = this.last >>> 0;
+
+  now(): number {
+    const t = Time.ticks;
+    this.ms += (t - this.last) >>> 0;
+    this.last = t;
+    return this.ms;
+  }
+}
+
+/**
+ * Resume tokens from the hardware RNG. XS on the ESP32 implements Math.random with c_rand(),
+ * which xs/platforms/esp/xsHost.h defines as esp_random() & 0x7fffffff: true random numbers
+ * while Wi-Fi or Bluetooth is running (the hub always runs one), 31 bits per call.
+ */
+const random: Random = Object.freeze({
+  fill(into: Uint8Array): void {
+    for (let i = 0; i < into.length; i++) into[i] = Math.floor(Math.random() * 256);
+  },
+});
+
+/** Structured log lines on the debug console (xsbug or serial). Never payloads or credentials. */
+const log: Log = Object.freeze({
+  event(code: string, a?: number, b?: number): void {
+    trace(a === undefined ? `hub: ${code}\n` : b === undefined ? `hub: ${code} ${a}\n` : `hub: ${code} ${a} ${b}\n`);
+  },
+});
+
+/** Objects whose callbacks the runtime calls: referenced here for the life of the program. */
+const keep: object[] = [];
+
+function credentialsOf(config: DeviceConfig): Credential[] | null {
+  if (!config.credentials) return null;
+  const out: Credential[] = [];
+  for (const c of config.credentials) {
+    const bytes = new Uint8Array(utf8ByteLength(c.token));
+    utf8Write(c.token, bytes, 0);
+    out.push({ tier: c.tier, credential: bytes });
+  }
+  return out;
+}
+
+function sameBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {
+  if (!a || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function startWifi(config: DeviceConfig): void {
+  const w = config.wifi;
+  if (w.mode === WifiMode.AP) {
+    // xs_wifi_accessPoint: no password means an open network; a given one must be 8–64 bytes.
+    WiFi.accessPoint(
+      w.password === ''
+        ? { ssid: w.ssid, channel: w.channel, max: w.maxClients }
+        : { ssid: w.ssid, password: w.password, channel: w.channel, max: w.maxClients },
+    );
+    log.event('wifi-ap', w.channel, w.maxClients);
+    return;
+  }
+  // Station: join, and join again whenever the network drops the hub.
+  const join = w.password === '' ? { ssid: w.ssid } : { ssid: w.ssid, password: w.password };
+  let retry: Timer | null = null;
+  const station = new WiFi(join, (message) => {
+    if (message === WiFi.gotIP) log.event('wifi-ip');
+    else if (message === WiFi.disconnected) {
+      log.event('wifi-lost');
+      if (retry) return;
+      retry = Timer.set(() => {
+        retry = null;
+        try {
+          WiFi.connect(join);
+        } catch {
+          log.event('wifi-retry-failed');
+        }
+      }, 2000);
+    }
+  });
+  keep.push(station);
+}
+
+/** Runs one start-up step; a failure is logged and the hub carries on without that part. */
+function attempt<T>(what: string, step: () => T): T | null {
+  try {
+    return step();
+  } catch (e) {
+    trace(`hub: ${what} failed: ${e instanceof Error ? e.message : String(e)}\n`);
+    return null;
+  }
+}
+
+export default function main(): void {
+  const config = CONFIG;
+  const clock = new TicksClock();
+  const store = new PreferenceStore(Preference);
+
+  // 1. The stop line, driven to stop before anything else can fail.
+  const robot = openDeviceRobot(config, CATALOG, clock);
+
+  // 2. Credentials from the configuration replace the stored table when they differ.
+  const creds = credentialsOf(config);
+  if (creds) {
+    const stored = attempt('credentials-read', () => store.get(CREDENTIALS_KEY));
+    if (!sameBytes(stored ?? undefined, encodeCredentials(creds))) attempt('credentials-write', () => saveCredentials(store, creds));
+  }
+
+  // 3. The hub; a latch persisted before the restart stops the robot again here.
+  const hub = new Hub(
+    { clock, random, store, robot: robot.port, catalog: CATALOG, log },
+    { hubId: config.hubId, slots: config.slots, deadmanMs: config.deadmanMs, anonymousTier: config.anonymousTier },
+  );
+  attempt('robot-uart', () => robot.connect(hub));
+
+  // 4. The ESTOP button. A press counts at once, from the edge or, should an edge be missed,
+  //    from the tick's poll; a release only after the input has read released for the debounce
+  //    time, so a bouncing contact cannot latch again and again. A button that cannot be opened
+  //    counts as held for good: without its ESTOP input the robot must not run.
+  const e = config.estop;
+  const mode = e.pull === Pull.UP ? Digital.InputPullUp : e.pull === Pull.DOWN ? Digital.InputPullDown : Digital.Input;
+  let held = false;
+  let releasedSince = -1;
+  const button = attempt('estop-button', () => {
+    return new Digital({
+      pin: e.pin,
+      mode,
+      edge: Digital.Rising | Digital.Falling,
+      onReadable(this: Digital): void {
+        sampleButton(this.read());
+      },
+    });
+  });
+  function sampleButton(level: number): void {
+    if (level === e.level) {
+      releasedSince = -1;
+      if (!held) {
+        held = true;
+        hub.setButton(true);
+      }
+    } else if (held) {
+      const now = clock.now();
+      if (releasedSince < 0) releasedSince = now;
+      else if (now - releasedSince >= e.debounceMs) {
+        held = false;
+        releasedSince = -1;
+        hub.setButton(false);
+      }
+    }
+  }
+  if (button) {
+    sampleButton(button.read());
+    keep.push(button);
+  } else hub.setButton(true);
+
+  // 5. Nothing latched and the button up: the robot may move when commanded.
+  if (!hub.latch.latched) robot.port.release();
+
+  // 6. The links, each on its own.
+  let ble: BleBinding | null = null;
+  let espnow: { radio: DeviceRadio; binding: EspNowBinding } | null = null;
+  const wifiUp = attempt('wifi', () => {
+    startWifi(config);
+    return true;
+  });
+  if (wifiUp) {
+    if (config.tcpPort) attempt('tcp', () => keep.push(new DeviceListener({ hub, clock, port: config.tcpPort, kind: DeviceLinkKind.TCP, maxConnections: config.tcpMaxClients, log })));
+    if (config.wsPort) attempt('websocket', () => keep.push(new DeviceListener({ hub, clock, port: config.wsPort, kind: DeviceLinkKind.WS, maxConnections: config.wsMaxClients, log })));
+    if (config.espnow.enabled) {
+      espnow = attempt('espnow', () =>
+        createDeviceEspNow({
+          clock,
+          attach: (link) => hub.attach(link),
+          catalog: CATALOG,
+          broadcast: config.espnow.broadcast,
+          wifiInterface: config.wifi.mode === WifiMode.AP ? WifiInterface.ACCESS_POINT : WifiInterface.STATION,
+        }),
+      );
+    }
+  }
+  if (config.ble.enabled) {
+    ble = attempt('ble', () => new BleBinding({ hub, clock, name: config.ble.name, onWarning: (m) => trace(`hub: ble: ${m}\n`) }));
+  }
+  log.event('ready', hub.latch.latched ? 1 : 0, config.slots);
+
+  // 7. The tick. A hub whose tick throws can no longer keep its deadman: it stops the robot.
+  let tickErrors = 0;
+  let linkErrors = 0;
+  const ticker = Timer.repeat(() => {
+    try {
+      hub.tick();
+    } catch {
+      tickErrors++;
+      log.event('tick-error', tickErrors);
+      if (!hub.latch.latched) {
+        try {
+          hub.estop(EstopSource.WATCHDOG);
+        } catch {
+          robot.port.stop(EstopSource.WATCHDOG);
+        }
+      }
+    }
+    try {
+      if (button) sampleButton(button.read());
+      if (ble) ble.tick();
+      if (espnow) {
+        espnow.radio.drain();
+        espnow.binding.tick();
+      }
+    } catch {
+      linkErrors++;
+      if ((linkErrors & (linkErrors - 1)) === 0) log.event('link-tick-error', linkErrors);
+    }
+  }, config.tickMs);
+  keep.push(ticker);
+}

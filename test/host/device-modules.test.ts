@@ -1,0 +1,488 @@
+// The platform-free parts of the device entry, on Node: the configuration (device/config.ts),
+// the Store over NVS preferences (device/store.ts) and the robot link's framing, queue and
+// stop line (device/robot-link.ts). The Moddable bindings around them (device/main.ts,
+// device/robot.ts) are type-checked by tsconfig.device.json and checked by device-build.test.ts.
+import assert from 'node:assert/strict';
+import { loadCatalog, type CatalogIndex } from '../../catalog/index.js';
+import { DEFAULT_CATALOG } from '../../catalog/default.js';
+import { Tier } from '../../catalog/schema.js';
+import { crc16 } from '../../hub/crc16.js';
+import { CREDENTIALS_KEY, decodeCredentials, encodeCredentials, MAX_CREDENTIALS } from '../../hub/credentials.js';
+import { EstopSource } from '../../hub/estop-frame.js';
+import { Nack } from '../../hub/nack.js';
+import { DeviceConfigError, DEVICE_DEFAULTS, resolveDeviceConfig, WifiMode } from '../../device/config.js';
+import {
+  ROBOT_FRAME_OVERHEAD,
+  ROBOT_SYNC,
+  RobotDecoder,
+  RobotEncoder,
+  RobotFrameType,
+  RobotInbound,
+  RobotLink,
+  type RobotHub,
+  type RobotTx,
+  type StopLine,
+} from '../../device/robot-link.js';
+import { PreferenceStore, STORE_VALUE_MAX_BYTES, StoreError, type PreferenceApi } from '../../device/store.js';
+
+// ------------------------------------------------------------------------------ configuration
+
+function problemsOf(raw: Record<string, unknown>): readonly string[] {
+  try {
+    resolveDeviceConfig(raw);
+  } catch (e) {
+    assert.ok(e instanceof DeviceConfigError, String(e));
+    return e.problems;
+  }
+  return [];
+}
+
+describe('device/config: the device configuration', () => {
+  it('resolves the defaults alone, frozen all the way down', () => {
+    const c = resolveDeviceConfig({});
+    assert.equal(c.hubId, 'robot-hub');
+    assert.equal(c.slots, 8);
+    assert.equal(c.tickMs, 10);
+    assert.equal(c.deadmanMs, 500);
+    assert.equal(c.anonymousTier, Tier.observer);
+    assert.equal(c.credentials, null);
+    assert.deepEqual(c.wifi, { mode: WifiMode.AP, ssid: 'robot-hub', password: 'robot-hub-setup', channel: 6, maxClients: 4 });
+    assert.equal(c.tcpPort, 7000);
+    assert.equal(c.wsPort, 7001);
+    assert.deepEqual(c.estop, { pin: 4, level: 1, pull: 'up', debounceMs: 50 });
+    assert.deepEqual(c.stop, { pin: 13, level: 0 });
+    assert.deepEqual(c.robotUart, { port: 1, transmit: 18, receive: 19, baud: 921600 });
+    for (const o of [c, c.wifi, c.ble, c.espnow, c.estop, c.stop, c.robotUart]) assert.ok(Object.isFrozen(o));
+    assert.ok(Object.isFrozen(DEVICE_DEFAULTS));
+  });
+
+  it('takes the strings mcconfig’s key=value arguments give', () => {
+    const c = resolveDeviceConfig({ wifi_mode: 'station', wifi_ssid: 'lab', wifi_password: 'x', wifi_channel: '11', ble: 'off', espnow_broadcast: '1', robot_uart: '-1', slots: '4', sntp: 'pool.ntp.org' });
+    assert.equal(c.wifi.mode, WifiMode.STATION);
+    assert.equal(c.wifi.password, 'x', 'a station password may be short: the network decides');
+    assert.equal(c.wifi.channel, 11);
+    assert.equal(c.ble.enabled, false);
+    assert.equal(c.espnow.broadcast, true);
+    assert.equal(c.robotUart, null);
+    assert.equal(c.slots, 4);
+  });
+
+  it('parses credentials into tiers and tokens, and keeps the Store’s table when there are none', () => {
+    const c = resolveDeviceConfig({ credentials: 'operator:op-key,maintainer:mx-key', anonymous_tier: 'none' });
+    assert.deepEqual(c.credentials, [
+      { tier: Tier.operator, token: 'op-key' },
+      { tier: Tier.maintainer, token: 'mx-key' },
+    ]);
+    assert.equal(c.anonymousTier, -1);
+    assert.equal(resolveDeviceConfig({ credentials: '  ' }).credentials, null);
+  });
+
+  it('lists every problem at once', () => {
+    const problems = problemsOf({
+      wifi_channel: 14,
+      wifi_password: 'short',
+      tcp_port: 7001,
+      ws_port: '7001',
+      ble_name: 'a name far too long for a BLE scan response',
+      estop_pin: 13,
+      robot_uart: 0,
+      estop_pull: 'sideways',
+      ble: 'maybe',
+      credentials: 'admin:x,operator:,operator:k,maintainer:k',
+    });
+    const expect = [
+      /^wifi_channel: 14 /,
+      /^wifi_password: an access point’s|^wifi_password: an access point's/,
+      /^tcp_port and ws_port: both 7001/,
+      /^ble_name: \d+ bytes/,
+      /^estop_pin and stop_pin: both GPIO 13/,
+      /^robot_uart: 0 is the console UART/,
+      /^estop_pull: "sideways"/,
+      /^ble: "maybe" is not a boolean/,
+      /^credentials: entry 1 /,
+      /^credentials: entry 2 has a token of 0 bytes/,
+      /^credentials: entry 4 repeats a token/,
+    ];
+    for (const re of expect) assert.ok(problems.some((p) => re.test(p)), `${re} in:\n${problems.join('\n')}`);
+    assert.equal(problems.length, expect.length, problems.join('\n'));
+  });
+
+  it('refuses the SDK’s own ssid key, which would hold the start until Wi-Fi joins', () => {
+    const problems = problemsOf({ ssid: 'lab' });
+    assert.equal(problems.length, 1);
+    assert.match(problems[0] as string, /^ssid: .*wifi_mode=station/);
+  });
+
+  it('refuses more credentials than the hub keeps, and an open AP only when asked for', () => {
+    const many = Array.from({ length: MAX_CREDENTIALS + 1 }, (_, i) => `observer:k${i}`).join(',');
+    assert.ok(problemsOf({ credentials: many }).some((p) => p.includes(`at most ${MAX_CREDENTIALS}`)));
+    assert.equal(resolveDeviceConfig({ wifi_password: '' }).wifi.password, '');
+  });
+});
+
+// ------------------------------------------------------------------------------ the Store
+
+/** A model of modules/files/preference/esp32/modPreference.c over NVS. */
+class FakePreference implements PreferenceApi {
+  readonly nvs = new Map<string, string | boolean | number | ArrayBuffer>();
+  sets = 0;
+
+  get(domain: string, key: string): string | boolean | number | ArrayBuffer | undefined {
+    const v = this.nvs.get(`${domain}/${key}`);
+    // NVS hands back a fresh copy of a blob.
+    return v instanceof ArrayBuffer ? v.slice(0) : v;
+  }
+
+  set(domain: string, key: string, value: string | boolean | number | ArrayBuffer): void {
+    if (domain.length > 15 || key.length > 15) throw new Error('nvs set fail');
+    if (typeof value === 'object' && !(value instanceof ArrayBuffer)) throw new Error('unsupported type');
+    if (value instanceof ArrayBuffer && value.byteLength === 0) throw new Error('a zero-length blob');
+    this.sets++;
+    this.nvs.set(`${domain}/${key}`, value instanceof ArrayBuffer ? value.slice(0) : value);
+  }
+
+  delete(domain: string, key: string): void {
+    this.nvs.delete(`${domain}/${key}`);
+  }
+}
+
+describe('device/store: the Store over Moddable preferences', () => {
+  it('keeps bytes as a blob and gives back a copy, a view’s bytes only', () => {
+    const prefs = new FakePreference();
+    const store = new PreferenceStore(prefs);
+    const big = new Uint8Array([9, 9, 1, 2, 3, 9]);
+    store.set('estop', big.subarray(2, 5));
+    const stored = prefs.nvs.get('hub/estop');
+    assert.ok(stored instanceof ArrayBuffer);
+    assert.equal(stored.byteLength, 3);
+    const got = store.get('estop');
+    assert.deepEqual(got, new Uint8Array([1, 2, 3]));
+    (got as Uint8Array)[0] = 7;
+    assert.deepEqual(store.get('estop'), new Uint8Array([1, 2, 3]));
+  });
+
+  it('keeps an empty value without a zero-length blob, and reads back nothing for a missing key', () => {
+    const prefs = new FakePreference();
+    const store = new PreferenceStore(prefs);
+    store.set(CREDENTIALS_KEY, encodeCredentials([]));
+    assert.deepEqual(store.get(CREDENTIALS_KEY), new Uint8Array(0));
+    assert.equal(store.get('missing'), undefined);
+    store.delete(CREDENTIALS_KEY);
+    assert.equal(store.get(CREDENTIALS_KEY), undefined);
+    // Something the hub did not write (a number, another string) is no record of the hub's.
+    prefs.set('hub', 'other', 5);
+    assert.equal(store.get('other'), undefined);
+  });
+
+  it('refuses NVS-invalid names and values over 4000 bytes before NVS sees them', () => {
+    const prefs = new FakePreference();
+    const store = new PreferenceStore(prefs);
+    assert.throws(() => store.set('a-key-of-16-char', new Uint8Array(1)), StoreError);
+    assert.throws(() => store.get(''), StoreError);
+    assert.throws(() => store.set('sp ace', new Uint8Array(1)), StoreError);
+    assert.throws(() => store.set('big', new Uint8Array(STORE_VALUE_MAX_BYTES + 1)), StoreError);
+    store.set('big', new Uint8Array(STORE_VALUE_MAX_BYTES));
+    assert.equal(prefs.sets, 1);
+    assert.throws(() => new PreferenceStore(prefs, 'a-domain-too-long'), StoreError);
+  });
+
+  it('round-trips the credential table the hub reads at boot', () => {
+    const store = new PreferenceStore(new FakePreference());
+    const list = [{ tier: Tier.operator, credential: new Uint8Array([1, 2, 3]) }];
+    store.set(CREDENTIALS_KEY, encodeCredentials(list));
+    assert.deepEqual(decodeCredentials(store.get(CREDENTIALS_KEY)), list);
+  });
+});
+
+// ------------------------------------------------------------------------------ the robot link
+
+class Frames {
+  readonly got: { type: number; payload: number[] }[] = [];
+  frame(type: number, bytes: Uint8Array, start: number, length: number): void {
+    this.got.push({ type, payload: Array.from(bytes.subarray(start, start + length)) });
+  }
+}
+
+class FakeLine implements StopLine {
+  readonly levels: boolean[] = [];
+  set(stopped: boolean): void {
+    this.levels.push(stopped);
+  }
+}
+
+/** A UART that takes `room` bytes per drain, like the ESP32's 128-byte FIFO. */
+class FakeTx implements RobotTx {
+  readonly out: number[] = [];
+  free: number;
+  constructor(free = 128) {
+    this.free = free;
+  }
+  room(): number {
+    return this.free;
+  }
+  write(buf: Uint8Array, start: number, end: number): boolean {
+    if (end - start > this.free) return false;
+    for (let i = start; i < end; i++) this.out.push(buf[i] as number);
+    this.free -= end - start;
+    return true;
+  }
+}
+
+function decodeAll(bytes: readonly number[]): { type: number; payload: number[] }[] {
+  const f = new Frames();
+  new RobotDecoder(f).push(Uint8Array.from(bytes), 0, bytes.length);
+  return f.got;
+}
+
+describe('device/robot-link: the serial framing', () => {
+  it('seals a frame with sync, type, length and a CRC-16 over type to payload', () => {
+    const enc = new RobotEncoder();
+    const n = enc.stop(EstopSource.DEADMAN);
+    assert.equal(n, 1 + ROBOT_FRAME_OVERHEAD);
+    const b = enc.buf;
+    assert.deepEqual(Array.from(b.subarray(0, 4)), [ROBOT_SYNC, RobotFrameType.STOP, 1, EstopSource.DEADMAN]);
+    const crc = crc16(b, 1, 4);
+    assert.deepEqual(Array.from(b.subarray(4, 6)), [crc >>> 8, crc & 0xff]);
+  });
+
+  it('encodes a published sample as t (f64) then float32 values, little-endian', () => {
+    const enc = new RobotEncoder();
+    const n = enc.publish(30, [1234.5, 0.25, -2]);
+    const [f] = decodeAll(Array.from(enc.buf.subarray(0, n)));
+    assert.equal(f?.type, RobotFrameType.PUBLISH);
+    const p = Uint8Array.from(f?.payload ?? []);
+    const v = new DataView(p.buffer);
+    assert.equal(p[0], 30);
+    assert.equal(p[1], 2);
+    assert.equal(v.getFloat64(2, true), 1234.5);
+    assert.equal(v.getFloat32(10, true), 0.25);
+    assert.equal(v.getFloat32(14, true), -2);
+    assert.equal(enc.publish(30, [0, ...new Array<number>(62).fill(1)]), -1, '2 + 8 + 4 × 62 > 255');
+  });
+
+  it('encodes intent arguments as tagged numbers and texts, and refuses what one frame cannot hold', () => {
+    const enc = new RobotEncoder();
+    const n = enc.intent(41, [2, 'héllo']);
+    const [f] = decodeAll(Array.from(enc.buf.subarray(0, n)));
+    const p = f?.payload ?? [];
+    assert.deepEqual(p.slice(0, 3), [41, 2, 0x00]);
+    assert.deepEqual(p.slice(11), [0x01, 6, 0x68, 0xc3, 0xa9, 0x6c, 0x6c, 0x6f]);
+    assert.equal(enc.intent(41, new Array<string>(16).fill('x'.repeat(64))), -1);
+  });
+
+  it('reads frames split anywhere, one byte at a time included', () => {
+    const enc = new RobotEncoder();
+    const bytes = [0x00, 0x13, ...enc.buf.subarray(0, enc.stop(2)), ...enc.buf.subarray(0, enc.release()), ...enc.buf.subarray(0, enc.publish(31, [5, 1, 2]))];
+    const whole = decodeAll(bytes);
+    assert.deepEqual(
+      whole.map((f) => f.type),
+      [RobotFrameType.STOP, RobotFrameType.RELEASE, RobotFrameType.PUBLISH],
+    );
+    for (let cut = 1; cut < bytes.length; cut++) {
+      const f = new Frames();
+      const d = new RobotDecoder(f);
+      const u = Uint8Array.from(bytes);
+      d.push(u, 0, cut);
+      d.push(u, cut, u.length);
+      assert.deepEqual(f.got, whole, `cut at ${cut}`);
+    }
+    const f = new Frames();
+    const d = new RobotDecoder(f);
+    for (const x of bytes) d.push(Uint8Array.of(x), 0, 1);
+    assert.deepEqual(f.got, whole);
+    assert.equal(d.skipped, 2);
+  });
+
+  it('drops a damaged frame and still finds the frame that a sync byte inside it hides', () => {
+    const enc = new RobotEncoder();
+    const good = Array.from(enc.buf.subarray(0, enc.publish(31, [1, 2])));
+    // A damaged frame whose length byte swallows the good frame that follows it.
+    const bad = [ROBOT_SYNC, RobotFrameType.SAMPLE, 12, 0x00];
+    const f = new Frames();
+    const d = new RobotDecoder(f);
+    const u = Uint8Array.from([...bad, ...good]);
+    d.push(u, 0, u.length);
+    assert.equal(d.crcErrors, 1);
+    assert.equal(f.got.length, 1);
+    assert.deepEqual(f.got[0]?.payload, good.slice(3, good.length - 2));
+    // Flipped payload bits fail the CRC.
+    const flipped = good.slice();
+    flipped[5] = (flipped[5] as number) ^ 0x10;
+    const f2 = new Frames();
+    const d2 = new RobotDecoder(f2);
+    d2.push(Uint8Array.from(flipped), 0, flipped.length);
+    assert.equal(f2.got.length, 0);
+    assert.equal(d2.crcErrors, 1);
+  });
+
+  it('never loses a good frame after random damage, once a frame’s worth of bytes has followed (property)', () => {
+    // A sync byte in the noise may claim a long frame that swallows the good one: its CRC fails
+    // only once that many bytes have come, and then the good frame is read again from them.
+    const enc = new RobotEncoder();
+    let seed = 7;
+    const rnd = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed % n;
+    };
+    for (let run = 0; run < 200; run++) {
+      const noise = Array.from({ length: rnd(40) }, () => (rnd(4) === 0 ? ROBOT_SYNC : rnd(256)));
+      const good = Array.from(enc.buf.subarray(0, enc.publish(30 + rnd(5), [rnd(1000), rnd(7), rnd(9)])));
+      const got = decodeAll([...noise, ...good, ...new Array<number>(ROBOT_FRAME_OVERHEAD + 255).fill(0)]);
+      assert.ok(got.some((g) => g.type === RobotFrameType.PUBLISH && g.payload.length === good.length - ROBOT_FRAME_OVERHEAD && g.payload.every((x, i) => x === good[3 + i])), `run ${run}`);
+    }
+  });
+});
+
+describe('device/robot-link: the robot port', () => {
+  it('holds the stop line at stop from construction, and stop() drives it before any byte is sent', () => {
+    const line = new FakeLine();
+    const tx = new FakeTx(0);
+    const port = new RobotLink({ line, tx });
+    assert.deepEqual(line.levels, [true]);
+    port.release();
+    port.stop(EstopSource.HUB_BUTTON);
+    assert.deepEqual(line.levels, [true, false, true]);
+    assert.equal(tx.out.length, 0, 'the UART had no room: the line alone carried the stop');
+    assert.ok(port.isStopped);
+  });
+
+  it('sends STOP ahead of every queued publication, after the frame already begun', () => {
+    const tx = new FakeTx(10);
+    const port = new RobotLink({ line: new FakeLine(), tx });
+    port.publish(30, [
+      [1, 0.5, 0.5],
+      [2, 0.5, 0.5],
+    ]);
+    assert.equal(tx.out.length, 10, 'the first frame is begun');
+    port.stop(EstopSource.CLIENT);
+    tx.free = 1000;
+    port.pump();
+    const frames = decodeAll(tx.out);
+    assert.deepEqual(
+      frames.map((f) => f.type),
+      [RobotFrameType.PUBLISH, RobotFrameType.STOP, RobotFrameType.PUBLISH],
+    );
+    assert.equal(port.backlog, 0);
+  });
+
+  it('drops publications the queue cannot hold, and answers intents with the reason', () => {
+    const tx = new FakeTx(0);
+    // Two 23-byte samples fit 60 bytes; a third does not, nor a 16-byte intent after them.
+    const port = new RobotLink({ line: new FakeLine(), tx, queueBytes: 60 });
+    port.publish(30, [
+      [1, 1, 1],
+      [2, 2, 2],
+      [3, 3, 3],
+    ]);
+    assert.equal(port.counters.published, 2);
+    assert.equal(port.counters.publishDrops, 1);
+    assert.equal(port.intent(41, [1]), Nack.HUB_PRESSURE);
+    assert.equal(port.intent(41, new Array<string>(16).fill('y'.repeat(64))), Nack.TOO_LARGE);
+    tx.free = 1000;
+    port.pump();
+    assert.equal(port.intent(41, [1]), 0);
+    assert.equal(decodeAll(tx.out).length, 3);
+    const lineOnly = new RobotLink({ line: new FakeLine(), tx: null });
+    assert.equal(lineOnly.intent(41, []), Nack.NOT_READY);
+    lineOnly.publish(30, [[1, 1, 1]]);
+    assert.equal(lineOnly.counters.publishDrops, 1);
+  });
+
+  it('keeps the newest STOP/RELEASE frames when more wait than it holds', () => {
+    const tx = new FakeTx(0);
+    const port = new RobotLink({ line: new FakeLine(), tx });
+    for (let i = 0; i < 3; i++) {
+      port.stop(i);
+      port.release();
+    }
+    assert.equal(port.counters.urgentDrops, 2);
+    tx.free = 1000;
+    port.pump();
+    const frames = decodeAll(tx.out);
+    assert.deepEqual(
+      frames.map((f) => [f.type, f.payload[0]]),
+      [
+        [RobotFrameType.STOP, 1],
+        [RobotFrameType.RELEASE, undefined],
+        [RobotFrameType.STOP, 2],
+        [RobotFrameType.RELEASE, undefined],
+      ],
+    );
+  });
+});
+
+class FakeHub implements RobotHub {
+  readonly samples: [number, number, number[]][] = [];
+  readonly events: [number, number[], string | undefined][] = [];
+  readonly estops: number[] = [];
+  publishSample(channelId: number, t: number, values: Float64Array, count: number): void {
+    this.samples.push([channelId, t, Array.from(values.subarray(0, count))]);
+  }
+  publishEvent(channelId: number, _t: number, values: readonly number[], text?: string): void {
+    this.events.push([channelId, values.slice(), text]);
+  }
+  estop(source: number): void {
+    this.estops.push(source);
+  }
+}
+
+function frame(type: number, payload: readonly number[]): number[] {
+  const b = new Uint8Array(payload.length + ROBOT_FRAME_OVERHEAD);
+  b[0] = ROBOT_SYNC;
+  b[1] = type;
+  b[2] = payload.length;
+  b.set(payload, 3);
+  const crc = crc16(b, 1, 3 + payload.length);
+  b[3 + payload.length] = crc >>> 8;
+  b[4 + payload.length] = crc & 0xff;
+  return Array.from(b);
+}
+
+function f32s(values: readonly number[]): number[] {
+  return Array.from(new Uint8Array(Float32Array.from(values).buffer));
+}
+
+describe('device/robot-link: telemetry from the robot', () => {
+  const catalog: CatalogIndex = loadCatalog(DEFAULT_CATALOG);
+  const stream = catalog.channels.find((c) => c.direction === 0 && c.cls === 0 && c.fieldCount > 1);
+  const event = catalog.channels.find((c) => c.direction === 0 && c.name !== 'safety-events' && c.queueDepth > 0);
+  const publication = catalog.channels.find((c) => c.direction === 1);
+
+  it('hands samples to the hub stamped with the hub’s clock, and a robot ESTOP to the latch', () => {
+    assert.ok(stream);
+    const hub = new FakeHub();
+    const inbound = new RobotInbound(hub, catalog, { now: () => 4242 });
+    const values = Array.from({ length: stream.fieldCount }, (_, i) => i + 0.5);
+    const bytes = Uint8Array.from([...frame(RobotFrameType.SAMPLE, [stream.id, stream.fieldCount, ...f32s(values)]), ...frame(RobotFrameType.ESTOP, [])]);
+    inbound.input(bytes, 0, bytes.length);
+    assert.deepEqual(hub.samples, [[stream.id, 4242, values]]);
+    assert.deepEqual(hub.estops, [EstopSource.ROBOT]);
+  });
+
+  it('hands events with their text to the hub', () => {
+    assert.ok(event);
+    const hub = new FakeHub();
+    const inbound = new RobotInbound(hub, catalog, { now: () => 1 });
+    const values = Array.from({ length: event.fieldCount }, (_, i) => i);
+    const text = Array.from(Buffer.from('motor 2 hot', 'utf8'));
+    const bytes = Uint8Array.from(frame(RobotFrameType.EVENT, [event.id, event.fieldCount, ...f32s(values), ...text]));
+    inbound.input(bytes, 0, bytes.length);
+    assert.deepEqual(hub.events, [[event.id, values, 'motor 2 hot']]);
+  });
+
+  it('refuses what names no telemetry channel or has the catalog’s field count wrong', () => {
+    assert.ok(stream && publication);
+    const hub = new FakeHub();
+    const inbound = new RobotInbound(hub, catalog, { now: () => 0 });
+    const bad = [
+      frame(RobotFrameType.SAMPLE, [250, 1, ...f32s([1])]),
+      frame(RobotFrameType.SAMPLE, [publication.id, publication.fieldCount, ...f32s(new Array<number>(publication.fieldCount).fill(0))]),
+      frame(RobotFrameType.SAMPLE, [stream.id, stream.fieldCount + 1, ...f32s(new Array<number>(stream.fieldCount + 1).fill(0))]),
+      frame(RobotFrameType.SAMPLE, [stream.id, stream.fieldCount, ...f32s(new Array<number>(stream.fieldCount).fill(0)), 0]),
+      frame(RobotFrameType.STOP, [0]),
+    ];
+    for (const b of bad) inbound.input(Uint8Array.from(b), 0, b.length);
+    assert.equal(inbound.counters.refused, bad.length);
+    assert.equal(hub.samples.length, 0);
+  });
+});
