@@ -1,0 +1,226 @@
+// The ingress byte governor (BRIEF §8; after reference 000's state-stream budget and 004's
+// per-client limits). On top of §10.5's per-publication token buckets, which meter samples per
+// granted publication, it bounds the bytes each session and the hub as a whole take in over a
+// sliding one-second window, so that no client — and no crowd of clients — can spend the comms
+// core's time on decoding more than the hub budgets for.
+//
+// Scopes, checked in this order, the first exceeded one rejecting (reference 000):
+//   session  the session's bytes in the last second + this frame > sessionBytesPerS
+//            ⇒ REJECT_SESSION, reason `session_byte_budget_exceeded`
+//   hub      every client's bytes in the last second + this frame > hubBytesPerS
+//            ⇒ REJECT_HUB, reason `hub_byte_budget_exceeded`
+// A rejection carries `retryAfterMs`: the time until enough of the scope's bytes have aged out
+// for this frame to fit (the hub sends it as NACK INGRESS_BUDGET's retry_after_ms) and the hint
+// `downsample`. An accepted frame after which either scope's use has reached
+// GOVERNOR_DOWNSAMPLE_RATIO of its budget is ACCEPT_DOWNSAMPLE: accepted, with the same hint,
+// so that a well-behaved client backs off before it starts losing frames (reference 000's
+// DEGRADE_RATIO). Rejected bytes are not counted; accepted ones are, in both scopes.
+//
+// What the hub meters (docs/_operations-health.md "Ingress governor"): every client frame but
+// the ESTOP frame, which is never metered nor refused (§10.4, §11.2). BUNDLE frames are checked
+// in both scopes; every other frame of a session in the session scope only (`hubScope` false:
+// counted in the hub's window, never refused by it), so that a crowd of publishers cannot
+// starve another session's INTENT, ACK or GOODBYE. Frames before HELLO have no session
+// (slot -1) and are checked in the hub scope.
+//
+// The window is GOVERNOR_SLICES slices of GOVERNOR_SLICE_MS in a fixed ring per scope: it holds
+// the current slice and the nine before it (900–1000 ms of history); a byte leaves it at the
+// boundary one second after the start of its slice. Nothing is allocated per frame.
+
+import { MAX_FRAME_BYTES } from './frames.js';
+import { Nack } from './nack.js';
+
+/** Reference 000: the windows are one second long ... */
+export const GOVERNOR_WINDOW_MS = 1000;
+/** ... kept as 10 slices of 100 ms (our decision: the granularity of the slide). */
+export const GOVERNOR_SLICES = 10;
+export const GOVERNOR_SLICE_MS = GOVERNOR_WINDOW_MS / GOVERNOR_SLICES;
+/** Reference 000's DEGRADE_RATIO: an accept at or above this utilisation carries the downsample hint. */
+export const GOVERNOR_DOWNSAMPLE_RATIO = 0.8;
+/** Our decision (provisional, not measured on hardware): one session's ingress budget, bytes per second. */
+export const DEFAULT_SESSION_BYTES_PER_S = 32768;
+/** Our decision (provisional): the whole hub's ingress budget, bytes per second (three sessions at their full budget). */
+export const DEFAULT_HUB_BYTES_PER_S = 98304;
+/** The NACK a rejected frame gets (retryable). */
+export const GOVERNOR_NACK = Nack.INGRESS_BUDGET;
+
+export const GovernorVerdict = Object.freeze({
+  ACCEPT: 0,
+  ACCEPT_DOWNSAMPLE: 1,
+  REJECT_SESSION: 2,
+  REJECT_HUB: 3,
+} as const);
+export type GovernorVerdictCode = (typeof GovernorVerdict)[keyof typeof GovernorVerdict];
+/** Verdict → the typed reason a rejection carries ('' for accepts). */
+export const GOVERNOR_REASONS = Object.freeze(['', '', 'session_byte_budget_exceeded', 'hub_byte_budget_exceeded'] as const);
+/** Verdict → hint. Byte rejections and high-utilisation accepts hint downsample (reference 000). */
+export const GOVERNOR_HINTS = Object.freeze(['', 'downsample', 'downsample', 'downsample'] as const);
+
+export interface GovernorOptions {
+  readonly sessionBytesPerS: number;
+  readonly hubBytesPerS: number;
+}
+
+export const DEFAULT_GOVERNOR_OPTIONS: GovernorOptions = Object.freeze({
+  sessionBytesPerS: DEFAULT_SESSION_BYTES_PER_S,
+  hubBytesPerS: DEFAULT_HUB_BYTES_PER_S,
+});
+
+function sliceIndex(slice: number): number {
+  const i = slice % GOVERNOR_SLICES;
+  return i < 0 ? i + GOVERNOR_SLICES : i;
+}
+
+export class IngressGovernor {
+  readonly slots: number;
+  readonly sessionBytesPerS: number;
+  readonly hubBytesPerS: number;
+  // Scope k (0..slots-1: sessions, `slots`: the hub) owns ring[k × SLICES, (k + 1) × SLICES),
+  // the sum of that ring in used[k], and its newest slice number in head[k].
+  private readonly ring: Float64Array;
+  private readonly used: Float64Array;
+  private readonly head: Float64Array;
+  /** The last rejection's retry hint, ms (0 after an accept). */
+  retryAfterMs = 0;
+  /** The utilisation (0..) after the last accept, or that the rejected frame would have made. */
+  utilisation = 0;
+  /** Verdicts so far, by code. */
+  readonly verdicts = new Float64Array(4);
+  bytesAccepted = 0;
+  bytesRejected = 0;
+
+  constructor(slots: number, options: Partial<GovernorOptions> = {}) {
+    if (!Number.isInteger(slots) || slots < 1) throw new RangeError('IngressGovernor slots must be an integer ≥ 1');
+    const o = { ...DEFAULT_GOVERNOR_OPTIONS, ...options };
+    // A budget below one largest client frame would refuse that frame forever.
+    if (!(o.sessionBytesPerS >= MAX_FRAME_BYTES) || !(o.hubBytesPerS >= o.sessionBytesPerS)) {
+      throw new RangeError(`IngressGovernor budgets must satisfy ${MAX_FRAME_BYTES} ≤ session ≤ hub`);
+    }
+    this.slots = slots;
+    this.sessionBytesPerS = o.sessionBytesPerS;
+    this.hubBytesPerS = o.hubBytesPerS;
+    this.ring = new Float64Array((slots + 1) * GOVERNOR_SLICES);
+    this.used = new Float64Array(slots + 1);
+    this.head = new Float64Array(slots + 1).fill(-Infinity);
+  }
+
+  /**
+   * One client frame of `bytes` from the session in `slot` (-1: no session yet) at `now`.
+   * `hubScope` false: counted in the hub's window but never refused by it (non-BUNDLE frames).
+   */
+  admit(slot: number, bytes: number, now: number, hubScope = true): GovernorVerdictCode {
+    const slice = Math.floor(now / GOVERNOR_SLICE_MS);
+    const hub = this.slots;
+    const session = slot >= 0 && slot < hub ? slot : -1;
+    const n = bytes > 0 ? bytes : 0;
+    this.advance(hub, slice);
+    let u = 0;
+    if (session >= 0) {
+      this.advance(session, slice);
+      const after = (this.used[session] as number) + n;
+      if (after > this.sessionBytesPerS) return this.reject(GovernorVerdict.REJECT_SESSION, session, n, now, after / this.sessionBytesPerS);
+      u = after / this.sessionBytesPerS;
+    }
+    const hubAfter = (this.used[hub] as number) + n;
+    if (hubScope && hubAfter > this.hubBytesPerS) return this.reject(GovernorVerdict.REJECT_HUB, hub, n, now, hubAfter / this.hubBytesPerS);
+    const hu = hubAfter / this.hubBytesPerS;
+    if (hu > u) u = hu;
+    if (session >= 0) this.add(session, slice, n);
+    this.add(hub, slice, n);
+    this.bytesAccepted += n;
+    this.retryAfterMs = 0;
+    this.utilisation = u;
+    const v = u >= GOVERNOR_DOWNSAMPLE_RATIO ? GovernorVerdict.ACCEPT_DOWNSAMPLE : GovernorVerdict.ACCEPT;
+    this.verdicts[v] = (this.verdicts[v] as number) + 1;
+    return v;
+  }
+
+  /** Bytes the session in `slot` has had accepted in the window at `now`. */
+  sessionUsed(slot: number, now: number): number {
+    if (!(slot >= 0 && slot < this.slots)) return 0;
+    this.advance(slot, Math.floor(now / GOVERNOR_SLICE_MS));
+    return this.used[slot] as number;
+  }
+
+  /** Bytes every client has had accepted in the window at `now`. */
+  hubUsed(now: number): number {
+    this.advance(this.slots, Math.floor(now / GOVERNOR_SLICE_MS));
+    return this.used[this.slots] as number;
+  }
+
+  /** A new session takes the slot: it starts with nothing used (a resume keeps its slot's window). */
+  resetSession(slot: number): void {
+    if (!(slot >= 0 && slot < this.slots)) return;
+    const base = slot * GOVERNOR_SLICES;
+    for (let i = 0; i < GOVERNOR_SLICES; i++) this.ring[base + i] = 0;
+    this.used[slot] = 0;
+  }
+
+  get accepted(): number {
+    return (this.verdicts[GovernorVerdict.ACCEPT] as number) + (this.verdicts[GovernorVerdict.ACCEPT_DOWNSAMPLE] as number);
+  }
+
+  get downsampleHints(): number {
+    return this.verdicts[GovernorVerdict.ACCEPT_DOWNSAMPLE] as number;
+  }
+
+  get rejectedSession(): number {
+    return this.verdicts[GovernorVerdict.REJECT_SESSION] as number;
+  }
+
+  get rejectedHub(): number {
+    return this.verdicts[GovernorVerdict.REJECT_HUB] as number;
+  }
+
+  private reject(v: GovernorVerdictCode, scope: number, bytes: number, now: number, u: number): GovernorVerdictCode {
+    this.verdicts[v] = (this.verdicts[v] as number) + 1;
+    this.bytesRejected += bytes;
+    this.utilisation = u;
+    this.retryAfterMs = this.msUntilFits(scope, bytes, now, v === GovernorVerdict.REJECT_SESSION ? this.sessionBytesPerS : this.hubBytesPerS);
+    return v;
+  }
+
+  // The oldest slices leave first; slice s leaves at the start of slice s + SLICES.
+  private msUntilFits(scope: number, bytes: number, now: number, budget: number): number {
+    const head = this.head[scope] as number;
+    const base = scope * GOVERNOR_SLICES;
+    let left = this.used[scope] as number;
+    for (let s = head - GOVERNOR_SLICES + 1; s <= head; s++) {
+      left -= this.ring[base + sliceIndex(s)] as number;
+      if (left + bytes <= budget) {
+        const ms = (s + GOVERNOR_SLICES) * GOVERNOR_SLICE_MS - now;
+        return ms > 1 ? Math.ceil(ms) : 1;
+      }
+    }
+    return GOVERNOR_WINDOW_MS;
+  }
+
+  // Slices older than the window are emptied as the window slides past them. A clock that steps
+  // back writes into the newest slice rather than reopening an old one.
+  private advance(scope: number, slice: number): void {
+    const head = this.head[scope] as number;
+    if (!(slice > head)) return;
+    const base = scope * GOVERNOR_SLICES;
+    if (slice - head >= GOVERNOR_SLICES) {
+      for (let i = 0; i < GOVERNOR_SLICES; i++) this.ring[base + i] = 0;
+      this.used[scope] = 0;
+    } else {
+      let used = this.used[scope] as number;
+      for (let s = head + 1; s <= slice; s++) {
+        const i = base + sliceIndex(s);
+        used -= this.ring[i] as number;
+        this.ring[i] = 0;
+      }
+      this.used[scope] = used > 0 ? used : 0;
+    }
+    this.head[scope] = slice;
+  }
+
+  private add(scope: number, slice: number, bytes: number): void {
+    const head = this.head[scope] as number;
+    const s = slice > head ? slice : head;
+    const i = scope * GOVERNOR_SLICES + sliceIndex(s);
+    this.ring[i] = (this.ring[i] as number) + bytes;
+    this.used[scope] = (this.used[scope] as number) + bytes;
+  }
+}
