@@ -33,7 +33,6 @@ import {
   GoodbyeReason,
   MAX_FRAME_BYTES,
   MAX_HUB_FRAME_BYTES,
-  MAX_VALUES,
   peekFrameType,
   PROTOCOL_VERSION,
   RESUME_TOKEN_BYTES,
@@ -49,8 +48,8 @@ import { burstFor, constantTimeEqual, WindowCounter } from './limits.js';
 import { Nack } from './nack.js';
 import { utf8ByteLength } from './utf8.js';
 import { NULL_LOG, type Clock, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
-import { Publication, Session, SessionState, Subscription, type EventRecord } from './session.js';
-import { decimationFactor, SHED_DECISION, shedDecide, shedDecision, shedRow, sameValues } from './shed.js';
+import { ChannelRoute, Publication, Session, SessionState, SubscriptionTable, type EventRecord } from './session.js';
+import { decimate, DECIMATION_STATE, decimationFactor, resetDecimation, SHED_DECISION, shedDecide, shedDecision, shedRow, sameValues } from './shed.js';
 
 export interface HubConfig {
   /** Text the hub names itself with in WELCOME. */
@@ -112,11 +111,34 @@ export class HubCounters {
   grantsAnnounced = 0;
 }
 
-interface Conn {
-  readonly link: Link;
-  session: Session | null;
-  readonly preHelloMalformed: WindowCounter;
-  closed: boolean;
+// The hub's private entry points a Conn forwards to: one object per hub, not closures per transport.
+interface ConnHandler {
+  frame(conn: Conn, bytes: Uint8Array, start: number, end: number): void;
+  lost(conn: Conn): void;
+}
+
+/** One attached transport, and the LinkSink its binding feeds. */
+class Conn implements LinkSink {
+  session: Session | null = null;
+  closed = false;
+  /**
+   * BRIEF §6: malformed frames before HELLO. The session this transport opens takes the counter
+   * over, restarted, rather than a counter of its own (a resumed session keeps the one it has).
+   */
+  readonly malformed = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
+
+  constructor(
+    private readonly handler: ConnHandler,
+    readonly link: Link,
+  ) {}
+
+  frame(bytes: Uint8Array, start: number, end: number): void {
+    this.handler.frame(this, bytes, start, end);
+  }
+
+  lost(): void {
+    this.handler.lost(this);
+  }
 }
 
 const SEGMENTS = StreamKind.segments;
@@ -142,16 +164,25 @@ export class Hub {
   private readonly conns: Conn[] = [];
   private nextSessionId = 1;
   private credentials: Credential[];
-  /** Channel id → its subscribers, kept dense for the hot path. */
-  private readonly subscribers: Subscription[][] = [];
-  /** Channel id → hub-wide sequence of pushes (DATA key 4). */
-  private readonly channelSeq = new Float64Array(256);
-  /** Scratch buffers, sized once: the shared DATA frame, per-subscriber variants, control frames. */
-  private readonly dataW = new CborWriter(new Uint8Array(MAX_HUB_FRAME_BYTES));
-  private readonly variantW = new CborWriter(new Uint8Array(MAX_HUB_FRAME_BYTES));
+  /** The channels a client can subscribe to, and each one's route by channel id (index + 1; 0: none). */
+  private readonly routes: ChannelRoute[] = [];
+  private readonly routeIds: Uint16Array;
+  /** Every subscription's state, one row per (route, session slot). */
+  private readonly table: SubscriptionTable;
+  private readonly connHandler: ConnHandler;
+  /**
+   * Frame buffers, sized once. A push's DATA frame, encoded once for all its subscribers, is
+   * sized to the largest sample the catalog can produce. Everything else takes the control
+   * buffer, the largest hub frame: control frames, EVENT frames (with their text), a
+   * subscriber's variant of a DATA frame carrying `gap`, the never-shed drain. Each of those is
+   * handed to the link (which copies it) before the buffer is used again; a push's frame is not,
+   * as the control frames a park sends to other sessions may come between two of its deliveries.
+   */
+  private readonly dataW: CborWriter;
   private readonly ctrlW = new CborWriter(new Uint8Array(MAX_HUB_FRAME_BYTES));
   private readonly estopBuf = new Uint8Array(ESTOP_FRAME_BYTES);
-  private readonly scratchValues = new Float64Array(MAX_VALUES);
+  /** The hub's own samples: safety (3 values) and control-owner (1). */
+  private readonly scratchValues: Float64Array;
   /** Wishes refused while answering one frame: (code, frame type, channel id) triples, sent after the answer. */
   private readonly refusals: number[] = [];
   private owner: Session | null = null;
@@ -171,12 +202,28 @@ export class Hub {
     this.log = ports.log ?? NULL_LOG;
     this.slots = [];
     for (let i = 0; i < this.config.slots; i++) this.slots.push(null);
-    for (let i = 0; i < 256; i++) this.subscribers.push([]);
+    let maxId = 0;
+    let maxFields = 0;
+    for (const ch of this.catalog.channels) {
+      if (ch.direction !== Direction.telemetry || ch.cls === ChannelClass.INTENT) continue;
+      this.routes.push(new ChannelRoute(ch, this.routes.length, this.config.slots));
+      if (ch.id > maxId) maxId = ch.id;
+      if (ch.fieldCount > maxFields) maxFields = ch.fieldCount;
+    }
+    this.routeIds = new Uint16Array(maxId + 1);
+    for (const r of this.routes) this.routeIds[r.ch.id] = r.index + 1;
+    this.table = new SubscriptionTable(this.routes.length, this.config.slots);
+    this.dataW = new CborWriter(new Uint8Array(dataFrameBytes(maxFields)));
+    this.connHandler = {
+      frame: (conn, bytes, start, end) => this.onFrame(conn, bytes, start, end),
+      lost: (conn) => this.onLost(conn),
+    };
     this.credentials = decodeCredentials(this.store.get(CREDENTIALS_KEY));
     this.deadman = new Deadman(this.config.deadmanMs);
     this.safetyCh = this.catalog.byName('safety');
     this.ownerCh = this.catalog.byName('control-owner');
     this.safetyEventsCh = this.catalog.byName('safety-events');
+    this.scratchValues = new Float64Array(Math.max(3, this.safetyCh ? this.safetyCh.fieldCount : 0, this.ownerCh ? this.ownerCh.fieldCount : 0));
     // §11.2: the latch is restored from the Store; a restored latch stops the robot at once.
     this.latch = new EstopLatch(this.store, this.robot, this.clock);
   }
@@ -185,12 +232,9 @@ export class Hub {
 
   /** A binding hands the core a new transport; the core answers with where to feed its frames. */
   attach(link: Link): LinkSink {
-    const conn: Conn = { link, session: null, preHelloMalformed: new WindowCounter(MALFORMED_CLOSE_PER_S + 1), closed: false };
+    const conn = new Conn(this.connHandler, link);
     this.conns.push(conn);
-    return {
-      frame: (bytes, start, end) => this.onFrame(conn, bytes, start, end),
-      lost: () => this.onLost(conn),
-    };
+    return conn;
   }
 
   /** Reloads the credential table after an operator changed it in the Store. */
@@ -267,7 +311,7 @@ export class Hub {
   private malformed(conn: Conn, code: number, frameType: number | undefined, now: number, channelId?: number): void {
     this.nackConn(conn, code, frameType !== undefined && frameType >= 0 ? frameType : undefined, channelId);
     const s = conn.session;
-    const count = s ? s.malformed.add(now) : conn.preHelloMalformed.add(now);
+    const count = s ? s.malformed.add(now) : conn.malformed.add(now);
     // BRIEF §6: a session that sends malformed frames persistently is closed.
     if (count > MALFORMED_CLOSE_PER_S) {
       this.log.event('malformed-close', s ? s.id : 0, count);
@@ -372,7 +416,9 @@ export class Hub {
       }
       const token = new Uint8Array(RESUME_TOKEN_BYTES);
       this.random.fill(token);
-      s = new Session(this.nextSessionId++, slot, tier, token, now, this.config.neverShedBytes, MALFORMED_CLOSE_PER_S);
+      // The transport's malformed-frame counter becomes the session's, restarted (BRIEF §6).
+      conn.malformed.reset();
+      s = new Session(this.nextSessionId++, slot, tier, token, now, this.config.neverShedBytes, conn.malformed);
       this.slots[slot] = s;
       s.link = conn.link;
       conn.session = s;
@@ -435,14 +481,15 @@ export class Hub {
     s.budget.reset();
     s.sentFrames = 0;
     s.ackedFrames = 0;
-    const token = new Uint8Array(RESUME_TOKEN_BYTES);
-    this.random.fill(token);
-    s.resumeToken = token;
-    for (const sub of s.subs.values()) {
-      sub.firstPush = true;
-      sub.nextDue = 0;
-      sub.decimator.reset();
-      sub.lastLen = -1;
+    this.random.fill(s.resumeToken);
+    const t = this.table;
+    for (let i = 0; i < t.routeCount[s.slot]!; i++) {
+      const k = t.row(t.routeOf(s.slot, i), s.slot);
+      // §10.4 row 3: every grant is re-stated, so every first push is owed again.
+      t.firstPush[k] = 1;
+      t.nextDue[k] = 0;
+      resetDecimation(t.decimation, k * DECIMATION_STATE);
+      t.lastLen[k] = -1;
     }
     if (s === this.owner) this.ownerHeard(now);
     this.counters.resumes++;
@@ -476,9 +523,11 @@ export class Hub {
     s.staleSince = now;
     s.neverShed.clear();
     s.stall.reset();
-    for (const sub of s.subs.values()) {
+    const t = this.table;
+    for (let i = 0; i < t.routeCount[s.slot]!; i++) {
+      const route = this.subscribedRoute(s, i);
       // The client will have missed segments while away: the first push after resume says so.
-      if (sub.ch.kind === SEGMENTS) sub.sourceDropped = true;
+      if (route.ch.kind === SEGMENTS) t.sourceDropped[t.row(route.index, s.slot)] = 1;
     }
     if (parked) this.counters.parks++;
     this.log.event(parked ? 'session-park' : 'session-stale', s.id);
@@ -497,8 +546,9 @@ export class Hub {
     }
     s.link = null;
     s.state = SessionState.CLOSED;
-    for (const id of Array.from(s.subs.keys())) this.unsubscribe(s, id);
-    s.pubs.clear();
+    const t = this.table;
+    while (t.routeCount[s.slot]! > 0) this.unsubscribe(s, this.subscribedRoute(s, 0).ch.id);
+    s.pubs.length = 0;
     this.slots[s.slot] = null;
     if (this.owner === s) this.setOwner(null);
     this.log.event('session-close', s.id, reason);
@@ -519,39 +569,49 @@ export class Hub {
     r.length = 0;
   }
 
+  /** The route of a channel a client can subscribe to (telemetry, not INTENT). */
+  private routeOf(channelId: number): ChannelRoute | undefined {
+    const r = this.routeIds[channelId];
+    return r === undefined || r === 0 ? undefined : this.routes[r - 1];
+  }
+
+  /** The i-th channel the session subscribed to, in subscription order. */
+  private subscribedRoute(s: Session, i: number): ChannelRoute {
+    return this.routes[this.table.routeOf(s.slot, i)] as ChannelRoute;
+  }
+
   private subscribe(s: Session, wishes: readonly WireSubWish[]): void {
+    const t = this.table;
     for (const w of wishes) {
-      const ch = this.catalog.byId(w.channelId);
-      if (!ch || ch.direction !== Direction.telemetry || ch.cls === ChannelClass.INTENT) {
+      const route = this.routeOf(w.channelId);
+      if (!route) {
         this.refuse(Nack.UNKNOWN_CHANNEL, FrameType.SUBSCRIBE, w.channelId);
         continue;
       }
+      const ch = route.ch;
       if (s.tier < ch.subscribeTier) {
         this.refuse(Nack.FORBIDDEN, FrameType.SUBSCRIBE, w.channelId);
         continue;
       }
       const priority = grantedPriority(w.priority, ch.priority, ch.critical, s.tier);
-      const existing = s.subs.get(ch.id);
-      if (existing) {
-        existing.wishHz = w.wishedRateHz;
-        existing.wishPriority = w.priority;
-        existing.priority = priority;
-        existing.firstPush = true;
+      if (t.has(route.index, s.slot)) {
+        const k = t.row(route.index, s.slot);
+        t.wishHz[k] = w.wishedRateHz;
+        t.priority[k] = priority;
+        t.firstPush[k] = 1;
         continue;
       }
-      const sub = new Subscription(s, ch, w.wishedRateHz, w.priority, priority);
-      s.subs.set(ch.id, sub);
-      (this.subscribers[ch.id] as Subscription[]).push(sub);
+      t.add(route.index, s.slot, w.wishedRateHz, priority);
+      if (route.last) route.lastValues(s.slot);
+      if (route.events) route.events.join(s.slot);
     }
   }
 
   private unsubscribe(s: Session, channelId: number): void {
-    const sub = s.subs.get(channelId);
-    if (!sub) return;
-    s.subs.delete(channelId);
-    const list = this.subscribers[channelId] as Subscription[];
-    const i = list.indexOf(sub);
-    if (i >= 0) list.splice(i, 1);
+    const route = this.routeOf(channelId);
+    if (!route || !this.table.has(route.index, s.slot)) return;
+    this.table.remove(route.index, s.slot);
+    if (route.events) route.events.leave(s.slot);
   }
 
   /**
@@ -578,14 +638,11 @@ export class Hub {
       if (ch.maxBurst > 0) burst = Math.max(granted, Math.min(burst, ch.maxBurst));
       // §10.5: refill = the granted rate; capacity = burst if asked, else the granted rate.
       if (w.burst === undefined) burst = granted;
-      let pub = s.pubs.get(ch.id);
+      const pub = s.publication(ch.id);
       if (!pub) {
-        pub = new Publication(ch, w.wishedRateHz, w.burst, granted, burst, now);
-        s.pubs.set(ch.id, pub);
+        s.pubs.push(new Publication(ch, granted, burst, now));
       } else {
         // A re-grant keeps the tokens held, clamped to the new capacity.
-        pub.wishHz = w.wishedRateHz;
-        pub.wishBurst = w.burst;
         pub.grantedHz = granted;
         pub.burst = burst;
         pub.bucket.configure(granted, burst, now);
@@ -597,13 +654,18 @@ export class Hub {
 
   private currentPubGrants(s: Session): PubGrant[] {
     const out: PubGrant[] = [];
-    for (const p of s.pubs.values()) out.push({ channelId: p.ch.id, grantedRateHz: p.grantedHz, burst: p.burst });
+    for (const p of s.pubs) out.push({ channelId: p.ch.id, grantedRateHz: p.grantedHz, burst: p.burst });
     return out;
   }
 
   private currentSubGrants(s: Session): SubGrant[] {
     const out: SubGrant[] = [];
-    for (const sub of s.subs.values()) out.push({ channelId: sub.ch.id, grantedRateHz: sub.grantedHz, priority: sub.priority });
+    const t = this.table;
+    for (let i = 0; i < t.routeCount[s.slot]!; i++) {
+      const route = this.subscribedRoute(s, i);
+      const k = t.row(route.index, s.slot);
+      out.push({ channelId: route.ch.id, grantedRateHz: t.grantedHz[k]!, priority: t.priority[k]! });
+    }
     return out;
   }
 
@@ -612,9 +674,10 @@ export class Hub {
    * or not at all, so its grant is too: any positive wish asks for the whole source (the
    * catalog max_rate_hz), and `replan` grants that or nothing.
    */
-  private planWishHz(sub: Subscription): number {
-    if (sub.ch.kind === SEGMENTS) return sub.wishHz > 0 ? sub.ch.maxRateHz : 0;
-    return sub.wishHz;
+  private planWishHz(ch: ChannelInfo, k: number): number {
+    const wishHz = this.table.wishHz[k]!;
+    if (ch.kind === SEGMENTS) return wishHz > 0 ? ch.maxRateHz : 0;
+    return wishHz;
   }
 
   /**
@@ -623,52 +686,61 @@ export class Hub {
    * frozen until they resume.
    */
   private replan(): void {
+    const t = this.table;
     const wishes: SubWish[] = [];
-    const subs: Subscription[] = [];
+    // The planned subscriptions, in plan order: their rows, sessions and channels.
+    const rows: number[] = [];
+    const owners: Session[] = [];
+    const channels: ChannelInfo[] = [];
     const budgets = new Map<number, number>();
     for (let i = 0; i < this.slots.length; i++) {
       const s = this.slots[i];
       if (!s || s.state !== SessionState.ACTIVE) continue;
       if (Number.isFinite(s.budget.budgetBps)) budgets.set(s.id, s.budget.budgetBps);
-      for (const sub of s.subs.values()) {
-        subs.push(sub);
-        wishes.push(this.planWish(s, sub, this.planWishHz(sub)));
+      for (let j = 0; j < t.routeCount[s.slot]!; j++) {
+        const route = this.subscribedRoute(s, j);
+        const k = t.row(route.index, s.slot);
+        rows.push(k);
+        owners.push(s);
+        channels.push(route.ch);
+        wishes.push(this.planWish(s, route.ch, k, this.planWishHz(route.ch, k)));
       }
     }
     let granted = planGrants(wishes, budgets, this.config.capacityHz);
     // §10.4 segments: a share below the whole source is no grant at all. Their share goes
     // back to the pie and the plan is made again without them.
     let partial = false;
-    for (let i = 0; i < subs.length; i++) {
-      const sub = subs[i] as Subscription;
-      if (sub.ch.kind === SEGMENTS && !sub.ch.critical && (granted[i] as number) < sub.ch.maxRateHz && (wishes[i] as SubWish).wishHz > 0) {
-        wishes[i] = this.planWish(sub.session, sub, 0);
+    for (let i = 0; i < rows.length; i++) {
+      const ch = channels[i] as ChannelInfo;
+      if (ch.kind === SEGMENTS && !ch.critical && (granted[i] as number) < ch.maxRateHz && (wishes[i] as SubWish).wishHz > 0) {
+        wishes[i] = this.planWish(owners[i] as Session, ch, rows[i] as number, 0);
         partial = true;
       }
     }
     if (partial) granted = planGrants(wishes, budgets, this.config.capacityHz);
-    for (let i = 0; i < subs.length; i++) {
-      const sub = subs[i] as Subscription;
+    for (let i = 0; i < rows.length; i++) {
+      const k = rows[i] as number;
+      const ch = channels[i] as ChannelInfo;
       let g = granted[i] as number;
-      if (sub.ch.kind === SEGMENTS && !sub.ch.critical) g = g >= sub.ch.maxRateHz ? sub.ch.maxRateHz : 0;
-      if (g !== sub.grantedHz) {
-        sub.grantedHz = g;
-        sub.firstPush = true; // §9.1: the first push after any grant change is always sent
-        sub.session.grantOwed = true;
+      if (ch.kind === SEGMENTS && !ch.critical) g = g >= ch.maxRateHz ? ch.maxRateHz : 0;
+      if (g !== t.grantedHz[k]) {
+        t.grantedHz[k] = g;
+        t.firstPush[k] = 1; // §9.1: the first push after any grant change is always sent
+        (owners[i] as Session).grantOwed = true;
       }
     }
   }
 
-  private planWish(s: Session, sub: Subscription, wishHz: number): SubWish {
+  private planWish(s: Session, ch: ChannelInfo, k: number, wishHz: number): SubWish {
     return {
       session: s.id,
-      channelId: sub.ch.id,
+      channelId: ch.id,
       wishHz,
-      priority: sub.priority,
-      maxRateHz: sub.ch.maxRateHz,
-      tierCapHz: tierCapHz(s.tier, sub.ch.maxRateHz),
-      frameBytes: frameBytesFor(sub.ch.fieldCount),
-      critical: sub.ch.critical,
+      priority: this.table.priority[k]!,
+      maxRateHz: ch.maxRateHz,
+      tierCapHz: tierCapHz(s.tier, ch.maxRateHz),
+      frameBytes: frameBytesFor(ch.fieldCount),
+      critical: ch.critical,
     };
   }
 
@@ -698,11 +770,14 @@ export class Hub {
    * whatever is sent for this push leaves during this call, whatever cannot is dropped.
    */
   publishSample(channelId: number, t: number, values: Float64Array, count: number): void {
-    const ch = this.catalog.byId(channelId);
-    if (ch === undefined || ch.direction !== Direction.telemetry || ch.cls === ChannelClass.EVENT || ch.cls === ChannelClass.INTENT) return;
-    const seq = (this.channelSeq[channelId] = ((this.channelSeq[channelId] as number) + 1) % 0x100000000);
-    const list = this.subscribers[channelId] as Subscription[];
-    if (list.length === 0) return;
+    const route = this.routeOf(channelId);
+    if (route === undefined || route.events !== null) return;
+    const ch = route.ch;
+    const seq = (route.seq = (route.seq + 1) % 0x100000000);
+    const tab = this.table;
+    const r = route.index;
+    const subscriberCount = tab.subscriberCount;
+    if (subscriberCount[r] === 0) return;
     // A sample carries at most the catalog's fields; a time that is no unsigned integer reads as 0.
     let n = count < values.length ? count : values.length;
     if (n > ch.fieldCount) n = ch.fieldCount;
@@ -714,24 +789,38 @@ export class Hub {
     const segments = ch.kind === SEGMENTS;
     let encoded = false;
     const counters = this.counters;
-    for (let i = 0; i < list.length; i++) {
-      const sub = list[i] as Subscription;
-      const s = sub.session;
+    const slots = this.slots;
+    // The table's columns, read once: the loop is the hot path.
+    const subscribers = tab.subscribers;
+    const grantedHz = tab.grantedHz;
+    const nextDue = tab.nextDue;
+    const priority = tab.priority;
+    const firstPush = tab.firstPush;
+    const sourceDropped = tab.sourceDropped;
+    const decimation = tab.decimation;
+    // STATE: the values last sent, an array per subscriber's slot, made when it subscribed.
+    const lastValues = route.last;
+    const first = r * tab.slots;
+    // The count is read each time round: a link may re-enter the hub from inside send().
+    for (let i = 0; i < (subscriberCount[r] as number); i++) {
+      const slot = subscribers[first + i] as number;
+      const s = slots[slot] as Session;
       const link = s.link;
       if (link === null || s.state !== SessionState.ACTIVE) continue;
+      const k = first + slot;
       if (!critical) {
         // The grant: a subscriber gets at most its granted rate, always the newest sample.
-        if (!(sub.grantedHz > 0)) {
+        if (!((grantedHz[k] as number) > 0)) {
           counters.rateGated++;
-          if (segments) sub.sourceDropped = true;
+          if (segments) sourceDropped[k] = 1;
           continue;
         }
-        if (!segments && now < sub.nextDue) {
+        if (!segments && now < (nextDue[k] as number)) {
           counters.rateGated++;
           continue;
         }
       }
-      const packed = shedDecide(link.level(), sub.priority, ch.cls, ch.kind, sub.firstPush);
+      const packed = shedDecide(link.level(), priority[k] as number, ch.cls, ch.kind, firstPush[k] === 1);
       const row = shedRow(packed);
       counters.rows[row] = (counters.rows[row] as number) + 1;
       const decision = shedDecision(packed);
@@ -741,26 +830,28 @@ export class Hub {
       }
       if (decision === SHED_DECISION.drop_source) {
         counters.shedDrops++;
-        sub.sourceDropped = true; // §10.4 row 6: whole source; the next push that goes out carries gap
+        sourceDropped[k] = 1; // §10.4 row 6: whole source; the next push that goes out carries gap
         continue;
       }
       if (decision === SHED_DECISION.decimate4 || decision === SHED_DECISION.decimate2) {
-        if (!sub.decimator.admit(decimationFactor(decision))) {
+        if (!decimate(decimation, k * DECIMATION_STATE, decimationFactor(decision))) {
           // Decimation thins the granted stream: the dropped push uses up its grant slot.
           counters.decimated++;
-          consumeGrantSlot(sub, now);
+          consumeGrantSlot(grantedHz, nextDue, k, now);
           continue;
         }
       } else {
-        sub.decimator.reset();
-        if (decision === SHED_DECISION.conflate && sameValues(values, n, sub.last, sub.lastLen)) {
+        // A factor of 1 has no count: only a subscription that was decimating needs the reset.
+        if (decimation[k * DECIMATION_STATE] !== 1) resetDecimation(decimation, k * DECIMATION_STATE);
+        // Row 8 conflates STATE channels only, which keep the values last sent.
+        if (decision === SHED_DECISION.conflate && lastValues !== null && sameValues(values, n, lastValues[slot] as Float64Array, tab.lastLen[k] as number)) {
           counters.conflated++;
           continue;
         }
       }
       let w: CborWriter;
-      if (sub.sourceDropped) {
-        w = this.variantW;
+      if (sourceDropped[k] === 1) {
+        w = this.ctrlW;
         w.reset();
         encodeData(w, channelId, seq, time, values, n, true, 0);
       } else {
@@ -776,72 +867,75 @@ export class Hub {
       } else if (s.neverShed.size > 0 || !link.canSend(w.pos)) {
         // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
         counters.egressDrops++;
-        if (segments) sub.sourceDropped = true; // a lost segment is a lost command: say so
+        if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
         continue;
       } else link.send(w.buf, w.pos);
       s.sentFrames++;
       counters.delivered++;
-      sub.firstPush = false;
-      sub.sourceDropped = false;
-      if (!critical && !segments) consumeGrantSlot(sub, now);
-      if (ch.cls === ChannelClass.STATE) {
-        const m = n < sub.last.length ? n : sub.last.length;
-        for (let k = 0; k < m; k++) sub.last[k] = values[k] as number;
-        sub.lastLen = m;
+      firstPush[k] = 0;
+      sourceDropped[k] = 0;
+      if (!critical && !segments) consumeGrantSlot(grantedHz, nextDue, k, now);
+      if (lastValues !== null) {
+        const last = lastValues[slot] as Float64Array;
+        const m = n < last.length ? n : last.length;
+        for (let j = 0; j < m; j++) last[j] = values[j] as number;
+        tab.lastLen[k] = m;
       }
     }
   }
 
   /** One EVENT (§9.4): queued per subscriber, bounded, oldest dropped and counted. */
   publishEvent(channelId: number, t: number, values: readonly number[], text?: string): void {
-    const ch = this.catalog.byId(channelId);
-    if (!ch || ch.cls !== ChannelClass.EVENT) return;
-    const seq = (this.channelSeq[channelId] = ((this.channelSeq[channelId] as number) + 1) % 0x100000000);
-    const list = this.subscribers[channelId] as Subscription[];
-    if (list.length === 0) return;
+    const route = this.routeOf(channelId);
+    // An EVENT channel nobody can subscribe to (not telemetry) has nobody to queue for.
+    if (route === undefined || route.events === null) return;
+    const ch = route.ch;
+    const seq = (route.seq = (route.seq + 1) % 0x100000000);
+    const tab = this.table;
+    if (tab.subscriberCount[route.index] === 0) return;
     const n = Math.min(values.length, ch.fieldCount);
     const v = new Float64Array(n);
     for (let i = 0; i < n; i++) v[i] = values[i] as number;
     // One record per event, shared by every subscriber's queue.
     const rec: EventRecord = Object.freeze({ seq, t: t >= 0 && t <= MAX_SAFE ? Math.floor(t) : 0, values: v, count: n, text });
-    for (let i = 0; i < list.length; i++) {
-      const sub = list[i] as Subscription;
-      // A STALE session's queue keeps filling (bounded, losses counted): a resume gets them (§9.4).
-      (sub.events as NonNullable<Subscription['events']>).push(rec);
-      if (sub.session.state === SessionState.ACTIVE) this.flushEvents(sub);
+    // A STALE session's queue keeps filling (bounded, losses counted): a resume gets them (§9.4).
+    route.events.push(rec);
+    const first = route.index * tab.slots;
+    for (let i = 0; i < (tab.subscriberCount[route.index] as number); i++) {
+      const s = this.slots[tab.subscribers[first + i] as number] as Session;
+      if (s.state === SessionState.ACTIVE) this.flushEvents(route, s);
     }
   }
 
-  private flushEvents(sub: Subscription): void {
-    const q = sub.events;
-    const s = sub.session;
+  private flushEvents(route: ChannelRoute, s: Session): void {
+    const q = route.events;
     const link = s.link;
     if (!q || !link) return;
-    const ch = sub.ch;
-    for (let ev = q.peek(); ev !== undefined; ev = q.peek()) {
-      const packed = shedDecide(link.level(), sub.priority, ch.cls, ch.kind, sub.firstPush);
+    const ch = route.ch;
+    const slot = s.slot;
+    const k = this.table.row(route.index, slot);
+    const firstPush = this.table.firstPush;
+    for (let ev = q.peek(slot); ev !== undefined; ev = q.peek(slot)) {
+      const packed = shedDecide(link.level(), this.table.priority[k] as number, ch.cls, ch.kind, firstPush[k] === 1);
       const row = shedRow(packed);
       const decision = shedDecision(packed);
       if (decision === SHED_DECISION.drop) {
         this.counters.rows[row] = (this.counters.rows[row] as number) + 1;
         this.counters.shedDrops++;
-        q.shift();
-        sub.pendingDropped++;
+        q.drop(slot); // §9.4: counted, and carried by the next delivered event
         continue;
       }
-      const w = this.variantW;
+      const w = this.ctrlW;
       w.reset();
-      sub.pendingDropped += q.takeDropped();
-      encodeFrame(eventFrame(ch.id, ev, sub.pendingDropped), w);
+      encodeFrame(eventFrame(ch.id, ev, q.dropped(slot)), w);
       if (ch.critical) {
         if (!this.sendNeverShed(s, w.buf, w.pos)) return;
       } else if (s.neverShed.size > 0 || !link.canSend(w.pos)) return; // stays queued, bounded (§9.4)
       else link.send(w.buf, w.pos);
       // Counted once, when the event leaves: a queued event is evaluated again on the next try.
       this.counters.rows[row] = (this.counters.rows[row] as number) + 1;
-      q.shift();
-      sub.pendingDropped = 0;
-      sub.firstPush = false;
+      q.shift(slot);
+      firstPush[k] = 0;
       s.sentFrames++;
       this.counters.delivered++;
     }
@@ -879,7 +973,7 @@ export class Hub {
     const link = s.link;
     if (!link) return;
     const q = s.neverShed;
-    const progressed = q.size > 0 && q.drainTo(link, this.variantW.buf) > 0;
+    const progressed = q.size > 0 && q.drainTo(link, this.ctrlW.buf) > 0;
     s.stall.update(q.size > 0, progressed, now);
     // §10.4 park, not kill: after NEVER_SHED_STALL_EVICTION_MS (the StallClock's limit) the
     // transport is closed and the session goes STALE, exactly as a transport loss would;
@@ -959,7 +1053,7 @@ export class Hub {
   // ------------------------------------------------------------------ ingress limits (§10.5)
 
   private onBundle(conn: Conn, s: Session, channelId: number, samples: number[][], now: number): void {
-    const pub = s.pubs.get(channelId);
+    const pub = s.publication(channelId);
     if (!pub) {
       this.nackSession(s, this.catalog.byId(channelId) ? Nack.NOT_GRANTED : Nack.UNKNOWN_CHANNEL, FrameType.BUNDLE, channelId);
       return;
@@ -1204,7 +1298,10 @@ export class Hub {
       if (s.state !== SessionState.ACTIVE || !s.link) continue;
       // §10.3: sustained congestion cuts the grants to the throughput; recovery probes upward.
       if (s.budget.update(link.level(), link.estimate(), this.demandBps(s), now)) replan = true;
-      for (const sub of s.subs.values()) if (sub.events && sub.events.size > 0) this.flushEvents(sub);
+      for (let j = 0; j < this.table.routeCount[s.slot]!; j++) {
+        const route = this.subscribedRoute(s, j);
+        if (route.events && route.events.size(s.slot) > 0) this.flushEvents(route, s);
+      }
     }
     if (replan) this.replan();
     this.announceGrants();
@@ -1217,11 +1314,14 @@ export class Hub {
 
   /** What a session asks of its link in bytes/s: its clamped non-critical wishes (grants.ts linkDemandBps). */
   private demandBps(s: Session): number {
+    const t = this.table;
     let d = 0;
-    for (const sub of s.subs.values()) {
-      if (sub.ch.critical) continue;
-      const hz = Math.min(this.planWishHz(sub), sub.ch.maxRateHz, tierCapHz(s.tier, sub.ch.maxRateHz));
-      if (hz > 0) d += hz * frameBytesFor(sub.ch.fieldCount);
+    for (let i = 0; i < t.routeCount[s.slot]!; i++) {
+      const route = this.subscribedRoute(s, i);
+      const ch = route.ch;
+      if (ch.critical) continue;
+      const hz = Math.min(this.planWishHz(ch, t.row(route.index, s.slot)), ch.maxRateHz, tierCapHz(s.tier, ch.maxRateHz));
+      if (hz > 0) d += hz * frameBytesFor(ch.fieldCount);
     }
     return d;
   }
@@ -1235,8 +1335,11 @@ export class Hub {
       const s = this.slots[i];
       if (!s) continue;
       const subs: SubView[] = [];
-      for (const sub of s.subs.values()) {
-        subs.push({ channelId: sub.ch.id, wishHz: sub.wishHz, grantedHz: sub.grantedHz, priority: sub.priority });
+      const t = this.table;
+      for (let j = 0; j < t.routeCount[s.slot]!; j++) {
+        const route = this.subscribedRoute(s, j);
+        const k = t.row(route.index, s.slot);
+        subs.push({ channelId: route.ch.id, wishHz: t.wishHz[k]!, grantedHz: t.grantedHz[k]!, priority: t.priority[k]! });
       }
       out.push({
         id: s.id,
@@ -1251,6 +1354,43 @@ export class Hub {
       });
     }
     return out;
+  }
+
+  /** What the hub holds, by structure: the sizes fixed at setup and what its sessions made (docs/architecture.md "Memory"). */
+  footprint(): HubFootprint {
+    let stateValueArrays = 0;
+    let stateValueArraysMax = 0;
+    let eventRings = 0;
+    let eventCapacity = 0;
+    for (const route of this.routes) {
+      if (route.last) {
+        stateValueArraysMax += route.last.length;
+        for (const v of route.last) if (v) stateValueArrays++;
+      }
+      if (route.events) {
+        eventRings++;
+        eventCapacity += route.events.capacity;
+      }
+    }
+    let subscriptions = 0;
+    let neverShedBytes = 0;
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s) continue;
+      subscriptions += this.table.routeCount[s.slot]!;
+      neverShedBytes += s.neverShed.capacityBytes;
+    }
+    return {
+      routes: this.routes.length,
+      subscriptionRows: this.routes.length * this.table.slots,
+      subscriptions,
+      stateValueArrays,
+      stateValueArraysMax,
+      eventRings,
+      eventCapacity,
+      scratchBytes: this.dataW.buf.length + this.ctrlW.buf.length,
+      neverShedBytes,
+    };
   }
 
   healthSummary(): Record<string, unknown> {
@@ -1271,10 +1411,28 @@ export class Hub {
  * The grant gate: the earliest time the next non-critical push may go. At most one period of
  * credit: a push that comes late does not buy a burst afterwards.
  */
-function consumeGrantSlot(sub: Subscription, now: number): void {
-  const period = 1000 / sub.grantedHz;
-  const next = sub.nextDue + period;
-  sub.nextDue = next < now - period ? now + period : next;
+function consumeGrantSlot(grantedHz: Float64Array, nextDue: Float64Array, k: number, now: number): void {
+  const period = 1000 / (grantedHz[k] as number);
+  const next = (nextDue[k] as number) + period;
+  nextDue[k] = next < now - period ? now + period : next;
+}
+
+export interface HubFootprint {
+  /** Channels a client can subscribe to: each is a block of one row per session slot. */
+  readonly routes: number;
+  readonly subscriptionRows: number;
+  /** Rows in use: the open sessions' subscriptions. */
+  readonly subscriptions: number;
+  /** §10.4 row 8: arrays of the values last sent, made so far, and at most one per (STATE channel, slot). */
+  readonly stateValueArrays: number;
+  readonly stateValueArraysMax: number;
+  /** §9.4: one queue per EVENT channel shared by its subscribers, and the events they hold at most in all. */
+  readonly eventRings: number;
+  readonly eventCapacity: number;
+  /** The hub-wide frame buffers: a push's DATA frame and the control frame. */
+  readonly scratchBytes: number;
+  /** The open sessions' never-shed queues (§10.4). */
+  readonly neverShedBytes: number;
 }
 
 export interface SubView {
@@ -1316,6 +1474,16 @@ function eventFrame(channelId: number, ev: EventRecord, dropped: number): Frame 
   if (dropped > 0) f.dropped = dropped;
   if (ev.text !== undefined) f.text = ev.text;
   return f;
+}
+
+/**
+ * The largest DATA frame (hub/frames.ts encodeData) carrying `fields` values: the map head, seven
+ * keys of at most 2 bytes, type (1), channel_id (≤ 2), seq (uint32, ≤ 5), t (up to 2^53, ≤ 9),
+ * the values array head (≤ 2) and each value (≤ 9, an integer or a float64), gap (1), dropped
+ * (≤ 9). A push's buffer is this size, not MAX_HUB_FRAME_BYTES, which an EVENT's text needs.
+ */
+function dataFrameBytes(fields: number): number {
+  return 1 + 7 * 2 + 1 + 2 + 5 + 9 + 2 + fields * 9 + 1 + 9;
 }
 
 /** UTF-8 bytes of the character starting at code unit i (a surrogate pair counts 4, a lone surrogate 3). */

@@ -7,10 +7,15 @@ import type { Link } from './ports.js';
 
 /**
  * §10.4 never-shed queue: whole frames that the link could not take at once wait here, in
- * order, until it can. One byte buffer plus a ring of (start, length) per frame; every frame
- * is contiguous in the buffer (when it does not fit before the end, it goes to the front and
- * the tail end is left as a gap), so the head frame can be handed on without copying it
- * (`storage`, `headStart`, `headLength`) or copied out (`copyHead`).
+ * order, until it can. One byte buffer plus a ring of frame lengths; every frame is contiguous
+ * in the buffer (when it does not fit before the end, it goes to the front and the tail end is
+ * left as a gap), so the head frame can be handed on without copying it (`storage`,
+ * `headStart`, `headLength`) or copied out (`copyHead`).
+ *
+ * Frames follow one another, so a frame's start is the end of the one before it, except once:
+ * the first frame after the gap starts at 0. At most one gap exists at a time (new frames go
+ * between the tail and the head until the head itself has passed the gap), so one offset,
+ * `gapAt`, is all it takes to know every start: no start offsets are kept per frame.
  *
  * `push` returns false when the frame does not fit (bytes or frame count): never-shed
  * traffic is not dropped by the queue, the caller decides (a full never-shed queue is a
@@ -19,23 +24,28 @@ import type { Link } from './ports.js';
 export class FrameRing {
   /** The ring's buffer; the head frame is storage[headStart, headStart + headLength). */
   readonly storage: Uint8Array;
-  private readonly starts: Uint32Array;
-  private readonly lengths: Uint32Array;
+  // 16 bits hold any frame of a ring up to 64 KiB: half the bytes of the usual ring.
+  private readonly lengths: Uint16Array | Uint32Array;
   private first = 0; // index ring: slot of the head frame
   private n = 0; // frames held
   private head = 0; // byte offset of the head frame
   private tail = 0; // byte offset where the next frame goes
   private used = 0; // bytes of frames held (gaps not counted)
+  private gapAt = -1; // where the gap before the end begins while the frames wrap; -1 when they do not
 
-  constructor(
-    readonly capacityBytes: number,
-    readonly maxFrames: number,
-  ) {
+  constructor(capacityBytes: number, maxFrames: number) {
     if (!Number.isInteger(capacityBytes) || capacityBytes < 1) throw new RangeError('FrameRing capacityBytes must be an integer ≥ 1');
     if (!Number.isInteger(maxFrames) || maxFrames < 1) throw new RangeError('FrameRing maxFrames must be an integer ≥ 1');
     this.storage = new Uint8Array(capacityBytes);
-    this.starts = new Uint32Array(maxFrames);
-    this.lengths = new Uint32Array(maxFrames);
+    this.lengths = capacityBytes <= 0xffff ? new Uint16Array(maxFrames) : new Uint32Array(maxFrames);
+  }
+
+  get capacityBytes(): number {
+    return this.storage.length;
+  }
+
+  get maxFrames(): number {
+    return this.lengths.length;
   }
 
   /** Frames held. */
@@ -74,11 +84,12 @@ export class FrameRing {
     const buf = this.storage;
     if (length === frame.length) buf.set(frame, at);
     else for (let i = 0; i < length; i++) buf[at + i] = frame[i] as number;
+    const maxFrames = this.lengths.length;
     let slot = this.first + this.n;
-    if (slot >= this.maxFrames) slot -= this.maxFrames;
-    this.starts[slot] = at;
+    if (slot >= maxFrames) slot -= maxFrames;
     this.lengths[slot] = length;
     if (this.n === 0) this.head = at;
+    else if (at === 0) this.gapAt = this.tail; // wrapped: the frames before the gap end here
     this.n++;
     this.tail = at + length;
     this.used += length;
@@ -99,15 +110,21 @@ export class FrameRing {
   /** Removes the head frame; false when empty. */
   shift(): boolean {
     if (this.n === 0) return false;
-    this.used -= this.lengths[this.first] as number;
+    const len = this.lengths[this.first] as number;
+    this.used -= len;
     this.n--;
-    this.first = this.first + 1 === this.maxFrames ? 0 : this.first + 1;
+    this.first = this.first + 1 === this.lengths.length ? 0 : this.first + 1;
     if (this.n === 0) {
       // Empty: start again at offset 0, the largest contiguous room there is.
       this.head = 0;
       this.tail = 0;
+      this.gapAt = -1;
+    } else if (this.head + len === this.gapAt) {
+      // Past the gap: the next frame is the first one that wrapped to the front.
+      this.head = 0;
+      this.gapAt = -1;
     } else {
-      this.head = this.starts[this.first] as number;
+      this.head += len;
     }
     return true;
   }
@@ -139,15 +156,17 @@ export class FrameRing {
     this.head = 0;
     this.tail = 0;
     this.used = 0;
+    this.gapAt = -1;
   }
 
   // Where a frame of `length` bytes would start, or -1. Unwrapped (head < tail): the room
   // after the tail, else the room before the head. Wrapped (tail ≤ head): the room between.
   private placeFor(length: number): number {
-    if (this.n === this.maxFrames) return -1;
-    if (this.n === 0) return length <= this.capacityBytes ? 0 : -1;
+    const capacity = this.storage.length;
+    if (this.n === this.lengths.length) return -1;
+    if (this.n === 0) return length <= capacity ? 0 : -1;
     if (this.head < this.tail) {
-      if (length <= this.capacityBytes - this.tail) return this.tail;
+      if (length <= capacity - this.tail) return this.tail;
       return length <= this.head ? 0 : -1;
     }
     return length <= this.head - this.tail ? this.tail : -1;
@@ -226,6 +245,131 @@ export class EventQueue<T> {
     this.first = 0;
     this.n = 0;
     this.dropped = 0;
+  }
+}
+
+/**
+ * §9.4 for every subscriber of one EVENT channel at once. A (subscriber, channel) queue of depth
+ * d that drops its oldest holds, at any moment, some of the channel's newest d events, in the
+ * order they were published: so the channel's newest `capacity` events, kept once, plus one
+ * cursor per reader (the hub's readers are session slots) behave exactly as one EventQueue per
+ * subscriber would, without a queue each. A reader that falls more than `capacity` behind has
+ * lost its oldest: they are counted, and `dropped(reader)` (the count to carry on the next
+ * delivered event) includes them.
+ *
+ * Events that every reader has passed are released at once, so that a delivered record is not
+ * kept alive by the ring (as EventQueue.shift does), and with no reader nothing is kept.
+ */
+export class EventRing<T> {
+  private readonly items: (T | undefined)[];
+  private pushed = 0; // events pushed since construction: the cursor just past the newest
+  private released = 0; // items before this cursor no longer held
+  private readers = 0; // readers reading
+  // Per reader: the cursor of its next event, -1 while it is not reading.
+  private readonly cursors: Float64Array;
+  // Per reader: events lost (overflow or `drop`) since its last delivered one.
+  private readonly lost: Float64Array;
+
+  constructor(
+    readonly capacity: number,
+    readers: number,
+  ) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EventRing capacity must be an integer ≥ 1');
+    if (!Number.isInteger(readers) || readers < 1) throw new RangeError('EventRing readers must be an integer ≥ 1');
+    this.items = new Array<T | undefined>(capacity).fill(undefined);
+    this.cursors = new Float64Array(readers).fill(-1);
+    this.lost = new Float64Array(readers);
+  }
+
+  /** A reader starts with an empty queue: only events pushed from now on reach it. */
+  join(reader: number): void {
+    if (!this.reading(reader)) this.readers++;
+    this.cursors[reader] = this.pushed;
+    this.lost[reader] = 0;
+    this.release(); // a reader that joins again forgets what it had not read
+  }
+
+  /** A reader stops; what it had not read is forgotten with its count. */
+  leave(reader: number): void {
+    if (this.reading(reader)) this.readers--;
+    this.cursors[reader] = -1;
+    this.lost[reader] = 0;
+    this.release();
+  }
+
+  reading(reader: number): boolean {
+    return (this.cursors[reader] as number) >= 0;
+  }
+
+  /** Events the ring still holds for some reader (the others are released). */
+  get held(): number {
+    return this.pushed - this.released;
+  }
+
+  push(item: T): void {
+    if (this.readers === 0) {
+      this.pushed++;
+      this.released = this.pushed;
+      return;
+    }
+    this.items[this.pushed % this.capacity] = item;
+    this.pushed++;
+    if (this.released < this.pushed - this.capacity) this.released = this.pushed - this.capacity;
+  }
+
+  /** Events waiting for the reader (at most `capacity`). */
+  size(reader: number): number {
+    const c = this.catchUp(reader);
+    return c < 0 ? 0 : this.pushed - c;
+  }
+
+  /** The reader's oldest waiting event, or undefined. */
+  peek(reader: number): T | undefined {
+    const c = this.catchUp(reader);
+    return c < 0 || c === this.pushed ? undefined : this.items[c % this.capacity];
+  }
+
+  /** The reader's oldest event was delivered: it moves on and its lost count starts again. */
+  shift(reader: number): void {
+    if (this.peek(reader) === undefined) return;
+    this.cursors[reader] = (this.cursors[reader] as number) + 1;
+    this.lost[reader] = 0;
+    this.release();
+  }
+
+  /** The reader's oldest event is discarded without delivery and counted as lost. */
+  drop(reader: number): void {
+    if (this.peek(reader) === undefined) return;
+    this.cursors[reader] = (this.cursors[reader] as number) + 1;
+    this.lost[reader] = (this.lost[reader] as number) + 1;
+    this.release();
+  }
+
+  /** Events the reader lost since its last delivered one (§9.4: the next delivery carries it). */
+  dropped(reader: number): number {
+    this.catchUp(reader);
+    return this.lost[reader] as number;
+  }
+
+  // Events that fell out of the ring before the reader got to them are lost, oldest first.
+  private catchUp(reader: number): number {
+    const c = this.cursors[reader] as number;
+    const oldest = this.pushed - this.capacity;
+    if (c < 0 || c >= oldest) return c;
+    this.lost[reader] = (this.lost[reader] as number) + (oldest - c);
+    this.cursors[reader] = oldest;
+    return oldest;
+  }
+
+  // Forgets the items that no reader will read again.
+  private release(): void {
+    let min = this.pushed;
+    for (let r = 0; r < this.cursors.length; r++) {
+      const c = this.cursors[r] as number;
+      if (c >= 0 && c < min) min = c;
+    }
+    for (let i = this.released; i < min; i++) this.items[i % this.capacity] = undefined;
+    if (min > this.released) this.released = min;
   }
 }
 

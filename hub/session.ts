@@ -1,17 +1,24 @@
 // Sessions, subscriptions and publications: the per-client state of the core (BRIEF §3).
-// Everything a session needs on the hot path is allocated when it subscribes, never per sample.
+// Everything the hot path touches is allocated when the hub starts or a session opens, never per
+// sample. A subscription is a row of the hub's SubscriptionTable, not an object: on the ESP32's
+// 4,928-slot XS heap an object per subscription (with its Map entry, its decimator and its
+// arrays) cost more than the whole device has for 8 sessions × 16 subscriptions
+// (docs/architecture.md "Memory").
 import type { ChannelInfo } from '../catalog/index.js';
 import { ChannelClass } from '../catalog/schema.js';
 import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S, STREAM_INGRESS_OVERAGE_NACK_PER_S } from './constants.js';
-import { NackThrottle, TokenBucket, WindowCounter } from './limits.js';
-import { EventQueue, FrameRing, StallClock } from './queues.js';
+import { NackThrottle, TokenBucket, type WindowCounter } from './limits.js';
+import { EventRing, FrameRing, StallClock } from './queues.js';
 import { LinkBudget } from './regrant.js';
-import { Decimator } from './shed.js';
+import { DECIMATION_STATE, resetDecimation } from './shed.js';
 import type { Link } from './ports.js';
 
 export const SessionState = Object.freeze({ ACTIVE: 0, STALE: 1, CLOSED: 2 } as const);
 export type SessionStateCode = (typeof SessionState)[keyof typeof SessionState];
 export const SESSION_STATE_NAMES = Object.freeze(['ACTIVE', 'STALE', 'CLOSED'] as const);
+
+/** Frames the never-shed queue holds at most, whatever their size (its bytes come from HubConfig). */
+export const NEVER_SHED_FRAMES = 64;
 
 /** One EVENT as published: shared by every subscriber's queue, never copied per subscriber. */
 export interface EventRecord {
@@ -22,52 +29,155 @@ export interface EventRecord {
   readonly text: string | undefined;
 }
 
-export class Subscription {
-  readonly session: Session;
+/**
+ * A channel a client can subscribe to (telemetry, not INTENT) as the hub routes it: its place in
+ * the SubscriptionTable and the state shared by all its subscribers.
+ */
+export class ChannelRoute {
   readonly ch: ChannelInfo;
-  wishHz: number;
-  wishPriority: number | undefined;
-  grantedHz = 0;
-  priority: number;
-  /** §10.4 row 3 / §9.1: the next push after a grant (or a resume) is always sent. */
-  firstPush = true;
-  /** §10.4 row 6: set while a segments source is dropped whole; the next push carries `gap`. */
-  sourceDropped = false;
-  /** Rate gate: the earliest time the next non-critical push may go (granted rate). */
-  nextDue = 0;
-  readonly decimator = new Decimator();
-  /** §10.4 row 8: the values last sent, so a conflated STATE goes only on change. */
-  readonly last: Float64Array;
-  lastLen = -1;
-  /** §9.4: EVENT channels only. */
-  readonly events: EventQueue<EventRecord> | null;
-  /** §9.4: events lost (queue overflow or table drop) since the last delivery; the next one carries it. */
-  pendingDropped = 0;
+  /** This channel's block of rows in the SubscriptionTable. */
+  readonly index: number;
+  /** Hub-wide sequence of pushes (DATA key 4). */
+  seq = 0;
+  /**
+   * §10.4 row 8, STATE channels only: per session slot, the values last sent, so that a
+   * conflated STATE goes only on change. Made at the slot's first subscription and kept for the
+   * slot's later sessions: at most one array per (STATE channel, slot), never one per push.
+   */
+  readonly last: (Float64Array | undefined)[] | null;
+  /** §9.4, EVENT channels only: the bounded queue of every subscriber, one reader per session slot. */
+  readonly events: EventRing<EventRecord> | null;
 
-  constructor(session: Session, ch: ChannelInfo, wishHz: number, wishPriority: number | undefined, priority: number) {
-    this.session = session;
+  constructor(ch: ChannelInfo, index: number, slots: number) {
     this.ch = ch;
-    this.wishHz = wishHz;
-    this.wishPriority = wishPriority;
-    this.priority = priority;
-    this.last = new Float64Array(ch.fieldCount);
-    this.events = ch.cls === ChannelClass.EVENT ? new EventQueue<EventRecord>(Math.max(1, ch.queueDepth)) : null;
+    this.index = index;
+    this.last = ch.cls === ChannelClass.STATE ? new Array<Float64Array | undefined>(slots).fill(undefined) : null;
+    this.events = ch.cls === ChannelClass.EVENT ? new EventRing<EventRecord>(Math.max(1, ch.queueDepth), slots) : null;
   }
+
+  /** The slot's array of values last sent (STATE channels only). */
+  lastValues(slot: number): Float64Array {
+    const last = this.last as (Float64Array | undefined)[];
+    let v = last[slot];
+    if (v === undefined) last[slot] = v = new Float64Array(this.ch.fieldCount);
+    return v;
+  }
+}
+
+/**
+ * Every subscription of the hub: one row per (channel route, session slot), row = route × slots
+ * + slot. A subscription's state lives in typed-array columns sized once from the catalog and
+ * the slot count, so that subscribing allocates nothing and a subscription costs 34 bytes of
+ * columns. Two lists keep the orders the protocol shows: a channel's subscribers in the order
+ * they subscribed (the hot path walks them), and a session's channels in the order it subscribed
+ * them (its GRANT lists them so). Both are dense, so a walk is a plain indexed loop.
+ */
+export class SubscriptionTable {
+  readonly routes: number;
+  readonly slots: number;
+  /** Route r's subscribers, as session slots: [r × slots, r × slots + subscriberCount[r]). */
+  readonly subscribers: Uint16Array;
+  readonly subscriberCount: Uint16Array;
+  /** Session slot s's routes, as route indexes: [s × routes, s × routes + routeCount[s]). */
+  readonly subscribed: Uint16Array;
+  readonly routeCount: Uint16Array;
+  // Per row.
+  readonly wishHz: Float64Array;
+  readonly grantedHz: Float64Array;
+  /** Rate gate: the earliest time the next non-critical push may go (granted rate). */
+  readonly nextDue: Float64Array;
+  readonly priority: Uint8Array;
+  /** §10.4 row 3 / §9.1: 1 while the next push after a grant (or a resume) is always sent. */
+  readonly firstPush: Uint8Array;
+  /** §10.4 row 6: 1 while a segments source is dropped whole; the next push that goes carries `gap`. */
+  readonly sourceDropped: Uint8Array;
+  /** §10.4 decimate: the factor in force and the pushes counted toward it, at DECIMATION_STATE × row (shed.ts). */
+  readonly decimation: Uint8Array;
+  /** §10.4 row 8: how many values of the route's `lastValues(slot)` were last sent; -1 none. */
+  readonly lastLen: Int8Array;
+
+  constructor(routes: number, slots: number) {
+    if (!Number.isInteger(slots) || slots < 1 || slots > 0xffff) throw new RangeError('SubscriptionTable slots must be an integer in 1..65535');
+    this.routes = routes;
+    this.slots = slots;
+    const rows = routes * slots;
+    this.subscribers = new Uint16Array(rows);
+    this.subscriberCount = new Uint16Array(routes);
+    this.subscribed = new Uint16Array(rows);
+    this.routeCount = new Uint16Array(slots);
+    this.wishHz = new Float64Array(rows);
+    this.grantedHz = new Float64Array(rows);
+    this.nextDue = new Float64Array(rows);
+    this.priority = new Uint8Array(rows);
+    this.firstPush = new Uint8Array(rows);
+    this.sourceDropped = new Uint8Array(rows);
+    this.decimation = new Uint8Array(rows * DECIMATION_STATE);
+    this.lastLen = new Int8Array(rows);
+  }
+
+  row(route: number, slot: number): number {
+    return route * this.slots + slot;
+  }
+
+  /** The slot's i-th route in subscription order. */
+  routeOf(slot: number, i: number): number {
+    return this.subscribed[slot * this.routes + i] as number;
+  }
+
+  has(route: number, slot: number): boolean {
+    const at = route * this.slots;
+    const n = this.subscriberCount[route] as number;
+    for (let i = 0; i < n; i++) if (this.subscribers[at + i] === slot) return true;
+    return false;
+  }
+
+  /**
+   * A new subscription, last in both orders, with nothing granted yet and its first push owed.
+   * The caller checked that it does not exist (`has`). Returns its row.
+   */
+  add(route: number, slot: number, wishHz: number, priority: number): number {
+    this.subscribers[route * this.slots + (this.subscriberCount[route] as number)] = slot;
+    this.subscriberCount[route] = (this.subscriberCount[route] as number) + 1;
+    this.subscribed[slot * this.routes + (this.routeCount[slot] as number)] = route;
+    this.routeCount[slot] = (this.routeCount[slot] as number) + 1;
+    const k = this.row(route, slot);
+    this.wishHz[k] = wishHz;
+    this.priority[k] = priority;
+    this.grantedHz[k] = 0;
+    this.firstPush[k] = 1;
+    this.sourceDropped[k] = 0;
+    this.nextDue[k] = 0;
+    resetDecimation(this.decimation, k * DECIMATION_STATE);
+    this.lastLen[k] = -1;
+    return k;
+  }
+
+  /** Ends a subscription; the others keep their order. */
+  remove(route: number, slot: number): void {
+    removeFrom(this.subscribers, route * this.slots, this.subscriberCount, route, slot);
+    removeFrom(this.subscribed, slot * this.routes, this.routeCount, slot, route);
+  }
+}
+
+// Removes `value` from the list list[at, at + count[which]), shifting the rest down.
+function removeFrom(list: Uint16Array, at: number, count: Uint16Array, which: number, value: number): void {
+  const n = count[which] as number;
+  let i = 0;
+  while (i < n && list[at + i] !== value) i++;
+  if (i === n) return;
+  for (; i + 1 < n; i++) list[at + i] = list[at + i + 1] as number;
+  count[which] = n - 1;
 }
 
 export class Publication {
   readonly ch: ChannelInfo;
-  wishHz: number;
-  wishBurst: number | undefined;
   grantedHz = 0;
   burst = 0;
   readonly bucket: TokenBucket;
 
   /** §10.5: the bucket starts full (a burst is available at once), refilling at the granted rate. */
-  constructor(ch: ChannelInfo, wishHz: number, wishBurst: number | undefined, grantedHz: number, burst: number, now: number) {
+  constructor(ch: ChannelInfo, grantedHz: number, burst: number, now: number) {
     this.ch = ch;
-    this.wishHz = wishHz;
-    this.wishBurst = wishBurst;
     this.grantedHz = grantedHz;
     this.burst = burst;
     this.bucket = new TokenBucket(grantedHz, burst, now);
@@ -80,16 +190,17 @@ export class Session {
   readonly tier: number;
   state: SessionStateCode = SessionState.ACTIVE;
   link: Link | null = null;
-  resumeToken: Uint8Array;
-  /** Channel id → subscription, and the same in subscription order for iteration without allocation. */
-  readonly subs = new Map<number, Subscription>();
-  readonly pubs = new Map<number, Publication>();
+  /** Refilled in place on every resume. */
+  readonly resumeToken: Uint8Array;
+  /** Granted publications, in the order first granted (a few per session: found by a scan). */
+  readonly pubs: Publication[] = [];
   /** §10.4 the never-shed queue: critical frames the link could not take at once. */
   readonly neverShed: FrameRing;
   readonly stall = new StallClock();
   readonly budget = new LinkBudget();
   readonly intentBucket: TokenBucket;
   readonly rateNacks = new NackThrottle(STREAM_INGRESS_OVERAGE_NACK_PER_S);
+  /** BRIEF §6: the counter of the transport that opened the session, restarted at HELLO (hub.ts). */
   readonly malformed: WindowCounter;
   lastHeard: number;
   staleSince = 0;
@@ -99,14 +210,22 @@ export class Session {
   /** A GRANT re-stating every grant is owed to this session (set by a re-plan). */
   grantOwed = false;
 
-  constructor(id: number, slot: number, tier: number, token: Uint8Array, now: number, neverShedBytes: number, malformedLimit: number) {
+  constructor(id: number, slot: number, tier: number, token: Uint8Array, now: number, neverShedBytes: number, malformed: WindowCounter) {
     this.id = id;
     this.slot = slot;
     this.tier = tier;
     this.resumeToken = token;
     this.lastHeard = now;
-    this.neverShed = new FrameRing(neverShedBytes, 64);
+    this.neverShed = new FrameRing(neverShedBytes, NEVER_SHED_FRAMES);
     this.intentBucket = new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now);
-    this.malformed = new WindowCounter(malformedLimit + 1);
+    this.malformed = malformed;
+  }
+
+  publication(channelId: number): Publication | undefined {
+    for (let i = 0; i < this.pubs.length; i++) {
+      const p = this.pubs[i] as Publication;
+      if (p.ch.id === channelId) return p;
+    }
+    return undefined;
   }
 }

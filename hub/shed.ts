@@ -123,26 +123,44 @@ export function decimationFactor(decision: number): number {
 // is sent, i.e. the newest at that moment; the others are dropped at push time and never held,
 // because a hub MUST NOT delay-and-burst. When n changes (decimation starts, or moves between
 // 2× and 4×) the count restarts, so no earlier push is owed anything.
+//
+// The state is two numbers, the factor in force and the pushes counted toward it, at
+// state[at] and state[at + 1]: the hub keeps them in its subscription table, two bytes per
+// subscription (hub/session.ts), rather than in an object each. A Uint8Array holds the
+// table's factors (1, 2 and 4); the Decimator keeps any n exactly in a Float64Array.
+export const DECIMATION_STATE = 2;
+
+export function decimate(state: Uint8Array | Float64Array, at: number, n: number): boolean {
+  if (n !== state[at]) {
+    state[at] = n;
+    state[at + 1] = 0;
+  }
+  if (!(n > 1)) return true;
+  const count = (state[at + 1] as number) + 1;
+  if (count < n) {
+    state[at + 1] = count;
+    return false;
+  }
+  state[at + 1] = 0;
+  return true;
+}
+
+// Call when the table stops decimating this subscription (or on a new grant, §9.1).
+export function resetDecimation(state: Uint8Array | Float64Array, at: number): void {
+  state[at] = 1;
+  state[at + 1] = 0;
+}
+
+/** The decimation state of one subscription on its own. */
 export class Decimator {
-  private factor = 1;
-  private count = 0;
+  private readonly state = new Float64Array([1, 0]);
 
   admit(n: number): boolean {
-    if (n !== this.factor) {
-      this.factor = n;
-      this.count = 0;
-    }
-    if (!(n > 1)) return true;
-    this.count += 1;
-    if (this.count < n) return false;
-    this.count = 0;
-    return true;
+    return decimate(this.state, 0, n);
   }
 
-  // Call when the table stops decimating this subscription (or on a new grant, §9.1).
   reset(): void {
-    this.factor = 1;
-    this.count = 0;
+    resetDecimation(this.state, 0);
   }
 }
 
