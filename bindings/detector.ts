@@ -4,7 +4,9 @@
 // signal is measured differs:
 //
 //   WatermarkDetector  TCP and WebSocket egress queue (bytes queued ÷ capacity) plus ack lag;
-//                      BLE notification queue (depth ÷ capacity), without ack lag.
+//                      BLE notification queue (depth ÷ capacity), without ack lag; the ESP-NOW
+//                      egress queues. The occupancy it judges is the backlog the link carries:
+//                      what the link finds queued each time it takes from the queue (`drained`).
 //   LossDetector       ESP-NOW loss rate from the peer's ACK bitmask and the radio's send status.
 //
 // Platform-free: time comes in as `now` (monotonic ms) on every call. Nothing is allocated after
@@ -233,10 +235,17 @@ export interface WatermarkOptions {
 }
 
 /**
- * §10.3 queue-watermark detector. Feed `sample` whenever the queue changes and at least every hub
- * tick (or call `tick`); TCP and WebSocket also feed `ackLag` whenever a cumulative ACK arrives or
- * a frame is sent. Ack lag can raise and hold level 1; level 2 is the queue's alone (severe means
- * the hub's own queue is nearly full), so lag neither raises it nor holds it.
+ * §10.3 queue-watermark detector. A link feeds it the backlog it carries (docs/protocol.md
+ * §13.5.1): `queued` whenever frames join the queue, `drained` whenever the link takes from it
+ * (a notification handed to the stack, bytes handed to a socket, a datagram packed), and `tick`
+ * at least every hub tick. TCP and WebSocket also feed `ackLag` whenever a cumulative ACK arrives
+ * or a frame is sent. Ack lag can raise and hold level 1; level 2 is the queue's alone (severe
+ * means the hub's own queue is nearly full), so lag neither raises it nor holds it.
+ *
+ * Why not the occupancy right after each take: a link drains in quanta (a connection event's
+ * notifications, a TCP segment, a datagram), so a queue the core refills between takes reads its
+ * trough at every take: 12 of 16 after a BLE event of four, 76 % of a 6 KiB queue after one
+ * 1460-byte segment. Judged there, a link that never catches up would never read severe.
  */
 export class WatermarkDetector implements CongestionDetector {
   private readonly machine: LevelMachine;
@@ -244,6 +253,10 @@ export class WatermarkDetector implements CongestionDetector {
   private readonly lagRecovered: number;
   private queue = 0;
   private lagFrames = 0;
+  // The instant of the last take: takes at one instant are one transmission opportunity.
+  private takenAt = NaN;
+  // The queue turned a frame away since the last take.
+  private turnedAway = false;
 
   constructor(now: number, options?: WatermarkOptions) {
     this.machine = new LevelMachine(now);
@@ -251,10 +264,48 @@ export class WatermarkDetector implements CongestionDetector {
     this.lagRecovered = options?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES;
   }
 
-  /** The queue's occupancy at `now`: bytes (or notifications) queued ÷ capacity. ≥ 1 is full. */
+  /**
+   * The signal itself, as it stands at `now` (bytes or notifications ÷ capacity; ≥ 1 is full),
+   * for a signal that is not a drained queue. Links feed `queued` and `drained` instead.
+   */
   sample(ratio: number, now: number): void {
     this.queue = ratio;
     this.judge(now);
+  }
+
+  /**
+   * Frames joined the queue: its occupancy is `ratio` at `now`. The signal rises to it; it never
+   * falls here, because what the last take left behind is judged at the next take.
+   */
+  queued(ratio: number, now: number): void {
+    if (ratio > this.queue || Number.isNaN(ratio)) this.queue = ratio;
+    this.judge(now);
+  }
+
+  /**
+   * The link took from its queue at `now` (a transmission opportunity): it found `before` and
+   * left `after`. The signal is `before`, the backlog the link found waiting, until the next take;
+   * several takes at one instant are one opportunity and keep the highest. A take that empties
+   * the queue leaves no backlog: the signal is 0.
+   */
+  drained(before: number, after: number, now: number): void {
+    const t = this.machine.clamp(now);
+    const found = this.turnedAway && before < SATURATED_SIGNAL ? SATURATED_SIGNAL : before;
+    this.turnedAway = false;
+    if (!(after > 0)) this.queue = 0;
+    else if (t !== this.takenAt || found > this.queue) this.queue = found;
+    this.takenAt = t;
+    this.judge(t);
+  }
+
+  /**
+   * The queue turned a frame away at `now` (the binding's canSend said no): for what the core
+   * offers it is full, whatever its ratio (a frame of three notifications is refused at 14 of 16).
+   * The signal reads full (SATURATED_SIGNAL) now, and the next take finds the queue full.
+   */
+  refused(now: number): void {
+    this.turnedAway = true;
+    this.queued(SATURATED_SIGNAL, now);
   }
 
   /** Frames sent to the client but not yet covered by its cumulative ACK, at `now`. */
@@ -278,7 +329,7 @@ export class WatermarkDetector implements CongestionDetector {
     return this.machine.level();
   }
 
-  /** The last queue occupancy sampled. */
+  /** The queue signal as judged: the backlog the link found at its last take, or more since. */
   ratio(): number {
     return this.queue;
   }
@@ -295,6 +346,8 @@ export class WatermarkDetector implements CongestionDetector {
   reset(now: number): void {
     this.queue = 0;
     this.lagFrames = 0;
+    this.takenAt = NaN;
+    this.turnedAway = false;
     this.machine.reset(now);
   }
 }
@@ -384,17 +437,23 @@ export class LossDetector implements CongestionDetector {
     this.clear();
   }
 
-  /** Datagram `seq` went to the radio at `now`. */
+  /**
+   * Datagram `seq` went to the radio at `now`. A number still in the ring is a resend of that
+   * datagram under its own number (§13.3.3): the same datagram, counted once, whose fate the
+   * peer's ACK decides (a failed status already counted it lost; a set bit takes that back).
+   */
   sent(seq: number, now: number): void {
     const t = this.machine.clamp(now);
     const s = seq & SEQ_MASK;
     const i = s & RING_MASK;
-    if (this.state[i] === PENDING) this.markLost(i, t);
-    this.seqs[i] = s;
-    this.state[i] = PENDING;
-    this.sentAt[i] = t;
-    this.pending++;
-    if (t + this.timeoutMs < this.expiry) this.expiry = t + this.timeoutMs;
+    if (this.seqs[i] !== s || this.state[i] === EMPTY) {
+      if (this.state[i] === PENDING) this.markLost(i, t);
+      this.seqs[i] = s;
+      this.state[i] = PENDING;
+      this.sentAt[i] = t;
+      this.pending++;
+      if (t + this.timeoutMs < this.expiry) this.expiry = t + this.timeoutMs;
+    }
     if (this.statusCount === LOSS_RING) {
       this.statusHead = (this.statusHead + 1) & RING_MASK;
       this.statusCount--;

@@ -632,18 +632,7 @@ export class HubClient implements HubClientHandlers {
     this.dropTransport();
     if (this.userClosed || this.st === 'closed') return;
     this.emitError(err);
-    for (const [, i] of this.intents) {
-      this.clock.clearTimer(i.timer);
-      i.reject(new HubClientError(ClientErrorCode.LOST, 'the transport was lost before the answer'));
-    }
-    this.intents.clear();
-    this.rejectTexts(new HubClientError(ClientErrorCode.LOST, 'the transport was lost before the answer'));
-    this.rejectClear(new HubClientError(ClientErrorCode.LOST, 'the transport was lost before the clear'));
-    for (const c of this.controls) {
-      c.fenced = false;
-      c.answer = null;
-      c.refused = [];
-    }
+    this.rejectPending(new HubClientError(ClientErrorCode.LOST, 'the transport was lost before the answer'));
     if (!retry || !this.cfg.reconnect) {
       this.fail(err, false);
       return;
@@ -656,6 +645,26 @@ export class HubClient implements HubClientHandlers {
       this.reconnectTimer = null;
       if (this.st === 'stale' || this.st === 'connecting') this.startAttempt();
     });
+  }
+
+  /**
+   * What the session asked on a transport it no longer has: intents, texts and the clear are
+   * rejected with `err` (their outcome is unknown, and intents are never re-sent); SUBSCRIBE,
+   * UNSUBSCRIBE and PUBLISH wait to be asked again after the next WELCOME.
+   */
+  private rejectPending(err: HubClientError): void {
+    for (const [, i] of this.intents) {
+      this.clock.clearTimer(i.timer);
+      i.reject(err);
+    }
+    this.intents.clear();
+    this.rejectTexts(err);
+    this.rejectClear(new HubClientError(err.code, 'the transport was lost before the clear'));
+    for (const c of this.controls) {
+      c.fenced = false;
+      c.answer = null;
+      c.refused = [];
+    }
   }
 
   /** Closes the client for good: every pending promise is rejected with `err`. */
@@ -1313,6 +1322,10 @@ export class HubClient implements HubClientHandlers {
       this.onHelloRefused(f);
       return;
     }
+    if (f.code === Nack.NOT_READY && this.st === 'active' && !this.handshaking) {
+      this.resumeInPlace();
+      return;
+    }
     if (f.requestId !== undefined && (f.frameType === FrameType.INTENT || f.frameType === undefined)) {
       const i = this.intents.get(f.requestId);
       if (i) {
@@ -1360,6 +1373,23 @@ export class HubClient implements HubClientHandlers {
         return;
       }
     }
+  }
+
+  /**
+   * NOT_READY while the session is active: the hub no longer ties this transport to the session.
+   * A connectionless binding (ESP-NOW) dropped the peer as silent, made the session STALE (§6.6)
+   * and took the peer back as a new transport when the air healed; nothing tells the client but
+   * this answer. Resume at once, on the same transport, with the token (§6.6); what was asked on
+   * it meanwhile is lost as after any transport loss, and requests are asked again after WELCOME.
+   */
+  private resumeInPlace(): void {
+    this.clearTimer('pingTimer');
+    this.clearTimer('ackTimer');
+    this.pings.length = 0;
+    this.emitError(new HubClientError(ClientErrorCode.LOST, 'NACK NOT_READY: the hub lost this transport’s session; resuming'));
+    this.rejectPending(new HubClientError(ClientErrorCode.LOST, 'the session was detached from the transport before the answer'));
+    this.setState(this.token ? 'stale' : 'connecting');
+    this.sendHello();
   }
 
   private onHelloRefused(f: NackFrame): void {

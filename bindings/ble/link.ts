@@ -137,7 +137,7 @@ export class BleLink implements BindingLink {
     return this.queue.bytes;
   }
 
-  /** The §10.3 signal as last sampled: notification-queue depth ÷ capacity. */
+  /** The §10.3 signal as judged: the notification-queue depth ÷ capacity found at the last hand-out (§13.5.1). */
   signal(): number {
     return this.detector.ratio();
   }
@@ -201,7 +201,11 @@ export class BleLink implements BindingLink {
   // ------------------------------------------------------------------ Link
 
   canSend(length: number): boolean {
-    return !this.shutDown && this.queue.fits(length, this.size);
+    if (this.shutDown) return false;
+    if (this.queue.fits(length, this.size)) return true;
+    // §13.5.5: a frame turned away reads as a full queue.
+    this.detector.refused(this.clock.now());
+    return false;
   }
 
   send(frame: Uint8Array, length: number): void {
@@ -258,13 +262,17 @@ export class BleLink implements BindingLink {
   private pump(): void {
     if (this.pumping) return;
     this.pumping = true;
+    // §13.5.1: the signal is the depth the link finds when it hands out a notification.
+    let found = -1;
     try {
       this.size = fragmentSize(this.transport.maximumWrite());
       while (!this.shutDown && this.subscribedOn && !this.queue.inFlight) {
         const now = this.clock.now();
         if (this.queue.retryPending && now < this.retryAt) break;
+        const before = this.queue.ratio(this.size);
         const n = this.queue.next(this.size);
         if (n === 0) break;
+        if (found < 0) found = before;
         this.flightSince = now;
         try {
           this.transport.notify(this.queue.scratch, n);
@@ -279,12 +287,11 @@ export class BleLink implements BindingLink {
       this.pumping = false;
     }
     if (this.shutDown) return;
-    // The detector holds a signal until the next sample, so only a change needs one.
     const r = this.queue.ratio(this.size);
-    if (r !== this.sampled) {
-      this.sampled = r;
-      this.detector.sample(r, this.clock.now());
-    }
+    if (found >= 0) this.detector.drained(found, r, this.clock.now());
+    // The detector holds a signal until the next input, so only a rise needs one.
+    else if (r > this.sampled) this.detector.queued(r, this.clock.now());
+    this.sampled = r;
   }
 
   private delivered(bytes: number, now: number): void {

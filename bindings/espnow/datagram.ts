@@ -49,12 +49,22 @@ export const ACK_BITS = 32;
  */
 export const ESTOP_SLOTS = 4;
 /**
- * A frame the sender must not lose (never-shed on the hub side, §10.1) goes out again in a later
- * datagram when the radio reports that every MAC retry of its datagram failed, at most this many
- * more times. The MAC already retried; a few more attempts cover a burst of interference without
- * letting a dead peer hold the radio.
+ * A frame the sender must not lose (never-shed on the hub side, §10.1) goes out again when the
+ * radio reports that every MAC retry of its datagram failed, at most this many more times. The
+ * MAC already retried; a few more attempts cover a burst of interference without letting a dead
+ * peer hold the radio.
  */
 export const RETRANSMIT_LIMIT = 3;
+/**
+ * A receiver drops a datagram whose sequence number it received from the same sender within this
+ * long (§13.3.3): the sender resends a datagram under its own number when only the MAC's
+ * acknowledgement was lost. A resend follows its original within tens of ms (RETRANSMIT_LIMIT
+ * attempts, each one datagram's MAC retries); a stream that starts over at 0 has been silent for
+ * far longer (a new transport comes after PEER_SILENCE_MS).
+ */
+export const DUPLICATE_WINDOW_MS = 1000;
+/** Sequence numbers a receiver remembers per stream: a resend comes next in its stream, or one datagram later. */
+export const DUPLICATE_SLOTS = 32;
 
 /** a is newer than b in 16-bit serial arithmetic (RFC 1982). */
 export function seqNewer(a: number, b: number): boolean {
@@ -249,50 +259,74 @@ export class FrameQueue {
 /** Which frames must survive a failed send status (the sender's never-shed set). */
 export type ReliableTest = (bytes: Uint8Array, start: number, end: number) => boolean;
 
+/** A datagram owed a resend: its frames as [length][bytes]…, its number, the attempt it is on. */
+class Resend {
+  readonly frames: Uint8Array;
+  bytes = 0;
+  seq = 0;
+  gen = 0;
+  constructor(capacity: number) {
+    this.frames = new Uint8Array(capacity);
+  }
+}
+
 /**
- * One sender's stream of datagrams: its queue, its write-ahead ESTOP slots and the frames owed a
- * retransmission, served in that order (§10.4: ESTOP ahead of every queue). `pack` builds a
- * datagram without consuming anything; `commit` consumes it once the radio accepted it, so a
- * refused send loses nothing.
+ * One sender's stream of datagrams: its queue, its write-ahead ESTOP slots and the datagrams owed
+ * a resend, ESTOP first (§10.4: ESTOP ahead of every queue). `pack` builds a datagram without
+ * consuming anything; `commit` consumes it once the radio accepted it, so a refused send loses
+ * nothing.
+ *
+ * A resend (§13.3.3) carries the failed datagram's own sequence number and only the frames of it
+ * that must not be lost, nothing newer: a receiver that did get the original (only the MAC's
+ * acknowledgement was lost) drops the whole resend as a duplicate, and nothing is lost with it.
+ * ESTOP datagrams hold ESTOP frames only, so a stream owes at most two resends at once: one of an
+ * ESTOP datagram, one of any other.
  */
 export class Egress {
   readonly queue: FrameQueue;
-  /** The sequence number the next committed datagram carries. */
+  /** The sequence number the next new datagram carries. */
   seq = 0;
   /** Frames dropped because their retransmission budget ran out or the slots were full. */
   abandoned = 0;
   private readonly estops = new Uint8Array(ESTOP_SLOTS * ESTOP_FRAME_BYTES);
   private estopCount = 0;
-  // The attempt the waiting ESTOP frames are on (a fresh ESTOP starts the count again).
-  private estopGen = 0;
-  // Frames owed a retransmission, each as [length][bytes], and the attempt they are on.
-  private readonly retry = new Uint8Array(DATAGRAM_MAX_BYTES);
-  private retryBytes = 0;
-  private retryGen = 0;
+  private readonly estopResend = new Resend(ESTOP_SLOTS * (LENGTH_BYTES + ESTOP_FRAME_BYTES));
+  private readonly resend = new Resend(DATAGRAM_MAX_BYTES);
   // What the last pack took, consumed by commit.
+  private pResend: Resend | null = null;
   private pEstops = 0;
-  private pRetryBytes = 0;
   private pFrames = 0;
   private pBytes = 0;
-  private pGen = 0;
   /** The attempt number of the datagram last committed (0: first transmission of its frames). */
   committedGen = 0;
+  /** The sequence number of the datagram last committed. */
+  committedSeq = 0;
 
   constructor(queueBytes: number, queueFrames: number) {
     this.queue = new FrameQueue(queueBytes, queueFrames);
   }
 
   pending(): boolean {
-    return this.estopCount > 0 || this.retryBytes > 0 || this.queue.frames > 0;
+    return this.urgent() || this.queue.frames > 0;
   }
 
-  /** An ESTOP or a retransmission is waiting: this stream goes before plain traffic. */
+  /** An ESTOP or a resend is waiting: this stream goes before plain traffic. */
   urgent(): boolean {
-    return this.estopCount > 0 || this.retryBytes > 0;
+    return this.estopCount > 0 || this.estopResend.bytes > 0 || this.resend.bytes > 0;
   }
 
   estopsWaiting(): number {
     return this.estopCount;
+  }
+
+  /** The next pack is a resend: the sender adds nothing of its own to it (no acknowledgement). */
+  resendNext(): boolean {
+    return this.nextResend() !== null;
+  }
+
+  /** The sequence number of the datagram the last pack built. */
+  packedSeq(): number {
+    return this.pResend ? this.pResend.seq : this.seq;
   }
 
   /** The 12-byte ESTOP frame, ahead of everything queued; the oldest waiting one yields when full. */
@@ -306,17 +340,26 @@ export class Egress {
     const at = this.estopCount * n;
     for (let i = 0; i < n; i++) this.estops[at + i] = frame[i] as number;
     this.estopCount++;
-    this.estopGen = 0;
   }
 
   /**
-   * Writes frames into out[start…] (the caller writes the header before `start`) and returns the
-   * datagram's length, or 0 when nothing is waiting; nothing is consumed until commit. A datagram
-   * with ESTOP frames carries nothing else: it is the shortest on the air, so that the hub's
-   * ESTOP to every peer (§11.2) goes out one short datagram after another. Otherwise the frames
-   * owed a retransmission, then the queue in order while whole frames fit.
+   * Writes frames into out[start…] (the caller writes the header before `start`, numbered
+   * `packedSeq()`) and returns the datagram's length, or 0 when nothing is waiting; nothing is
+   * consumed until commit. In order: the resend of an ESTOP datagram; the ESTOP frames written
+   * ahead, alone (the shortest datagram on the air, so that the hub's ESTOP to every peer, §11.2,
+   * goes out one short datagram after another); the resend of any other datagram; the queue in
+   * order while whole frames fit.
    */
   pack(out: Uint8Array, start: number): number {
+    this.pEstops = this.pFrames = this.pBytes = 0;
+    this.pResend = null;
+    const r = this.nextResend();
+    if (r) {
+      const f = r.frames;
+      for (let i = 0; i < r.bytes; i++) out[start + i] = f[i] as number;
+      this.pResend = r;
+      return start + r.bytes;
+    }
     let p = start;
     const max = DATAGRAM_MAX_BYTES;
     const n = ESTOP_FRAME_BYTES;
@@ -327,15 +370,6 @@ export class Egress {
       for (let i = 0; i < n; i++) out[p + 1 + i] = estops[e * n + i] as number;
       p += 1 + n;
       e++;
-    }
-    let r = 0;
-    const retry = this.retry;
-    while (e === 0 && r < this.retryBytes) {
-      const len = retry[r] as number;
-      if (p + 1 + len > max) break;
-      for (let i = 0; i <= len; i++) out[p + i] = retry[r + i] as number;
-      p += 1 + len;
-      r += 1 + len;
     }
     const q = this.queue;
     let frames = 0;
@@ -350,81 +384,114 @@ export class Egress {
       bytes += len;
     }
     this.pEstops = e;
-    this.pRetryBytes = r;
     this.pFrames = frames;
     this.pBytes = bytes;
-    this.pGen = e > 0 ? this.estopGen : r > 0 ? this.retryGen : 0;
     return p === start ? 0 : p;
   }
 
   /** Consumes what the last pack took; returns the sequence number that datagram carries. */
   commit(): number {
+    const r = this.pResend;
+    if (r) {
+      this.pResend = null;
+      r.bytes = 0;
+      this.committedGen = r.gen;
+      this.committedSeq = r.seq;
+      return r.seq;
+    }
     const n = ESTOP_FRAME_BYTES;
     if (this.pEstops > 0) {
       this.estops.copyWithin(0, this.pEstops * n, this.estopCount * n);
       this.estopCount -= this.pEstops;
-      if (this.estopCount === 0) this.estopGen = 0;
-    }
-    if (this.pRetryBytes > 0) {
-      this.retry.copyWithin(0, this.pRetryBytes, this.retryBytes);
-      this.retryBytes -= this.pRetryBytes;
-      if (this.retryBytes === 0) this.retryGen = 0;
     }
     if (this.pFrames > 0) this.queue.shift(this.pFrames, this.pBytes);
-    this.committedGen = this.pGen;
-    this.pEstops = this.pRetryBytes = this.pFrames = this.pBytes = 0;
+    this.pEstops = this.pFrames = this.pBytes = 0;
+    this.committedGen = 0;
     const seq = this.seq;
+    this.committedSeq = seq;
     this.seq = (seq + 1) & SEQ_MASK;
     return seq;
   }
 
   /**
    * Every MAC retry of the last committed datagram (bytes [start, end) of `datagram`, its frames)
-   * failed: its ESTOP frames go back ahead of the queue and the frames `reliable` names are owed
-   * a retransmission, up to RETRANSMIT_LIMIT more attempts. Everything else is gone: a late
-   * sample is worse than a missing one (§10.4).
+   * failed, though the peer may have it (only the acknowledgement lost): its ESTOP frames and the
+   * frames `reliable` names are owed a resend under that datagram's number, up to
+   * RETRANSMIT_LIMIT more attempts. Everything else is gone: a late sample is worse than a
+   * missing one (§10.4).
    */
   failed(datagram: Uint8Array, start: number, end: number, reliable: ReliableTest): void {
     const gen = this.committedGen + 1;
+    let r: Resend | null = null;
+    let at = 0;
     let p = start;
     while (p < end) {
       const len = datagram[p] as number;
       const fs = p + 1;
       const fe = fs + len;
       p = fe;
-      if (len === 0 || fe > end) return;
+      if (len === 0 || fe > end) break;
       const isEstop = len === ESTOP_FRAME_BYTES && datagram[fs] === ESTOP_MAGIC;
       if (!isEstop && !reliable(datagram, fs, fe)) continue;
       if (gen > RETRANSMIT_LIMIT) {
         this.abandoned++;
         continue;
       }
-      if (isEstop) {
-        if (this.estopCount < ESTOP_SLOTS) {
-          // Ahead of any ESTOP written since: it is the older one.
-          const n = ESTOP_FRAME_BYTES;
-          this.estops.copyWithin(n, 0, this.estopCount * n);
-          for (let i = 0; i < n; i++) this.estops[i] = datagram[fs + i] as number;
-          this.estopCount++;
-          this.estopGen = gen;
-        } else this.abandoned++;
-        continue;
-      }
-      if (this.retryBytes + 1 + len > this.retry.length) {
+      // An ESTOP datagram holds nothing else (pack), so its first frame says which resend it is.
+      if (!r) r = isEstop ? this.estopResend : this.resend;
+      if (at + 1 + len > r.frames.length) {
         this.abandoned++;
         continue;
       }
-      this.retry[this.retryBytes] = len;
-      for (let i = 0; i < len; i++) this.retry[this.retryBytes + 1 + i] = datagram[fs + i] as number;
-      this.retryBytes += 1 + len;
-      this.retryGen = gen;
+      for (let i = fs - 1; i < fe; i++) r.frames[at++] = datagram[i] as number;
     }
+    if (!r || at === 0) return;
+    r.bytes = at;
+    r.seq = this.committedSeq;
+    r.gen = gen;
+  }
+
+  // A failed ESTOP datagram goes before everything; any other after the ESTOP frames waiting.
+  private nextResend(): Resend | null {
+    if (this.estopResend.bytes > 0) return this.estopResend;
+    return this.estopCount === 0 && this.resend.bytes > 0 ? this.resend : null;
   }
 
   clear(): void {
     this.queue.clear();
-    this.estopCount = this.estopGen = this.retryBytes = this.retryGen = 0;
-    this.pEstops = this.pRetryBytes = this.pFrames = this.pBytes = 0;
+    this.estopCount = 0;
+    this.estopResend.bytes = this.resend.bytes = 0;
+    this.pResend = null;
+    this.pEstops = this.pFrames = this.pBytes = 0;
+  }
+}
+
+/**
+ * The sequence numbers one stream's receiver got lately (§13.3.3): a datagram whose number arrived
+ * within DUPLICATE_WINDOW_MS is a resend of one already delivered, and is dropped whole. Exact
+ * 16-bit numbers in DUPLICATE_SLOTS slots (by number mod 32), so the wrap at 65536 needs nothing
+ * special; time tells a resend from a stream that started over at 0.
+ */
+export class SeqWindow {
+  private readonly seqs = new Int32Array(DUPLICATE_SLOTS);
+  private readonly at = new Float64Array(DUPLICATE_SLOTS);
+
+  constructor() {
+    this.seqs.fill(-1);
+  }
+
+  /** Records datagram `seq` received at `now`; true when it is a duplicate (drop it). */
+  seen(seq: number, now: number): boolean {
+    const s = seq & SEQ_MASK;
+    const i = s & (DUPLICATE_SLOTS - 1);
+    const dup = this.seqs[i] === s && now - (this.at[i] as number) <= DUPLICATE_WINDOW_MS;
+    this.seqs[i] = s;
+    this.at[i] = now;
+    return dup;
+  }
+
+  reset(): void {
+    this.seqs.fill(-1);
   }
 }
 

@@ -30,6 +30,7 @@ import {
   parseDataHead,
   parsedAck,
   parsedData,
+  SeqWindow,
   writeHeader,
   type ReliableTest,
 } from './datagram.js';
@@ -114,6 +115,8 @@ export class EspNowCounters {
   datagramsReceived = 0;
   /** Received datagrams the cursor refused (bad version, flags or lengths). */
   malformed = 0;
+  /** Received datagrams dropped as resends of one already delivered (§13.3.3). */
+  duplicates = 0;
   /** New peers refused: the peer table or the radio's was full. */
   refusedPeers = 0;
   /** Frames a full egress queue refused (the core asks canSend first: this stays 0 unless misused). */
@@ -124,6 +127,11 @@ export class EspNowCounters {
   radioRefused = 0;
   /** Peers closed after PEER_SILENCE_MS of silence. */
   silentPeers = 0;
+}
+
+/** A stream's queue watermark: bytes queued ÷ capacity. */
+function fill(e: Egress): number {
+  return e.queue.bytes / e.queue.capacityBytes;
 }
 
 /** Bytes delivered over the last second, in 100 ms buckets: the link estimate's throughput. */
@@ -172,6 +180,8 @@ export class EspNowLink implements Link {
   readonly broadcastLoss: LossDetector | null;
   /** The egress queue's watermark. */
   readonly queueLevel: WatermarkDetector;
+  /** The peer's datagram numbers lately received: its resends are dropped (§13.3.3). */
+  readonly inbound = new SeqWindow();
   sink: LinkSink | null = null;
   closed = false;
   lastHeard: number;
@@ -193,7 +203,12 @@ export class EspNowLink implements Link {
   }
 
   canSend(length: number): boolean {
-    if (this.closed || length > MAX_DATAGRAM_FRAME || !this.egress.queue.canPush(length)) return false;
+    if (this.closed || length > MAX_DATAGRAM_FRAME) return false;
+    // §13.5.5: a frame turned away reads as a full queue.
+    if (!this.egress.queue.canPush(length)) {
+      this.queueLevel.refused(this.owner.now());
+      return false;
+    }
     return this.owner.broadcastRoom(length);
   }
 
@@ -239,9 +254,9 @@ export class EspNowLink implements Link {
     this.srtt = this.srtt === 0 ? latencyMs : this.srtt + RTT_GAIN * (latencyMs - this.srtt);
   }
 
-  /** @internal the queue changed. */
-  sampleQueue(now: number): void {
-    this.queueLevel.sample(this.occupancy(), now);
+  /** @internal frames joined the queue. */
+  queued(now: number): void {
+    this.queueLevel.queued(this.occupancy(), now);
   }
 }
 
@@ -338,7 +353,9 @@ export class EspNowBinding implements RadioHandler {
 
   /** @internal room for a frame in the broadcast queue, which any DATA on a segment may need. */
   broadcastRoom(length: number): boolean {
-    return this.bcast === null || this.bcast.queue.canPush(length);
+    if (this.bcast === null || this.bcast.queue.canPush(length)) return true;
+    (this.bcastLevel as WatermarkDetector).refused(this.clock.now());
+    return false;
   }
 
   /** @internal the broadcast queue's watermark level; 0 on a unicast binding. */
@@ -355,13 +372,13 @@ export class EspNowBinding implements RadioHandler {
       if (r === Route.COALESCED || r === Route.GATED) return;
       if (r === Route.BROADCAST) {
         if (!this.bcast.queue.push(frame, length)) this.counters.queueDrops++;
-        (this.bcastLevel as WatermarkDetector).sample(this.bcast.queue.bytes / this.bcast.queue.capacityBytes, now);
+        (this.bcastLevel as WatermarkDetector).queued(fill(this.bcast), now);
         this.pump();
         return;
       }
     }
     if (!link.egress.queue.push(frame, length)) this.counters.queueDrops++;
-    link.sampleQueue(now);
+    link.queued(now);
     this.pump();
   }
 
@@ -415,7 +432,7 @@ export class EspNowBinding implements RadioHandler {
     const link = pick < this.links.length ? (this.links[pick] as EspNowLink) : null;
     const len = e.pack(this.tx, HEADER_BYTES);
     if (len === 0) return;
-    writeHeader(this.tx, link ? 0 : DatagramFlag.BROADCAST, e.seq);
+    writeHeader(this.tx, link ? 0 : DatagramFlag.BROADCAST, e.packedSeq());
     const mac = link ? link.mac : BROADCAST_MAC;
     let status = this.radio.send(mac, this.tx, len);
     if (status === RadioStatus.NOT_FOUND && link) {
@@ -429,8 +446,11 @@ export class EspNowBinding implements RadioHandler {
       this.radioWait = true;
       return;
     }
-    // The watermark is sampled when frames are queued and on every tick; a draining queue can wait for the tick.
+    // §13.5.1: the watermark is the backlog this datagram found queued.
+    const found = fill(e);
     const seq = e.commit();
+    const level = link ? link.queueLevel : this.bcastLevel;
+    if (level) level.drained(found, fill(e), now);
     if (status !== RadioStatus.OK) {
       this.counters.radioRefused++;
       return;
@@ -511,6 +531,11 @@ export class EspNowBinding implements RadioHandler {
       c.open(data, length);
     }
     link.lastHeard = now;
+    // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
+    if (!c.bare && link.inbound.seen(c.seq, now)) {
+      this.counters.duplicates++;
+      return;
+    }
     if (c.flags & DatagramFlag.BROADCAST_ACK && link.broadcastLoss) link.broadcastLoss.ack(c.ackBase, c.ackBitmap, now);
     const sink = link.sink;
     while (c.next()) {
@@ -561,9 +586,9 @@ export class EspNowBinding implements RadioHandler {
       }
       l.loss.tick(now);
       if (l.broadcastLoss) l.broadcastLoss.tick(now);
-      l.sampleQueue(now);
+      l.queueLevel.tick(now);
     }
-    if (this.bcastLevel && this.bcast) this.bcastLevel.sample(this.bcast.queue.bytes / this.bcast.queue.capacityBytes, now);
+    if (this.bcastLevel) this.bcastLevel.tick(now);
     this.radioWait = false;
     this.pump();
   }

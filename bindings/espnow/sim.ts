@@ -29,6 +29,7 @@ import {
   Egress,
   encodeBitmapAck,
   HEADER_BYTES,
+  SeqWindow,
   writeBroadcastAck,
   writeHeader,
   type ReliableTest,
@@ -347,11 +348,16 @@ export class SimPeer implements RadioHandler {
   readonly hubMac: number;
   readonly unicast = new AckTracker();
   readonly bcast = new AckTracker();
+  /** The hub's datagram numbers lately received, per stream: its resends are dropped (§13.3.3). */
+  readonly unicastSeen = new SeqWindow();
+  readonly bcastSeen = new SeqWindow();
   readonly egress: Egress;
   readonly inbox: Received[] = [];
   datagrams = 0;
   broadcastDatagrams = 0;
   malformed = 0;
+  /** Datagrams dropped as resends of one already delivered. */
+  duplicates = 0;
   failedSends = 0;
   acksSent = 0;
   private readonly air: SimAir;
@@ -420,6 +426,11 @@ export class SimPeer implements RadioHandler {
     }
     const broadcast = (c.flags & DatagramFlag.BROADCAST) !== 0;
     const at = this.air.now();
+    if ((broadcast ? this.bcastSeen : this.unicastSeen).seen(c.seq, at)) {
+      // The hub resent a datagram this peer has (its MAC acknowledgement was lost): §13.3.3.
+      this.duplicates++;
+      return;
+    }
     if (this.unicast.fresh + this.bcast.fresh === 0) this.firstFreshAt = at;
     this.datagrams++;
     if (broadcast) {
@@ -466,8 +477,10 @@ export class SimPeer implements RadioHandler {
       this.schedule(now, fresh);
       return;
     }
-    // Acknowledgements ride on every datagram that has anything new to report.
-    const withAck = ackDue || fresh > 0;
+    // Acknowledgements ride on every datagram that has anything new to report, but a resend
+    // carries its original's frames only (a hub that has the original drops it whole).
+    const resend = this.egress.resendNext();
+    const withAck = !resend && (ackDue || fresh > 0);
     let flags = 0;
     let p = HEADER_BYTES;
     if (withAck && this.bcast.any && (this.bcast.fresh > 0 || keepalive)) {
@@ -490,7 +503,7 @@ export class SimPeer implements RadioHandler {
       this.schedule(now, fresh);
       return;
     }
-    writeHeader(this.out, flags, this.egress.seq);
+    writeHeader(this.out, flags, this.egress.packedSeq());
     const status = this.radio.send(this.hubMac, this.out, len);
     if (status !== RadioStatus.OK) return;
     this.egress.commit();

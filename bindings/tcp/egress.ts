@@ -394,8 +394,9 @@ const U32 = 0x100000000;
  * with the binding's header, `writeAhead` puts ESTOP ahead of them, the adapter pulls bytes
  * (`pull`) or whole messages (`nextMessageLength` + `pull`) when its socket can take them.
  * Inbound: the adapter feeds bytes (`input`) or messages (`message`); whole frames go to the
- * hub's sink. The level is the §10.3 WatermarkDetector's, fed with the queue ratio whenever
- * the queue changes and re-judged on every `level()` call. The client's ACK (key 28: frames
+ * hub's sink. The level is the §10.3 WatermarkDetector's, fed with the queue ratio when frames
+ * join the queue and as the socket finds it at every pull (§13.5.1), and re-judged on every
+ * `level()` call. The client's ACK (key 28: frames
  * received on this transport, mod 2^32) gives the detector its ack lag (frames handed to the
  * socket and not yet acknowledged), opens the ack window, and times the RTT (a frame's hand-over
  * to the ACK that covers it).
@@ -504,7 +505,11 @@ export class TcpLink implements BindingLink {
   // ------------------------------------------------------------------ Link (the core's side)
 
   canSend(length: number): boolean {
-    return this.st === LinkState.OPEN && this.queue.fits(this.headerLength(length) + length);
+    if (this.st !== LinkState.OPEN) return false;
+    if (this.queue.fits(this.headerLength(length) + length)) return true;
+    // §13.5.5: a frame turned away reads as a full queue.
+    this.detector.refused(this.clock.now());
+    return false;
   }
 
   send(frame: Uint8Array, length: number): void {
@@ -512,7 +517,7 @@ export class TcpLink implements BindingLink {
     const h = this.writeHeader(WsOpcode.BINARY, length);
     const kind = peekFrameType(frame, 0, length) === FrameType.DATA ? RecordKind.DATA : RecordKind.CONTROL;
     this.queue.push(this.hdr, h, frame, length, kind);
-    this.detector.sample(this.queue.ratio(), this.clock.now());
+    this.detector.queued(this.queue.ratio(), this.clock.now());
     this.kick();
   }
 
@@ -551,8 +556,9 @@ export class TcpLink implements BindingLink {
     return this.queue.bytes;
   }
 
+  /** The §10.3 signal as judged: the watermark the socket found at its last pull, or more since (§13.5.1). */
   signal(): number {
-    return this.queue.ratio();
+    return this.detector.ratio();
   }
 
   // ------------------------------------------------------------------ the adapter's side
@@ -592,8 +598,9 @@ export class TcpLink implements BindingLink {
     if (this.st === LinkState.CLOSED) return 0;
     const q = this.queue;
     const before = q.framesStarted;
+    const found = q.ratio();
     const n = q.copyOut(dst, at, max, this.allowance());
-    if (n > 0) this.handed(n, before);
+    if (n > 0) this.handed(n, before, found);
     return n;
   }
 
@@ -633,12 +640,13 @@ export class TcpLink implements BindingLink {
     return this.ackSeen ? this.ackWindowFrames - this.outstanding() : NO_LIMIT;
   }
 
-  private handed(n: number, framesBefore: number): void {
+  /** `found`: the watermark when the socket took these bytes, the backlog it carries (§13.5.1). */
+  private handed(n: number, framesBefore: number, found: number): void {
     const now = this.clock.now();
     const q = this.queue;
     for (let i = framesBefore; i < q.framesStarted; i++) this.handedAt[i & this.handedMask] = now;
     this.throughput.add(n, now);
-    this.detector.sample(q.ratio(), now);
+    this.detector.drained(found, q.ratio(), now);
     if (this.ackSeen) this.detector.ackLag(this.outstanding(), now);
   }
 

@@ -259,6 +259,64 @@ describe('BLE: queue depth drives the §10.3 detector', () => {
     equal(link.level(), 0);
   });
 
+  it('sustained overload: a queue the core refills between connection events reaches level 2 (§13.5.1)', () => {
+    // Four notifications per 30 ms event (133/s) against 400/s offered: each event leaves 12 of
+    // 16 queued, and the core fills it again before the next.
+    const clock = new VirtualClock();
+    const sim = new SimBleConnection(clock, { attMtu: 23, intervalMs: 30, perEvent: 4 });
+    let trough = 1;
+    let reached = -1;
+    const t0 = clock.now();
+    for (let k = 0; k < 300; k++) {
+      clock.advance(10);
+      for (let i = 0; i < 4 && sim.link.canSend(19); i++) sim.link.send(frameOf(19, k), 19);
+      const before = sim.notificationsDelivered;
+      sim.advance();
+      if (k >= 20 && sim.notificationsDelivered > before) trough = Math.min(trough, sim.link.queue.ratio(20));
+      if (reached < 0 && sim.link.level() === 2) reached = clock.now() - t0;
+    }
+    equal(trough, 12 / 16, 'once full, the queue is at 75 % right after each event');
+    ok(reached > 0 && reached <= 1000, `level 2 after ${reached} ms`);
+    equal(sim.link.level(), 2);
+    equal(sim.link.signal(), 1, 'every event finds the queue full');
+  });
+
+  it('overload with frames of three notifications: the queue refuses at 14 of 16 (87.5 %), which reads full (§13.5.5)', () => {
+    const clock = new VirtualClock();
+    const sim = new SimBleConnection(clock, { attMtu: 23, intervalMs: 30, perEvent: 4 });
+    let lowRefusals = 0;
+    let reached = -1;
+    const t0 = clock.now();
+    for (let k = 0; k < 300; k++) {
+      clock.advance(10);
+      while (sim.link.canSend(50)) sim.link.send(frameOf(50, k), 50);
+      // A 50-byte frame is three notifications: a queue of 14 has no room for one.
+      if (sim.link.queue.depth(20) <= 14) lowRefusals++;
+      sim.advance();
+      if (reached < 0 && sim.link.level() === 2) reached = clock.now() - t0;
+    }
+    ok(lowRefusals > 50, `${lowRefusals} refusals with the queue at 87.5 % or less`);
+    ok(reached > 0 && reached <= 1000, `level 2 after ${reached} ms`);
+    equal(sim.link.level(), 2);
+  });
+
+  it('a healthy link whose queue cycles stays at level 0: 16 frames every 150 ms, drained in four events', () => {
+    const clock = new VirtualClock();
+    const sim = new SimBleConnection(clock, { attMtu: 23, intervalMs: 30, perEvent: 4 });
+    let peak = 0;
+    let maxLevel = 0;
+    for (let k = 0; k < 2000; k++) {
+      clock.advance(10);
+      if (k % 15 === 0) for (let i = 0; i < 16; i++) sim.link.send(frameOf(19, i), 19);
+      peak = Math.max(peak, sim.link.queue.ratio(20));
+      sim.advance();
+      maxLevel = Math.max(maxLevel, sim.link.level());
+    }
+    equal(peak, 15 / 16, 'the queue rises above 90 % at every burst');
+    equal(maxLevel, 0, 'and drains before it is congested');
+    equal(sim.link.counters.refusedSends, 0);
+  });
+
   it('a stalled simulated connection reaches level 2 and recovers once it moves again', () => {
     const clock = new VirtualClock();
     const sim = new SimBleConnection(clock, { attMtu: 23, intervalMs: 30, perEvent: 2 });

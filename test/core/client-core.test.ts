@@ -19,6 +19,7 @@ import {
 } from '../../hub/frames.js';
 import type { HubConfig } from '../../hub/hub.js';
 import { Nack } from '../../hub/nack.js';
+import { SessionState } from '../../hub/session.js';
 import type { Link, LinkSink } from '../../hub/ports.js';
 import {
   ACK_EVERY_FRAMES,
@@ -109,7 +110,7 @@ class MemPair {
   /** Everything the client sent, decoded (ESTOP frames decoded apart). */
   readonly fromClient: Frame[] = [];
   readonly estopsFromClient: EstopFrame[] = [];
-  readonly sink: LinkSink;
+  sink: LinkSink;
   readonly link: Link;
   readonly client: ClientTransport;
 
@@ -179,6 +180,16 @@ class MemPair {
       moved = true;
     }
     return moved;
+  }
+
+  /**
+   * What a connectionless binding (ESP-NOW) does: the hub's side reports the transport lost (the
+   * session goes STALE) and takes the same peer back as a new transport, with no session; the
+   * client's side never hears of it.
+   */
+  readmit(): void {
+    this.sink.lost();
+    this.sink = this.sim.fx.hub.attach(this.link);
   }
 
   /** The network is cut: nothing more moves, and both ends notice. */
@@ -981,6 +992,58 @@ describe('client core: reconnect and resume (§6.6)', () => {
     const ans = await sim.until(p);
     deepEqual(ans.granted.map((g) => [g.channelId, g.grantedRateHz]), [[odom, 5]]);
     equal(c.counters.resumes, 1);
+    c.close();
+  });
+
+  it('NOT_READY while active: the hub no longer ties the transport to the session; HELLO with the token at once, same transport', async () => {
+    const rig = new ScriptedRig();
+    const states: ClientState[] = [];
+    rig.client.onState = (st) => states.push(st);
+    const w = await rig.open();
+    const t = rig.t;
+    const intent = rig.client.intent(40);
+    let intentError: HubClientError | null = null;
+    intent.catch((e: HubClientError) => (intentError = e));
+    t.inject({ type: FrameType.NACK, code: Nack.NOT_READY, frameType: FrameType.ACK });
+    await settle();
+    const hellos = t.frames(FrameType.HELLO);
+    equal(hellos.length, 2, 'a second HELLO on the same transport');
+    const resume = hellos[1]!;
+    ok(resume.type === FrameType.HELLO && resume.resumeToken !== undefined);
+    deepEqual(resume.type === FrameType.HELLO ? resume.resumeToken : undefined, w.resumeToken);
+    equal(rig.client.state, 'stale');
+    equal(intentError && (intentError as HubClientError).code, ClientErrorCode.LOST, 'what was asked meanwhile is lost');
+    // NOT_READY answers to frames sent before the HELLO reached the hub change nothing more.
+    t.inject({ type: FrameType.NACK, code: Nack.NOT_READY, frameType: FrameType.INTENT });
+    await settle();
+    equal(t.frames(FrameType.HELLO).length, 2);
+    t.inject(welcome({ resumeToken: new Uint8Array(16).fill(0x22) }));
+    await settle();
+    equal(rig.client.state, 'active');
+    equal(rig.client.counters.resumes, 1);
+    equal(rig.transports.length, 1, 'no new transport');
+    deepEqual(states, ['connecting', 'active', 'stale', 'active']);
+  });
+
+  it('a real Hub that dropped the transport’s session and took the peer back: the client resumes and data flows again', async () => {
+    const sim = new Sim();
+    const imu = sim.fx.catalog.byName('imu')!.id;
+    const c = sim.client({ name: 'pendant', subscriptions: [{ channelId: imu, wishedRateHz: 20 }] });
+    const w = await sim.until(c.connect());
+    const v = new Float64Array(6);
+    const publish = (now: number): void => sim.hub.publishSample(imu, now, v, 6);
+    await sim.run(500, 5, publish);
+    const before = c.channelStats(imu)!.frames;
+    sim.last.readmit();
+    equal(sim.hub.sessions()[0]!.state, SessionState.STALE);
+    await sim.run(3000, 5, publish);
+    equal(c.counters.resumes, 1, 'the client resumed');
+    equal(c.state, 'active');
+    equal(c.sessionId, w.sessionId, 'the same session');
+    equal(sim.pairs.length, 1, 'on the same transport');
+    equal(sim.hub.sessions()[0]!.state, SessionState.ACTIVE);
+    ok(c.channelStats(imu)!.frames > before + 30, `data flows again (${c.channelStats(imu)!.frames - before} more)`);
+    ok((sim.hub.counters.nacks[Nack.NOT_READY] ?? 0) <= 2, 'a NACK or two before the resume, not one a second forever');
     c.close();
   });
 

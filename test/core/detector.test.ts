@@ -573,6 +573,202 @@ describe('watermark: ack lag (TCP, WebSocket)', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
+// The backlog a link carries (docs/protocol.md §13.5.1): what a link finds queued at each take.
+
+interface QueueTrace {
+  /** Queue capacity, in units (notifications, bytes). */
+  readonly cap: number;
+  /** The core offers one frame of `unit` units at a time, `offer` frames every `tickMs`, each refused when it does not fit. */
+  readonly unit: number;
+  readonly offer: number;
+  readonly tickMs: number;
+  /** The link takes up to `take` units every `everyMs` (a connection event, a segment, a datagram). */
+  readonly take: number;
+  readonly everyMs: number;
+  readonly ms: number;
+  /** How the link feeds the detector: as the bindings do (`backlog`), or the occupancy after every change (`after`). */
+  readonly feed: 'backlog' | 'after';
+  /** Offers stop after this (default: never). */
+  readonly offerUntilMs?: number;
+}
+
+interface TraceResult {
+  d: WatermarkDetector;
+  levels: number[];
+  /** First time (ms from T0) at level 1 and at level 2, -1 if never. */
+  at1: number;
+  at2: number;
+  /** The lowest and highest occupancy right after a take, from 100 ms on (past the first fill). */
+  trough: number;
+  peak: number;
+}
+
+/** Runs a queue and its link in 1 ms steps from T0, feeding a fresh detector as `feed` says. */
+function queueTrace(o: QueueTrace): TraceResult {
+  const d = new WatermarkDetector(T0);
+  let q = 0;
+  let at1 = -1;
+  let at2 = -1;
+  const levels: number[] = [];
+  let trough = Infinity;
+  let peak = 0;
+  for (let ms = 1; ms <= o.ms; ms++) {
+    const t = T0 + ms;
+    if (ms % o.tickMs === 0 && ms <= (o.offerUntilMs ?? Infinity)) {
+      let added = false;
+      for (let k = 0; k < o.offer && q + o.unit <= o.cap; k++) {
+        q += o.unit;
+        added = true;
+      }
+      if (added) {
+        if (o.feed === 'backlog') d.queued(q / o.cap, t);
+        else d.sample(q / o.cap, t);
+      }
+    }
+    if (ms % o.everyMs === 0 && q > 0) {
+      const before = q;
+      q = q > o.take ? q - o.take : 0;
+      if (o.feed === 'backlog') d.drained(before / o.cap, q / o.cap, t);
+      else d.sample(q / o.cap, t);
+      if (ms >= 100 && q / o.cap < trough) trough = q / o.cap;
+      if (ms >= 100 && q / o.cap > peak) peak = q / o.cap;
+    }
+    if (ms % 10 === 0) d.tick(t);
+    const l = d.level();
+    levels.push(l);
+    if (l === 1 && at1 < 0) at1 = ms;
+    if (l === 2 && at2 < 0) at2 = ms;
+  }
+  return { d, levels, at1, at2, trough, peak };
+}
+
+// A slow BLE link: 16 notifications of queue, 4 per 30 ms connection event (133/s), the core
+// offering 4 one-notification frames every 10 ms (400/s).
+const BLE_OVERLOAD = { cap: 16, unit: 1, offer: 4, tickMs: 10, take: 4, everyMs: 30, ms: 3000 } as const;
+// The device's TCP egress queue (6144 bytes) handing lwIP one 1460-byte segment every 50 ms
+// (29 kB/s) while the core offers a 60-byte frame every 5 ms... ten of them (120 kB/s).
+const TCP_OVERLOAD = { cap: 6144, unit: 60, offer: 10, tickMs: 5, take: 1460, everyMs: 50, ms: 3000 } as const;
+
+describe('watermark: the backlog a link carries (§13.5.1)', () => {
+  it('BLE overload: the queue refills between events; judged at each take it is full, level 2 after 500 ms', () => {
+    const r = queueTrace({ ...BLE_OVERLOAD, feed: 'backlog' });
+    equal(r.trough, 12 / 16, 'every event leaves the queue at 75 %');
+    equal(r.d.ratio(), 1, 'but every event finds it full');
+    // The event at 30 ms finds 12; the queue is full from 50 ms on and every event after finds it
+    // full: saturated for 500 ms ⇒ level 2 at 550 ms, straight from 0.
+    equal(r.at1, -1);
+    equal(r.at2, 550);
+    ok(r.levels.slice(r.at2).every((l) => l === 2), 'and it holds while the overload lasts');
+  });
+
+  it('control: fed the occupancy after each take, the same BLE overload never reads severe', () => {
+    const r = queueTrace({ ...BLE_OVERLOAD, feed: 'after' });
+    equal(r.at2, -1, 'the 75 % trough after every event restarts both level-2 windows');
+    ok(r.at1 > 0, 'only level 1');
+  });
+
+  it('TCP overload on a 6 KiB queue: one segment per pull leaves 76 %, the pull finds the queue full: level 2', () => {
+    const r = queueTrace({ ...TCP_OVERLOAD, feed: 'backlog' });
+    ok(r.trough < SEVERE_WATERMARK && r.peak < 0.8, `after each pull: ${r.trough}..${r.peak}`);
+    ok(r.d.ratio() > SEVERE_WATERMARK, `found ${r.d.ratio()}`);
+    // The first pull (50 ms) finds 6000 of 6144 bytes, and every pull after finds more than 90 %.
+    equal(r.at2, 1050);
+    ok(r.levels.slice(r.at2).every((l) => l === 2));
+    equal(queueTrace({ ...TCP_OVERLOAD, feed: 'after' }).at2, -1, 'control: the old feed never reads severe');
+  });
+
+  it('a healthy link whose queue cycles stays at 0: bursts to 94 % every 150 ms, drained in four events', () => {
+    // 15 notifications every 150 ms (100/s) on a link that carries 133/s: found 15, 11, 7, 3, then empty.
+    const r = queueTrace({ cap: 16, unit: 1, offer: 15, tickMs: 150, take: 4, everyMs: 30, ms: 60_000, feed: 'backlog' });
+    ok(r.peak >= 11 / 16, 'the queue does rise above the severe line between takes');
+    deepLevels(r.levels, 0);
+  });
+
+  it('a healthy link running at capacity, every event emptying a full queue, stays at 0', () => {
+    // 16 notifications every 120 ms, four events of four: the queue fills to 100 % and empties.
+    const r = queueTrace({ cap: 16, unit: 1, offer: 16, tickMs: 120, take: 16, everyMs: 120, ms: 60_000, feed: 'backlog' });
+    deepLevels(r.levels, 0);
+  });
+
+  it('when the overload ends, takes find less and less: 2 → 1 after 1 s below 50 %, → 0 after 5 s below 20 %', () => {
+    const r = queueTrace({ ...BLE_OVERLOAD, ms: 12_000, offerUntilMs: 3000, feed: 'backlog' });
+    // The last offers at 3000 fill the queue and that event takes 4; the takes at 3030 and 3060
+    // find 12 and 8 (50 %: not below), the one at 3090 finds 4 and empties the queue (0).
+    const at = (ms: number): number => r.levels[ms - 1] as number;
+    equal(at(3000), 2);
+    equal(at(3090 + RELIEF_WINDOW_MS - 1), 2);
+    equal(at(3090 + RELIEF_WINDOW_MS), 1, 'relieved 1 s after the first take below 50 %');
+    equal(at(3090 + RECOVERY_WINDOW_MS - 1), 1);
+    equal(at(3090 + RECOVERY_WINDOW_MS), 0, 'clear 5 s after the first take below 20 % (here it emptied the queue)');
+  });
+
+  it('takes at one instant are one opportunity: the highest backlog found counts', () => {
+    const d = watermarkAt(0);
+    d.queued(1, T0);
+    for (let k = 16; k > 12; k--) d.drained(k / 16, (k - 1) / 16, T0 + 30);
+    equal(d.ratio(), 1, 'four notifications handed out in one event: the event found 16');
+    d.drained(12 / 16, 11 / 16, T0 + 60);
+    equal(d.ratio(), 12 / 16, 'the next event found 12');
+    d.queued(0.5, T0 + 61);
+    equal(d.ratio(), 12 / 16, 'frames joining never lower the signal');
+    d.queued(0.9, T0 + 62);
+    equal(d.ratio(), 0.9, 'they raise it');
+    d.drained(0.9, 0, T0 + 90);
+    equal(d.ratio(), 0, 'a take that empties the queue leaves no backlog');
+    d.queued(0.25, T0 + 91);
+    equal(d.ratio(), 0.25);
+  });
+
+  it('a saturated backlog reaches 2 after 500 ms; one take that finds it below 100 % restarts that window', () => {
+    const d = watermarkAt(0);
+    d.queued(1, T0);
+    d.drained(1, 0.75, T0 + 200);
+    d.drained(0.95, 0.7, T0 + 400);
+    d.drained(1, 0.75, T0 + 450);
+    d.tick(T0 + 949);
+    equal(d.level(), 0, 'saturated again only since T0 + 450; above 90 % since T0');
+    d.tick(T0 + 950);
+    equal(d.level(), 2, 'full at every take for 500 ms');
+  });
+
+  it('a frame turned away reads full, and the next take finds the queue full (§13.5.5)', () => {
+    const d = watermarkAt(0);
+    d.queued(14 / 16, T0);
+    d.refused(T0 + 1);
+    equal(d.ratio(), SATURATED_SIGNAL, 'a queue at 14 of 16 that refuses a three-notification frame is full');
+    d.drained(14 / 16, 13 / 16, T0 + 30);
+    equal(d.ratio(), SATURATED_SIGNAL, 'the take found it full');
+    d.drained(13 / 16, 12 / 16, T0 + 60);
+    equal(d.ratio(), 13 / 16, 'nothing turned away since: the take finds what is queued');
+    // Every take finding a queue that turned frames away: saturated, level 2 after 500 ms.
+    for (let t = 90; t <= 570; t += 30) {
+      d.refused(T0 + t - 5);
+      d.drained(14 / 16, 13 / 16, T0 + t);
+    }
+    d.tick(T0 + 584);
+    equal(d.level(), 0);
+    d.tick(T0 + 585);
+    equal(d.level(), 2);
+    d.refused(T0 + 700);
+    d.drained(1, 0, T0 + 710);
+    equal(d.ratio(), 0, 'a take that empties the queue still leaves no backlog');
+  });
+
+  it('reset forgets the last take', () => {
+    const d = watermarkAt(0);
+    d.drained(1, 0.8, T0 + 10);
+    d.reset(T0 + 10);
+    equal(d.ratio(), 0);
+    d.drained(0.3, 0.2, T0 + 10);
+    equal(d.ratio(), 0.3, 'a take after the reset at the same instant is judged alone');
+  });
+});
+
+function deepLevels(levels: number[], only: number): void {
+  for (let i = 0; i < levels.length; i++) if (levels[i] !== only) equal(levels[i], only, `level at ${i + 1} ms`);
+}
+
+// ---------------------------------------------------------------------------------------------
 // ESP-NOW loss accounting.
 
 /** The bitmap an ESP-NOW peer sends: bit i set ⇔ (base − i) mod 65536 received. */
@@ -832,6 +1028,38 @@ describe('ESP-NOW loss: the radio send status', () => {
     d.ack(0, 1, 1);
     d.sendStatus(false, 2);
     equal(counts(d), '0/1');
+  });
+});
+
+describe('ESP-NOW loss: resends under the datagram’s own number (§13.3.3)', () => {
+  it('a resend is the same datagram: counted once, lost by the failed status, received by the ACK', () => {
+    const d = new LossDetector(0);
+    d.sent(7, 0);
+    d.sendStatus(false, 5);
+    equal(counts(d), '1/1');
+    d.sent(7, 6); // the resend
+    equal(d.outstanding(), 0, 'not a new datagram in flight');
+    d.sendStatus(false, 10);
+    equal(counts(d), '1/1', 'a second failed status counts nothing more');
+    d.sent(7, 11);
+    d.sendStatus(true, 15);
+    d.ack(7, 1, 40);
+    equal(counts(d), '0/1', 'the ACK says the peer has it: the loss is taken back');
+    d.tick(1000);
+    equal(d.outstanding(), 0);
+  });
+
+  it('a resend never answered stays one loss; the next new number counts apart', () => {
+    const d = new LossDetector(0);
+    d.sent(7, 0);
+    d.sendStatus(false, 5);
+    for (let k = 0; k < 3; k++) {
+      d.sent(7, 6 + k * 6);
+      d.sendStatus(false, 10 + k * 6);
+    }
+    d.sent(8, 40);
+    d.tick(300);
+    equal(counts(d), '2/2', 'seq 7 once, and 8 by its timeout');
   });
 });
 

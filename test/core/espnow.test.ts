@@ -19,6 +19,8 @@ import {
   DatagramFlag,
   DATAGRAM_MAX_BYTES,
   DATAGRAM_VERSION,
+  DUPLICATE_SLOTS,
+  DUPLICATE_WINDOW_MS,
   Egress,
   encodeBitmapAck,
   ESTOP_SLOTS,
@@ -32,6 +34,7 @@ import {
   RETRANSMIT_LIMIT,
   seqNewer,
   SEQ_MASK,
+  SeqWindow,
   writeBroadcastAck,
   writeHeader,
 } from '../../bindings/espnow/datagram.js';
@@ -411,6 +414,54 @@ describe('bindings/espnow: the ACK bitmask (§13.3)', () => {
   });
 });
 
+describe('bindings/espnow: duplicates (§13.3.3)', () => {
+  it(`a receiver drops a number it got within ${DUPLICATE_WINDOW_MS} ms, in ${DUPLICATE_SLOTS} slots, across the wrap`, () => {
+    equal(DUPLICATE_WINDOW_MS, 1000);
+    equal(DUPLICATE_SLOTS, 32);
+    const w = new SeqWindow();
+    ok(!w.seen(65534, 0));
+    ok(!w.seen(65535, 1));
+    ok(!w.seen(0, 2), '0 follows 65535: new');
+    ok(w.seen(65535, 3), 'a resend of 65535 after 0 arrived');
+    ok(w.seen(0, 4));
+    ok(w.seen(0, 4 + DUPLICATE_WINDOW_MS), 'at the edge of the window');
+    ok(!w.seen(1, 5));
+    ok(!w.seen(1 + DUPLICATE_SLOTS, 6), 'a number 32 later takes the slot');
+    ok(!w.seen(1, 7), 'and the older one is forgotten');
+    ok(!w.seen(65534, 2000), 'long after: a sender that started over');
+    w.reset();
+    ok(!w.seen(1, 2001));
+  });
+
+  it('a real Hub over an air that loses every MAC acknowledgement: one WELCOME, no NACK, one PONG per PING', () => {
+    const fx = makeHub();
+    const air = new SimAir({ prng: new Mulberry32(5), loss: 0, ackLoss: 1, retries: 1 }, fx.clock.t);
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), catalog: fx.catalog });
+    const peer = new SimPeer(air, peerMac(1), HUB_MAC);
+    peer.send(enc({ type: FrameType.HELLO, version: 1, name: 'pendant', subWishes: [{ channelId: SAFETY.id, wishedRateHz: 10 }] }));
+    const step = (ms: number): void => {
+      fx.clock.advance(ms);
+      air.advance(fx.clock.t);
+      binding.tick();
+      fx.hub.tick();
+    };
+    for (let i = 0; i < 40; i++) step(5);
+    for (let k = 0; k < 5; k++) {
+      peer.send(enc({ type: FrameType.PING, t0: k }));
+      for (let i = 0; i < 40; i++) step(5);
+    }
+    const got = peer.take();
+    equal(got.filter((f) => f.type === FrameType.WELCOME).length, 1, 'WELCOME once, though every datagram was resent');
+    equal(got.filter((f) => f.type === FrameType.NACK).length, 0, 'no second HELLO reached the hub (it would be MALFORMED, §6.1)');
+    deepEqual(
+      got.filter((f) => f.type === FrameType.PONG).map((f) => (f.type === FrameType.PONG ? f.t0 : -1)),
+      [0, 1, 2, 3, 4],
+    );
+    ok(peer.duplicates > 0 && binding.counters.duplicates > 0, 'both sides dropped resends');
+    equal(fx.hub.sessions().length, 1);
+  });
+});
+
 describe('bindings/espnow: the link over the simulated air', () => {
   it('one datagram in flight: the next is packed only after the send status, bundling what queued meanwhile', () => {
     const r = rig();
@@ -590,7 +641,8 @@ describe('bindings/espnow: the link over the simulated air', () => {
     link.send(d, d.length);
     link.writeAhead(e);
     r.run(300, 1);
-    const mine = r.radio.log.filter((x) => x.mac === peerMac(1)).map((x) => framesOf(x.bytes).map(hex));
+    const sent = r.radio.log.filter((x) => x.mac === peerMac(1));
+    const mine = sent.map((x) => framesOf(x.bytes).map(hex));
     deepEqual(mine, [
       [hex(filler)], // failed, and gone
       [hex(e)], // the ESTOP alone, then its three retransmissions
@@ -602,7 +654,45 @@ describe('bindings/espnow: the link over the simulated air', () => {
       [hex(grant)],
       [hex(grant)],
     ]);
+    // §13.3.3: a resend carries its datagram's own number, so a peer that has it drops it.
+    const seqs = sent.map((x) => ((x.bytes[1] as number) << 8) | (x.bytes[2] as number));
+    const s0 = seqs[0]!;
+    deepEqual(seqs, [s0, s0 + 1, s0 + 1, s0 + 1, s0 + 1, s0 + 2, s0 + 2, s0 + 2, s0 + 2]);
     equal(r.binding.linkOf(peerMac(1))!.egress.abandoned, 2, 'after the last attempt the ESTOP and the GRANT are abandoned');
+  });
+
+  it('an air that loses every MAC acknowledgement: the hub resends never-shed frames, the peer takes each once (§13.3.3)', () => {
+    const r = rig();
+    const { peer, link } = openPeer(r, 1);
+    r.run(100, 1);
+    r.air.ackLoss = 1; // every datagram arrives; no send status ever says so
+    const before = r.radio.log.length;
+    const grant = enc({ type: FrameType.GRANT, subGrants: [] });
+    const welcome = enc({ type: FrameType.PONG, t0: 7, t1: 8 });
+    link.send(grant, grant.length);
+    link.send(welcome, welcome.length);
+    r.run(200, 1);
+    const got = peer.take();
+    equal(got.filter((f) => f.type === FrameType.GRANT).length, 1, 'the GRANT once');
+    equal(got.filter((f) => f.type === FrameType.PONG).length, 1, 'the PONG once');
+    const sent = r.radio.log.slice(before).filter((x) => x.mac === peerMac(1));
+    ok(sent.length >= 1 + RETRANSMIT_LIMIT, `${sent.length} datagrams on the air`);
+    equal(peer.duplicates, sent.length - 2, 'two datagrams (the GRANT went at once, the PONG after it), every resend dropped whole');
+    equal(r.binding.linkOf(peerMac(1))!.loss.ratio(), 0, 'the peer’s ACK bitmap says every datagram arrived');
+  });
+
+  it('the other way: a peer’s INTENT resent for a lost MAC acknowledgement reaches the core once', () => {
+    const r = rig();
+    const { peer } = openPeer(r, 1);
+    r.run(100, 1);
+    const already = r.core.frames.length;
+    r.air.ackLoss = 1;
+    peer.send(enc({ type: FrameType.INTENT, channelId: 40, requestId: 9 }));
+    r.run(200, 1);
+    const intents = r.core.frames.slice(already).filter((b) => b[2] === FrameType.INTENT);
+    equal(intents.length, 1, 'a resent INTENT must not run twice');
+    equal(peer.failedSends, 1 + RETRANSMIT_LIMIT);
+    equal(r.binding.counters.duplicates, RETRANSMIT_LIMIT);
   });
 
   it('estimate: throughput is what the peer acknowledged over the last second; rtt is the send-status latency', () => {

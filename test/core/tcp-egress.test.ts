@@ -1,7 +1,7 @@
 // bindings/tcp/egress.ts: the bounded egress queue (whole records, the watermark, the ESTOP
 // write-ahead and the ack window) and the TcpLink around it, driven by a fake transport and a
 // fake hub; bindings/link.ts estimators.
-import { deepEqual, equal, ok, throws } from '../lib/assert.js';
+import { deepEqual, equal, fail, ok, throws } from '../lib/assert.js';
 import { ACK_LAG_CONGESTED_FRAMES } from '../../bindings/detector.js';
 import { RttEstimator, ThroughputEstimator } from '../../bindings/link.js';
 import { WsOpcode, writeLengthPrefix } from '../../bindings/tcp/framing.js';
@@ -23,6 +23,9 @@ import { ESTOP_FRAME_BYTES, EstopKind, EstopSource, decodeEstop, encodeEstop } f
 import { decodeFrame, encodeData, encodeFrame, FrameType, MAX_FRAME_BYTES, type Frame } from '../../hub/frames.js';
 import { Nack } from '../../hub/nack.js';
 import type { Link, LinkSink } from '../../hub/ports.js';
+import { ACK_EVERY_FRAMES, HubClient } from '../../client/core.js';
+import { LengthPrefixReassembler, lengthPrefixed, type ClientClock, type ClientTransport } from '../../client/transport.js';
+import { makeHub, OPERATOR_CREDENTIAL, VirtualClock } from '../lib/hub-fixture.js';
 
 const NONE = new Uint8Array(0);
 
@@ -293,8 +296,9 @@ describe('tcp egress: TcpLink', () => {
     equal(link.level(), 0);
     clock.t += 2;
     equal(link.level(), 1, '§10.3: sustained > 50 % over 1 s');
-    while (link.canSend(f.length)) link.send(f, f.length);
-    ok(link.signal() > 0.9);
+    // Filled without asking for more than fits: no frame is turned away (that reads full, below).
+    while (link.queue.fits(f.length + 2)) link.send(f, f.length);
+    ok(link.signal() > 0.9 && link.signal() < 1);
     const full = clock.t;
     link.writeAhead(estopBytes(1));
     clock.t = full + 999;
@@ -313,6 +317,70 @@ describe('tcp egress: TcpLink', () => {
     equal(link.level(), 1);
     clock.t = drained + 5001;
     equal(link.level(), 0, 'below 20 % for 5 s: clear');
+  });
+
+  it('sustained overload on the device’s 6 KiB queue: each pull leaves 76 %, each pull finds it full: level 2 (§13.5.1)', () => {
+    // lwIP takes one 1460-byte segment every 50 ms (29 kB/s); the core offers a 77-byte frame
+    // every millisecond (79 kB/s with its prefix) and the queue refuses what does not fit.
+    const { link, clock } = rig(LinkFraming.LENGTH_PREFIX, { queueBytes: 6144 });
+    const f = enc({ type: FrameType.DATA, channelId: 10, seq: 1, t: 1, values: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8] });
+    equal(f.length, 77);
+    const seg = new Uint8Array(1460);
+    let trough = 1;
+    let reached = -1;
+    const t0 = clock.t;
+    for (let ms = 1; ms <= 3000; ms++) {
+      clock.t = t0 + ms;
+      if (link.canSend(f.length)) link.send(f, f.length);
+      if (ms % 50 === 0) {
+        equal(link.pull(seg, 0, seg.length), seg.length);
+        if (ms >= 500) trough = Math.min(trough, link.occupancy());
+      }
+      if (reached < 0 && link.level() === 2) reached = ms;
+    }
+    ok(trough < 0.77, `right after a pull the queue holds ${trough}`);
+    ok(reached > 0 && reached <= 1600, `level 2 after ${reached} ms`);
+    equal(link.level(), 2);
+    ok(link.signal() > 0.9, 'every pull finds the queue above 90 %');
+  });
+
+  it('a healthy link whose queue cycles stays at level 0: a burst to 95 % every 400 ms, pulled in four segments', () => {
+    const { link, clock } = rig(LinkFraming.LENGTH_PREFIX, { queueBytes: 6144 });
+    const f = data(1);
+    const seg = new Uint8Array(1460);
+    let peak = 0;
+    let maxLevel = 0;
+    const t0 = clock.t;
+    for (let ms = 1; ms <= 20_000; ms++) {
+      clock.t = t0 + ms;
+      if (ms % 400 === 0) while (link.queuedBytes() + f.length + 2 <= 6144 * 0.95) link.send(f, f.length);
+      peak = Math.max(peak, link.occupancy());
+      if (ms % 20 === 0) link.pull(seg, 0, seg.length);
+      maxLevel = Math.max(maxLevel, link.level());
+    }
+    ok(peak > 0.9, `the burst fills the queue to ${peak}`);
+    equal(maxLevel, 0);
+  });
+
+  it('a frame turned away reads as a full queue: saturated, level 2 after 500 ms (§13.5.5)', () => {
+    const { link, clock } = rig();
+    const big = enc({ type: FrameType.DATA, channelId: 10, seq: 1, t: 1, values: new Array<number>(110).fill(0.1) });
+    while (link.queue.fits(big.length + 2)) link.send(big, big.length);
+    const before = link.signal();
+    ok(before < 0.9, `the queue holds ${before}: the next ${big.length}-byte frame does not fit`);
+    const t0 = clock.t;
+    ok(!link.canSend(big.length));
+    equal(link.signal(), 1);
+    const seg = new Uint8Array(200);
+    for (let ms = 50; ms <= 500; ms += 50) {
+      clock.t = t0 + ms - 1;
+      equal(link.level(), 0, `at ${ms - 1} ms`);
+      clock.t = t0 + ms;
+      link.pull(seg, 0, seg.length); // the socket takes a little, and the core offers again
+      while (link.canSend(big.length)) link.send(big, big.length);
+    }
+    equal(link.level(), 2, 'every pull found a queue that had turned a frame away');
+    ok(link.occupancy() < 0.9);
   });
 
   it('writes ESTOP ahead, prefixed, even with the queue full', () => {
@@ -580,3 +648,162 @@ describe('bindings/link: estimators', () => {
     equal(r.samples(), 2);
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// The client library's ACK count (client/core.ts, §5.12 key 28) against the link's count of
+// frames handed to the socket (EgressQueue.framesStarted): the ack lag the §10.3 detector reads
+// is their difference, so the two must count the same frames (every frame, ESTOP included).
+
+/** One-shot timers on the hub's virtual clock, fired in (time, order set) order. */
+class Timers implements ClientClock {
+  private list: { at: number; seq: number; fn: () => void; live: boolean }[] = [];
+  private seq = 0;
+  constructor(private readonly clock: VirtualClock) {}
+  now(): number {
+    return this.clock.now();
+  }
+  setTimer(ms: number, fn: () => void): unknown {
+    const t = { at: this.clock.now() + Math.max(0, ms), seq: this.seq++, fn, live: true };
+    this.list.push(t);
+    return t;
+  }
+  clearTimer(h: unknown): void {
+    (h as { live: boolean }).live = false;
+  }
+  fireDue(): void {
+    for (;;) {
+      let best: { at: number; seq: number; fn: () => void; live: boolean } | undefined;
+      for (const t of this.list) if (t.live && t.at <= this.clock.now() && (!best || t.at < best.at || (t.at === best.at && t.seq < best.seq))) best = t;
+      if (!best) break;
+      best.live = false;
+      best.fn();
+    }
+    this.list = this.list.filter((t) => t.live);
+  }
+}
+
+/**
+ * A TCP connection in memory: the hub side is a real TcpLink (LENGTH_PREFIX) on a real Hub, the
+ * client side the library's length-prefix reassembler; each direction delivers in order after
+ * `latencyMs`, hub → client at `bytesPerMs`.
+ */
+class MemTcp implements LinkTransport, ClientTransport {
+  readonly link: TcpLink;
+  onFrame: ((bytes: Uint8Array) => void) | null = null;
+  onClose: (() => void) | null = null;
+  /** Frames the client library was handed, and every ACK it sent with that count at the time. */
+  delivered = 0;
+  readonly acks: { acked: number; delivered: number }[] = [];
+  private readonly down: { at: number; bytes: Uint8Array }[] = [];
+  private readonly up: { at: number; bytes: Uint8Array }[] = [];
+  private readonly reasm: LengthPrefixReassembler;
+  private readonly buf = new Uint8Array(8192);
+
+  constructor(
+    hub: HubAttachLike,
+    private readonly clock: VirtualClock,
+    private readonly latencyMs: number,
+    private readonly bytesPerMs: number,
+  ) {
+    this.link = new TcpLink({ hub, clock, framing: LinkFraming.LENGTH_PREFIX, binding: 'tcp', queueBytes: 16384 });
+    this.reasm = new LengthPrefixReassembler(
+      (frame) => {
+        this.delivered++;
+        if (this.onFrame) this.onFrame(frame);
+      },
+      () => fail('the stream broke'),
+    );
+    this.link.start(this);
+  }
+
+  // LinkTransport: the socket pulls on every step.
+  kick(): void {}
+  close(): void {}
+
+  // ClientTransport
+  send(bytes: Uint8Array): void {
+    const f = decodeFrame(bytes, 0, bytes.length);
+    if (f.type === FrameType.ACK && 'acked' in f) this.acks.push({ acked: f.acked, delivered: this.delivered });
+    this.up.push({ at: this.clock.now() + this.latencyMs, bytes: lengthPrefixed(bytes) });
+  }
+
+  /** One step of `ms`: the socket takes what the wire carries, and what is due arrives. */
+  step(ms: number): void {
+    const now = this.clock.now();
+    const n = this.link.pull(this.buf, 0, Math.min(this.buf.length, this.bytesPerMs * ms));
+    if (n > 0) this.down.push({ at: now + this.latencyMs, bytes: this.buf.slice(0, n) });
+    while (this.up.length > 0 && this.up[0]!.at <= now) {
+      const b = this.up.shift()!.bytes;
+      this.link.input(b, 0, b.length);
+    }
+    while (this.down.length > 0 && this.down[0]!.at <= now) this.reasm.push(this.down.shift()!.bytes);
+  }
+}
+
+type HubAttachLike = ConstructorParameters<typeof TcpLink>[0]['hub'];
+
+async function settleAll(): Promise<void> {
+  for (let i = 0; i < 8; i++) await Promise.resolve();
+}
+
+describe('tcp egress: the client’s ACK count against the link’s (§13.2, key 28)', () => {
+  it('a calm session over a real Hub: the ack lag stays below the congestion threshold for 60 s, and every ACK counts every frame', async () => {
+    const fx = makeHub();
+    const timers = new Timers(fx.clock);
+    const mem = new MemTcp(fx.hub, fx.clock, 4, 1000);
+    const imu = fx.catalog.byName('imu')!.id;
+    const odom = fx.catalog.byName('odom')!.id;
+    const client = new HubClient({
+      name: 'console',
+      credential: OPERATOR_CREDENTIAL,
+      subscriptions: [
+        { channelId: imu, wishedRateHz: 50 },
+        { channelId: odom, wishedRateHz: 20 },
+      ],
+      transport: () => Promise.resolve(mem),
+      clock: timers,
+      catalog: fx.catalog,
+      random: () => 0.5,
+    });
+    const six = new Float64Array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]);
+    const STEP = 5;
+    let maxLag = 0;
+    let maxLevel = 0;
+    let lastTick = fx.clock.now();
+    const run = async (ms: number): Promise<void> => {
+      for (let t = 0; t < ms; t += STEP) {
+        fx.clock.advance(STEP);
+        const now = fx.clock.now();
+        fx.hub.publishSample(imu, now, six, 6);
+        if (now % 20 === 0) fx.hub.publishSample(odom, now, six, 6);
+        timers.fireDue();
+        mem.step(STEP);
+        if (now - lastTick >= 10) {
+          lastTick = now;
+          fx.hub.tick();
+        }
+        await settleAll();
+        maxLag = Math.max(maxLag, mem.link.detector.lag());
+        maxLevel = Math.max(maxLevel, mem.link.level());
+      }
+    };
+    const connected = client.connect();
+    await run(100);
+    await connected;
+    // The owner pings every 200 ms (§6.8): five PONGs a second that a DATA-only count would miss.
+    const echo = client.takeControl();
+    await run(100);
+    equal((await echo).result, 0);
+    ok(client.ownsControl);
+    await run(60_000);
+    ok(maxLag < ACK_LAG_CONGESTED_FRAMES, `the ack lag peaked at ${maxLag} frames`);
+    equal(maxLevel, 0, 'a calm link is never congested');
+    for (const a of mem.acks) equal(a.acked, a.delivered, 'key 28 counts every frame the client was handed');
+    ok(mem.link.ackSeen, 'the client acknowledges');
+    ok(maxLag >= ACK_EVERY_FRAMES - 1, `the lag swings with the ACK cadence, up to ${maxLag} (the test can see it)`);
+    ok(client.counters.acksSent >= 60, `${client.counters.acksSent} ACKs`);
+    ok(mem.link.queue.framesStarted > 60 * (50 + 20 + 5), `${mem.link.queue.framesStarted} frames handed to the socket`);
+    client.close();
+  });
+});
+

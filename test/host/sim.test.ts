@@ -12,6 +12,7 @@ import { CborWriter } from '../../hub/cbor.js';
 import { encodeData, encodeFrame } from '../../hub/frames.js';
 import type { Link } from '../../hub/ports.js';
 import { Kernel, Prng } from '../../host-sim/kernel.js';
+import { BLE_DEFAULTS, TCP_DEFAULTS } from '../../host-sim/links/index.js';
 import { DataHead, LinkTap, readDataHead } from '../../host-sim/links/tap.js';
 import { INVARIANTS, reportJson, type Report } from '../../host-sim/report.js';
 import { loadNamedScenario, scenarioNames, ScenarioError, validateScenario } from '../../host-sim/scenario.js';
@@ -26,6 +27,13 @@ interface Run {
 
 async function run(name: string, seed?: number): Promise<Run> {
   const sim = new Simulation(loadNamedScenario(name, catalog), seed === undefined ? {} : { seed });
+  const report = await sim.run();
+  return { report, json: reportJson(report) };
+}
+
+/** A scenario written in the test (validated like a file), run with its own seed. */
+async function runInline(scenario: unknown): Promise<Run> {
+  const sim = new Simulation(validateScenario(scenario, catalog));
   const report = await sim.run();
   return { report, json: reportJson(report) };
 }
@@ -277,11 +285,14 @@ describe('simulator: the scenario library', function () {
     assert.equal(r.hub.parks, 0);
     assert.equal(r.hub.shedDrops, 0);
     assert.ok(assertFreshAges(r, 'calm') >= 6);
-    assert.deepEqual(levelsOf(r, 'scope#1'), [0]);
-    assert.deepEqual(levelsOf(r, 'pendant#1'), [0]);
+    // §13.5.1: a healthy link whose queue merely cycles reads clear, on every binding.
+    for (const link of Object.keys(r.links)) assert.deepEqual(levelsOf(r, link), [0], `${link} stays at level 0`);
   });
 
   it('congested-ble: levels 1 and 2, samples decimated, segments whole or dropped whole, grants cut', async () => {
+    // Level 2 under plain overload at a realistic connection event (§13.5.1), not one notification per event.
+    const ble = loadNamedScenario('congested-ble', catalog).links['slow-ble'] as { perEvent: number };
+    assert.equal(ble.perEvent, BLE_DEFAULTS.perEvent);
     const r = parsed(await run('congested-ble'));
     assertInvariants(r, 'congested-ble');
     assert.ok(levelsOf(r, 'scope#1').includes(2), 'the slow BLE link reached level 2');
@@ -306,6 +317,74 @@ describe('simulator: the scenario library', function () {
     assert.ok(assertEstopsInBound(r, 'lossy-espnow') >= 3);
   });
 
+  it('lossy-espnow seed 3: a datagram resent for a lost MAC acknowledgement is taken once (§13.3.3)', async () => {
+    // Seed 3 loses the acknowledgements of the pendant's HELLO and of its WELCOME (about 312 ms):
+    // without de-duplication the pendant got WELCOME three times and the hub a second HELLO.
+    const r = parsed(await run('lossy-espnow', 3));
+    assertInvariants(r, 'lossy-espnow');
+    assert.equal(r.hub.nacks.MALFORMED ?? 0, 0, 'no second HELLO reached the hub');
+    for (const name of ['pendant', 'tablet']) {
+      const c = r.clients[name];
+      assert.equal(c.errors.BAD_FRAME ?? 0, 0, `${name}: no WELCOME outside a handshake`);
+      assert.equal(c.library.badFrames, 0);
+      assert.deepEqual(c.nacks, {}, `${name} was refused nothing`);
+      assert.equal(c.sessions.length, 1);
+    }
+  });
+
+  it('an ESP-NOW peer dropped as silent while its client still waits: the first NOT_READY resumes it on the same transport', async () => {
+    // The binding gives a peer up after 3 s of silence (§13.3.6), the library after 5 s: a 4 s
+    // partition heals in between, and the peer comes back as a new transport with no session.
+    const r = parsed(
+      await runInline({
+        name: 'zombie',
+        durationMs: 20000,
+        links: { air: { binding: 'espnow' } },
+        clients: [{ name: 'pendant', role: 'viewer', link: 'air', subscriptions: [{ channel: 'safety', rateHz: 10 }, { channel: 'odom', rateHz: 10 }] }],
+        events: [{ atMs: 3000, type: 'partition', client: 'pendant', durationMs: 4000 }],
+      }),
+    );
+    assertInvariants(r, 'zombie');
+    const c = r.clients.pendant;
+    assert.equal(r.stale.length, 1, 'the binding made the session STALE');
+    assert.equal(c.library.resumes, 1, 'the client resumed');
+    assert.equal(c.sessions.length, 1, 'the same session');
+    assert.equal(c.connections.length, 1, 'on the same transport');
+    assert.equal(r.resumes.length, 1);
+    const resumedAt = r.resumes[0][0] as number;
+    assert.ok(resumedAt > 7000 && resumedAt < 9000, `resumed at ${resumedAt} ms, soon after the air healed at 7000`);
+    assert.ok((c.nacks.NOT_READY ?? 0) <= 2, `NOT_READY ${c.nacks.NOT_READY}: answered at once, not ignored`);
+    const states = (c.states as [number, string][]).map(([, st]) => st);
+    assert.equal(states[states.length - 1], 'active');
+    // 10 Hz odom for the 20 s less the partition and the 3 s before the binding let go.
+    assert.ok(c.subscriptions.odom.frames > 140, `odom frames ${c.subscriptions.odom.frames}`);
+  });
+
+  it('a TCP overload on the device’s 6 KiB egress queue reaches level 2 (§13.5.1)', async () => {
+    const thin = { bandwidthKbps: 64, queueBytes: 6144, latencyMs: 6, jitterMs: 2 };
+    const subs = [
+      { channel: 'safety', rateHz: 10 },
+      { channel: 'imu', rateHz: 200, priority: 'elevated' },
+      { channel: 'joint_states', rateHz: 50, priority: 'elevated' },
+    ];
+    const r = parsed(
+      await runInline({
+        name: 'tcp-overload',
+        durationMs: 8000,
+        credentials: { 'operator-key': 'operator' },
+        links: { thin: { binding: 'tcp', ...thin }, 'thin-ws': { binding: 'ws', ...thin } },
+        clients: [
+          { name: 'console', role: 'console', link: 'thin', credential: 'operator-key', subscriptions: subs },
+          { name: 'scope', role: 'scope', link: 'thin-ws', credential: 'operator-key', subscriptions: subs },
+        ],
+      }),
+    );
+    assertInvariants(r, 'tcp-overload');
+    // One 1460-byte segment leaves 76 % of the queue after each pull; each pull finds it full.
+    assert.ok(levelsOf(r, 'console#1').includes(2), `TCP levels ${JSON.stringify(r.links['console#1'].levels)}`);
+    assert.ok(levelsOf(r, 'scope#1').includes(2), `WebSocket levels ${JSON.stringify(r.links['scope#1'].levels)}`);
+  });
+
   it('slow-tcp-reader: the stuck reader is parked (STALE, not evicted) and resumes; the console is untouched', async () => {
     const r = parsed(await run('slow-tcp-reader'));
     assertInvariants(r, 'slow-tcp-reader');
@@ -319,6 +398,10 @@ describe('simulator: the scenario library', function () {
   });
 
   it('estop-under-congestion: every link at level 2, the ESTOP reaches every client within bound', async () => {
+    // Realistic links: a BLE event of four notifications, 1460-byte TCP segments (§13.5.1).
+    const links = loadNamedScenario('estop-under-congestion', catalog).links as Record<string, { perEvent?: number; segmentBytes?: number }>;
+    assert.equal(links['slow-ble']!.perEvent, BLE_DEFAULTS.perEvent);
+    assert.equal(links['thin-wifi']!.segmentBytes, TCP_DEFAULTS.segmentBytes);
     const r = parsed(await run('estop-under-congestion'));
     assertInvariants(r, 'estop-under-congestion');
     assert.equal(r.estops.length, 2);
