@@ -16,7 +16,7 @@
 // so that a well-behaved client backs off before it starts losing frames (reference 000's
 // DEGRADE_RATIO). Rejected bytes are not counted; accepted ones are, in both scopes.
 //
-// What the hub meters (docs/_operations-health.md "Ingress governor"): every client frame but
+// What the hub meters (docs/operations.md "Health, admission and overload" "Ingress governor"): every client frame but
 // the ESTOP frame, which is never metered nor refused (§10.4, §11.2). BUNDLE frames are checked
 // in both scopes; every other frame of a session in the session scope only (`hubScope` false:
 // counted in the hub's window, never refused by it), so that a crowd of publishers cannot

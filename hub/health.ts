@@ -371,7 +371,7 @@ export interface HealthInputs {
   readonly governor: IngressGovernor;
 }
 
-/** The report's shape: every leaf a number, every key fixed (docs/_operations-health.md). */
+/** The report's shape: every leaf a number, every key fixed (docs/operations.md "Health, admission and overload"). */
 export interface HealthReport {
   readonly metrics: Record<string, unknown> & { readonly version: 1 };
 }

@@ -43,11 +43,16 @@ import {
   type SubGrant,
   type SubWish as WireSubWish,
 } from './frames.js';
+import { AckLagSummary } from './acklag.js';
+import { Admission, ADMISSION_MIN_TICK_OBSERVATIONS, DEFAULT_HEAP_LIMIT_BYTES, DEFAULT_TICK_BUDGET_MS, defaultAdmissionLimits } from './admission.js';
+import { DEFAULT_HUB_BYTES_PER_S, DEFAULT_SESSION_BYTES_PER_S, GovernorVerdict, IngressGovernor } from './governor.js';
 import { floorToGrantStep, frameBytesFor, grantedPriority, planGrants, tierCapHz, type SubWish } from './grants.js';
-import { burstFor, constantTimeEqual, WindowCounter } from './limits.js';
+import { createHubLoad, HealthMetrics, type HealthReport, type HubLoad, type LinkHealth } from './health.js';
+import { aggregateOccupancy, Ladder, parkCandidate, type LadderSessionView, type LadderSubView } from './ladder.js';
+import { burstFor, constantTimeEqual, NackThrottle, WindowCounter } from './limits.js';
 import { Nack } from './nack.js';
 import { utf8ByteLength } from './utf8.js';
-import { NULL_LOG, type Clock, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
+import { NULL_LOG, type Clock, type HeapUsed, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
 import { ChannelRoute, Publication, Session, SessionState, SubscriptionTable, type EventRecord } from './session.js';
 import { decimate, DECIMATION_STATE, decimationFactor, resetDecimation, SHED_DECISION, shedDecide, shedDecision, shedRow, sameValues } from './shed.js';
 
@@ -64,6 +69,19 @@ export interface HubConfig {
   readonly anonymousTier: number;
   /** Bytes of each session's never-shed queue (§10.4). */
   readonly neverShedBytes: number;
+  /**
+   * The period the host calls tick() at, ms: the loop delay (BRIEF §8) is how much later than
+   * that a tick begins. 0 (the default) measures no loop delay: a host that ticks irregularly
+   * (the tests' virtual clock) would read its gaps as delay.
+   */
+  readonly tickPeriodMs: number;
+  /** Admission and the ladder's tick budget, ms (docs/operations.md "Health, admission and overload"). */
+  readonly tickBudgetMs: number;
+  /** The soft heap budget admission and the ladder read against HubPorts.heap, bytes. */
+  readonly heapLimitBytes: number;
+  /** The ingress governor's budgets, bytes per second: one session's, and the whole hub's. */
+  readonly sessionIngressBytesPerS: number;
+  readonly hubIngressBytesPerS: number;
 }
 
 export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
@@ -74,6 +92,11 @@ export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
   capacityHz: 2000,
   anonymousTier: Tier.observer,
   neverShedBytes: 2048,
+  tickPeriodMs: 0,
+  tickBudgetMs: DEFAULT_TICK_BUDGET_MS,
+  heapLimitBytes: DEFAULT_HEAP_LIMIT_BYTES,
+  sessionIngressBytesPerS: DEFAULT_SESSION_BYTES_PER_S,
+  hubIngressBytesPerS: DEFAULT_HUB_BYTES_PER_S,
 });
 
 export interface HubPorts {
@@ -83,6 +106,8 @@ export interface HubPorts {
   readonly robot: RobotPort;
   readonly catalog: CatalogIndex;
   readonly log?: Log;
+  /** Heap in use, bytes, for admission and the ladder; absent where the platform cannot tell. */
+  readonly heap?: HeapUsed;
 }
 
 /** Counters the health report and the simulator read (free of names and payloads). */
@@ -126,6 +151,10 @@ class Conn implements LinkSink {
    * over, restarted, rather than a counter of its own (a resumed session keeps the one it has).
    */
   readonly malformed = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
+  /** §5.12: frames handed to this transport before a session took it (the session's count starts there). */
+  sent = 0;
+  /** INGRESS_BUDGET answers before HELLO, throttled like a session's (no NACK flood). */
+  readonly nackThrottle = new NackThrottle();
 
   constructor(
     private readonly handler: ConnHandler,
@@ -191,6 +220,14 @@ export class Hub {
   private readonly ownerCh: ChannelInfo | undefined;
   private readonly safetyEventsCh: ChannelInfo | undefined;
   private buttonHeld = false;
+  /** BRIEF §8: the measurements, and what admission and the ladder read (one object, refilled). */
+  readonly health: HealthMetrics;
+  private readonly load: HubLoad = createHubLoad();
+  readonly admission: Admission;
+  readonly ladder: Ladder;
+  readonly governor: IngressGovernor;
+  private readonly ackLag: AckLagSummary;
+  private readonly heap: HeapUsed | undefined;
 
   constructor(ports: HubPorts, config: Partial<HubConfig> = {}) {
     this.config = Object.freeze({ ...DEFAULT_HUB_CONFIG, ...config });
@@ -224,6 +261,14 @@ export class Hub {
     this.ownerCh = this.catalog.byName('control-owner');
     this.safetyEventsCh = this.catalog.byName('safety-events');
     this.scratchValues = new Float64Array(Math.max(3, this.safetyCh ? this.safetyCh.fieldCount : 0, this.ownerCh ? this.ownerCh.fieldCount : 0));
+    const cfg = this.config;
+    this.heap = ports.heap;
+    this.health = new HealthMetrics(cfg.tickPeriodMs);
+    const budgets = { tickBudgetMs: cfg.tickBudgetMs, heapLimitBytes: cfg.heapLimitBytes };
+    this.admission = new Admission(defaultAdmissionLimits(cfg.slots, cfg.neverShedBytes, budgets));
+    this.ladder = new Ladder({ ...budgets, minTickObservations: ADMISSION_MIN_TICK_OBSERVATIONS }, this.clock.now());
+    this.governor = new IngressGovernor(cfg.slots, { sessionBytesPerS: cfg.sessionIngressBytesPerS, hubBytesPerS: cfg.hubIngressBytesPerS });
+    this.ackLag = new AckLagSummary(cfg.slots);
     // §11.2: the latch is restored from the Store; a restored latch stops the robot at once.
     this.latch = new EstopLatch(this.store, this.robot, this.clock);
   }
@@ -272,6 +317,17 @@ export class Hub {
         this.onEstopFrame(conn, bytes, start, end - start, now);
         return;
       }
+      // BRIEF §8 ingress governor, before any decoding (the ESTOP frame is never metered): a
+      // session's BUNDLEs meet both byte budgets, its other frames the session's only; a frame
+      // before HELLO has no session and meets the hub's. The control owner's BUNDLEs meet its
+      // session's budget only: others' traffic (a sessionless flood included) filling the hub's
+      // window must not refuse the motion of the one driving the robot (§12.6 isolation).
+      const type = s ? peekFrameType(bytes, start, Math.min(end, start + 16)) : -1;
+      const hubScope = !s || (type === FrameType.BUNDLE && s !== this.owner);
+      if (this.governor.admit(s ? s.slot : -1, end - start, now, hubScope) >= GovernorVerdict.REJECT_SESSION) {
+        this.ingressRefused(conn, s ? type : peekFrameType(bytes, start, Math.min(end, start + 16)), now);
+        return;
+      }
       if (end - start > MAX_FRAME_BYTES) {
         // frame_type (key 17) is 0–255 on the wire: a peeked value outside that is left out.
         const type = peekFrameType(bytes, start, Math.min(end, start + 16));
@@ -293,7 +349,7 @@ export class Hub {
       }
       if (!s) {
         if (f.type === FrameType.HELLO) this.onHello(conn, f, now);
-        else if (f.type === FrameType.PING) this.sendTo(conn, { type: FrameType.PONG, t0: f.t0, t1: now });
+        else if (f.type === FrameType.PING) this.sendTo(conn, { type: FrameType.PONG, t0: f.t0, t1: wholeMs(now) });
         // A transport that talks before HELLO counts towards the same misbehaviour limit.
         else this.malformed(conn, Nack.NOT_READY, f.type, now);
         return;
@@ -306,6 +362,17 @@ export class Hub {
       this.log.event('internal-error', s ? s.id : 0);
       if (!conn.closed) this.nackConn(conn, Nack.MALFORMED, undefined);
     }
+  }
+
+  /**
+   * A frame the ingress governor refused: dropped, answered INGRESS_BUDGET with the time until
+   * it would fit, at most as often as RATE_LIMITED (the session's throttle; before HELLO, the
+   * transport's), so that a flood is not answered by a flood.
+   */
+  private ingressRefused(conn: Conn, frameType: number, now: number): void {
+    const s = conn.session;
+    if (!(s ? s.rateNacks : conn.nackThrottle).allow(now)) return;
+    this.nackConn(conn, Nack.INGRESS_BUDGET, frameType >= 0 && frameType <= 0xff ? frameType : undefined, undefined, this.governor.retryAfterMs);
   }
 
   private malformed(conn: Conn, code: number, frameType: number | undefined, now: number, channelId?: number): void {
@@ -358,10 +425,11 @@ export class Hub {
         this.onIntent(s, f.channelId, f.requestId, f.args ?? [], now);
         return;
       case FrameType.ACK:
-        if ('acked' in f && f.acked > s.ackedFrames) s.ackedFrames = Math.min(f.acked, s.sentFrames);
+        if ('acked' in f) s.ack(f.acked);
         return;
       case FrameType.PING:
-        this.sendControl(s, { type: FrameType.PONG, t0: f.t0, t1: now });
+        // §5.14: t1 is an unsigned integer; a host clock with a fraction is floored.
+        this.sendControl(s, { type: FrameType.PONG, t0: f.t0, t1: wholeMs(now) });
         return;
       case FrameType.PONG:
         return;
@@ -375,9 +443,9 @@ export class Hub {
         this.sendCatalog(conn, s, f.offset ?? 0);
         return;
       case FrameType.HEALTH:
-        // Health is served by the health module (issue 6); until then maintainers get the counters.
+        // §5.18: the detailed report is the maintainer's.
         if (s.tier < Tier.maintainer) this.nackSession(s, Nack.FORBIDDEN, f.type);
-        else this.sendControl(s, { type: FrameType.HEALTH, text: JSON.stringify(this.healthSummary()) });
+        else this.sendHealth(conn, s, f.offset ?? 0, now);
         return;
       default:
         this.nackSession(s, Nack.MALFORMED, f.type);
@@ -399,6 +467,8 @@ export class Hub {
         return;
       }
       this.resume(conn, s, now);
+      // §6.3: a resume is always admitted (counted, never evaluated).
+      this.admission.check(true, this.load);
     } else {
       let tier = this.config.anonymousTier;
       if (f.credential) {
@@ -409,11 +479,18 @@ export class Hub {
         this.nackConn(conn, Nack.FORBIDDEN, f.type);
         return;
       }
-      const slot = this.freeSlot();
-      if (slot < 0) {
+      // §6.3 admission, before freeSlot(): a refused HELLO must never reclaim a STALE session.
+      this.measureLoad(now);
+      if (!this.hasSlot()) {
         this.nackConn(conn, Nack.NO_SLOTS, f.type, undefined, 1000);
         return;
       }
+      const v = this.admission.check(false, this.load);
+      if (!v.admit) {
+        this.nackConn(conn, Nack.HUB_PRESSURE, f.type, undefined, v.retryAfterMs);
+        return;
+      }
+      const slot = this.freeSlot();
       const token = new Uint8Array(RESUME_TOKEN_BYTES);
       this.random.fill(token);
       // The transport's malformed-frame counter becomes the session's, restarted (BRIEF §6).
@@ -422,6 +499,10 @@ export class Hub {
       this.slots[slot] = s;
       s.link = conn.link;
       conn.session = s;
+      // §5.12: the count covers the transport since it was attached, the frames before HELLO too.
+      s.sentFrames = conn.sent;
+      // A new session in the slot starts with an empty ingress window (a resume keeps its own).
+      this.governor.resetSession(slot);
       this.log.event('session-open', s.id, tier);
     }
     this.refusals.length = 0;
@@ -479,8 +560,9 @@ export class Hub {
     s.neverShed.clear();
     s.stall.reset();
     s.budget.reset();
-    s.sentFrames = 0;
+    s.sentFrames = conn.sent;
     s.ackedFrames = 0;
+    s.healthText = null;
     this.random.fill(s.resumeToken);
     const t = this.table;
     for (let i = 0; i < t.routeCount[s.slot]!; i++) {
@@ -496,6 +578,16 @@ export class Hub {
     this.log.event('session-resume', s.id);
   }
 
+  /** A slot is free, or a STALE session would yield one to freeSlot(). */
+  private hasSlot(): boolean {
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s || s.state === SessionState.STALE) return true;
+    }
+    return false;
+  }
+
+  /** The slot a new session takes; the caller checked hasSlot(). */
   private freeSlot(): number {
     for (let i = 0; i < this.slots.length; i++) if (!this.slots[i]) return i;
     // BRIEF §3: slot pressure reclaims the oldest STALE session — the only way a parked one yields.
@@ -633,7 +725,13 @@ export class Hub {
         continue;
       }
       const granted = floorToGrantStep(Math.min(w.wishedRateHz, ch.maxRateHz));
-      if (!(granted > 0)) continue;
+      if (!(granted > 0)) {
+        // §10.2: the answer is the truth. A wish that floors to 0 is no grant: a publication
+        // granted before is withdrawn, as the answer leaves it out.
+        const i = s.pubs.indexOf(s.publication(ch.id) as Publication);
+        if (i >= 0) s.pubs.splice(i, 1);
+        continue;
+      }
       let burst = burstFor(granted, w.burst);
       if (ch.maxBurst > 0) burst = Math.max(granted, Math.min(burst, ch.maxBurst));
       // §10.5: refill = the granted rate; capacity = burst if asked, else the granted rate.
@@ -723,6 +821,12 @@ export class Hub {
       const ch = channels[i] as ChannelInfo;
       let g = granted[i] as number;
       if (ch.kind === SEGMENTS && !ch.critical) g = g >= ch.maxRateHz ? ch.maxRateHz : 0;
+      if (!ch.critical) {
+        // BRIEF §8 ladder rungs 2–5: the planned grant × the rung's factor, after the pie split
+        // (the share given up is not handed to others); critical rows are never touched (§10.2).
+        const f = this.ladder.grantFactor(t.priority[k] as number, ch.kind === SEGMENTS);
+        if (f !== 1) g = floorToGrantStep(g * f);
+      }
       if (g !== t.grantedHz[k]) {
         t.grantedHz[k] = g;
         t.firstPush[k] = 1; // §9.1: the first push after any grant change is always sent
@@ -801,6 +905,8 @@ export class Hub {
     // STATE: the values last sent, an array per subscriber's slot, made when it subscribed.
     const lastValues = route.last;
     const first = r * tab.slots;
+    // BRIEF §8 ladder rung 1: the table reads every link at this level at least.
+    const floor = this.ladder.levelFloor;
     // The count is read each time round: a link may re-enter the hub from inside send().
     for (let i = 0; i < (subscriberCount[r] as number); i++) {
       const slot = subscribers[first + i] as number;
@@ -820,7 +926,8 @@ export class Hub {
           continue;
         }
       }
-      const packed = shedDecide(link.level(), priority[k] as number, ch.cls, ch.kind, firstPush[k] === 1);
+      const level = link.level();
+      const packed = shedDecide(level > floor ? level : floor, priority[k] as number, ch.cls, ch.kind, firstPush[k] === 1);
       const row = shedRow(packed);
       counters.rows[row] = (counters.rows[row] as number) + 1;
       const decision = shedDecision(packed);
@@ -869,8 +976,10 @@ export class Hub {
         counters.egressDrops++;
         if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
         continue;
-      } else link.send(w.buf, w.pos);
-      s.sentFrames++;
+      } else {
+        link.send(w.buf, w.pos);
+        s.handed(); // a critical frame is counted when it reaches the link (sendNeverShed, the drain)
+      }
       counters.delivered++;
       firstPush[k] = 0;
       sourceDropped[k] = 0;
@@ -915,8 +1024,10 @@ export class Hub {
     const slot = s.slot;
     const k = this.table.row(route.index, slot);
     const firstPush = this.table.firstPush;
+    const floor = this.ladder.levelFloor;
     for (let ev = q.peek(slot); ev !== undefined; ev = q.peek(slot)) {
-      const packed = shedDecide(link.level(), this.table.priority[k] as number, ch.cls, ch.kind, firstPush[k] === 1);
+      const level = link.level();
+      const packed = shedDecide(level > floor ? level : floor, this.table.priority[k] as number, ch.cls, ch.kind, firstPush[k] === 1);
       const row = shedRow(packed);
       const decision = shedDecision(packed);
       if (decision === SHED_DECISION.drop) {
@@ -931,12 +1042,14 @@ export class Hub {
       if (ch.critical) {
         if (!this.sendNeverShed(s, w.buf, w.pos)) return;
       } else if (s.neverShed.size > 0 || !link.canSend(w.pos)) return; // stays queued, bounded (§9.4)
-      else link.send(w.buf, w.pos);
+      else {
+        link.send(w.buf, w.pos);
+        s.handed();
+      }
       // Counted once, when the event leaves: a queued event is evaluated again on the next try.
       this.counters.rows[row] = (this.counters.rows[row] as number) + 1;
       q.shift(slot);
       firstPush[k] = 0;
-      s.sentFrames++;
       this.counters.delivered++;
     }
   }
@@ -954,10 +1067,11 @@ export class Hub {
     const q = s.neverShed;
     if (q.size === 0 && link.canSend(length)) {
       link.send(bytes, length);
+      s.handed();
       return true;
     }
     const wasEmpty = q.size === 0;
-    if (!q.push(bytes, length)) {
+    if (!q.push(bytes, length, this.clock.now())) {
       // The queue holds far more than never-shed traffic makes in 2 s: a link that cannot take
       // even that is broken, and parking it now is the same §10.4 transition, only sooner.
       this.counters.neverShedOverflows++;
@@ -973,7 +1087,9 @@ export class Hub {
     const link = s.link;
     if (!link) return;
     const q = s.neverShed;
-    const progressed = q.size > 0 && q.drainTo(link, this.ctrlW.buf) > 0;
+    const drained = q.size > 0 ? q.drainTo(link, this.ctrlW.buf, now, this.health) : 0;
+    s.sentFrames = (s.sentFrames + drained) >>> 0;
+    const progressed = drained > 0;
     s.stall.update(q.size > 0, progressed, now);
     // §10.4 park, not kill: after NEVER_SHED_STALL_EVICTION_MS (the StallClock's limit) the
     // transport is closed and the session goes STALE, exactly as a transport loss would;
@@ -1003,7 +1119,10 @@ export class Hub {
     const w = this.ctrlW;
     w.reset();
     encodeFrame(f, w);
-    if (conn.link.canSend(w.pos)) conn.link.send(w.buf, w.pos);
+    if (conn.link.canSend(w.pos)) {
+      conn.link.send(w.buf, w.pos);
+      conn.sent = (conn.sent + 1) >>> 0;
+    }
   }
 
   private nackConn(conn: Conn, code: number, frameType?: number, channelId?: number, retryAfterMs?: number): void {
@@ -1046,8 +1165,10 @@ export class Hub {
     const w = this.ctrlW;
     w.reset();
     encodeFrame({ type: FrameType.CATALOG, catalogHash: this.catalog.hash, text: text.slice(from, to), offset, total }, w);
-    if (s.neverShed.size === 0 && conn.link.canSend(w.pos)) conn.link.send(w.buf, w.pos);
-    else this.nackSession(s, Nack.HUB_PRESSURE, FrameType.CATALOG, undefined, undefined, 200);
+    if (s.neverShed.size === 0 && conn.link.canSend(w.pos)) {
+      conn.link.send(w.buf, w.pos);
+      s.handed();
+    } else this.nackSession(s, Nack.HUB_PRESSURE, FrameType.CATALOG, undefined, undefined, 200);
   }
 
   // ------------------------------------------------------------------ ingress limits (§10.5)
@@ -1055,7 +1176,8 @@ export class Hub {
   private onBundle(conn: Conn, s: Session, channelId: number, samples: number[][], now: number): void {
     const pub = s.publication(channelId);
     if (!pub) {
-      this.nackSession(s, this.catalog.byId(channelId) ? Nack.NOT_GRANTED : Nack.UNKNOWN_CHANNEL, FrameType.BUNDLE, channelId);
+      if (!this.catalog.byId(channelId)) this.nackSession(s, Nack.UNKNOWN_CHANNEL, FrameType.BUNDLE, channelId);
+      else this.bundleRefused(s, Nack.NOT_GRANTED, channelId, now);
       return;
     }
     // A sample is [t, one finite number per catalog field]: anything else would reach the robot
@@ -1071,11 +1193,11 @@ export class Hub {
       }
     }
     if (pub.ch.motion && this.latch.latched) {
-      this.nackSession(s, Nack.ESTOP_LATCHED, FrameType.BUNDLE, channelId);
+      this.bundleRefused(s, Nack.ESTOP_LATCHED, channelId, now);
       return;
     }
     if (pub.ch.motion && this.owner !== s) {
-      this.nackSession(s, Nack.NOT_OWNER, FrameType.BUNDLE, channelId);
+      this.bundleRefused(s, Nack.NOT_OWNER, channelId, now);
       return;
     }
     // §10.5: n samples take n tokens; a bundle that would overdraw is dropped whole.
@@ -1084,6 +1206,15 @@ export class Hub {
       return;
     }
     this.robot.publish(channelId, samples);
+  }
+
+  /**
+   * A BUNDLE refused by a hub rule. Bundles stream (up to 50 a second), so their refusals share
+   * the session's RATE_LIMITED throttle: one NACK per bundle would fill the sender's own
+   * never-shed queue and park it.
+   */
+  private bundleRefused(s: Session, code: number, channelId: number, now: number): void {
+    if (s.rateNacks.allow(now)) this.nackSession(s, code, FrameType.BUNDLE, channelId);
   }
 
   // ------------------------------------------------------------------ intents, ownership (BRIEF §4)
@@ -1122,7 +1253,12 @@ export class Hub {
       result = this.robot.intent(channelId, args);
     }
     if (refusal !== 0) this.nackSession(s, refusal, FrameType.INTENT, channelId, requestId);
-    else this.sendControl(s, { type: FrameType.ECHO, channelId, requestId, result: result >= 0 && result <= 0xff ? result : 0xff });
+    else {
+      this.sendControl(s, { type: FrameType.ECHO, channelId, requestId, result: result >= 0 && result <= 0xff ? result : 0xff });
+      // BRIEF §8: from the INTENT's arrival to its ECHO (the robot's own time included).
+      const at = this.clock.now();
+      this.health.recordIntentEcho(at - now, at);
+    }
   }
 
   private takeControl(s: Session): number {
@@ -1233,7 +1369,10 @@ export class Hub {
   private onEstopClear(s: Session, estopSeq: number | undefined): void {
     if (!this.latch.latched) {
       this.latch.encode(this.estopBuf, 0);
-      if (s.link) s.link.writeAhead(this.estopBuf);
+      if (s.link) {
+        s.link.writeAhead(this.estopBuf);
+        s.handed();
+      }
       return;
     }
     if (s.tier < Tier.operator) {
@@ -1259,7 +1398,13 @@ export class Hub {
       this.log.event('estop', this.latch.source, this.latch.origin);
     }
     this.latch.encode(this.estopBuf, 0);
-    for (let i = 0; i < this.conns.length; i++) (this.conns[i] as Conn).link.writeAhead(this.estopBuf);
+    for (let i = 0; i < this.conns.length; i++) {
+      const c = this.conns[i] as Conn;
+      c.link.writeAhead(this.estopBuf);
+      // §5.12: the client counts the ESTOP frame like any other.
+      if (c.session !== null && c.session.link === c.link) c.session.handed();
+      else c.sent = (c.sent + 1) >>> 0;
+    }
     this.announceSafety();
   }
 
@@ -1284,6 +1429,7 @@ export class Hub {
   /** Periodic work: drain never-shed queues and park stalls, re-grant, expire, deadman. */
   tick(): void {
     const now = this.clock.now();
+    this.health.tickBegan(now);
     let replan = false;
     for (let i = 0; i < this.slots.length; i++) {
       const s = this.slots[i];
@@ -1303,13 +1449,76 @@ export class Hub {
         if (route.events && route.events.size(s.slot) > 0) this.flushEvents(route, s);
       }
     }
+    // BRIEF §8: the hub's own load moves the ladder; a new rung re-plans and announces grants.
+    this.measureLoad(now);
+    if (this.ladder.update(this.load, now)) replan = true;
+    this.load.refuseJoins = this.ladder.refusesJoins;
     if (replan) this.replan();
     this.announceGrants();
+    if (this.ladder.parkDue(now)) {
+      const id = parkCandidate(this.ladderViews());
+      const s = id > 0 ? this.sessionById(id) : undefined;
+      if (s) {
+        this.log.event('ladder-park', s.id);
+        this.park(s);
+        this.ladder.markParked(now);
+      }
+    }
     // BRIEF §5: the control owner must be heard from within deadman_ms.
     if (this.owner && this.deadman.expired(now) && !this.latch.isAsserting(EstopSource.DEADMAN)) {
       this.latch.setSourceAsserting(EstopSource.DEADMAN, true);
       if (this.assertLocal(EstopSource.DEADMAN)) this.announceEstop(true);
     }
+    this.health.tickEnded(this.clock.now());
+  }
+
+  /**
+   * Fills the load admission and the ladder read: the measured views, the never-shed backlog,
+   * the heap, and the aggregate egress occupancy. A few reads per session, allocation-free.
+   */
+  private measureLoad(now: number): HubLoad {
+    const load = this.load;
+    this.health.sample(now, load);
+    let backlog = 0;
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (s) backlog += s.neverShed.bytes;
+    }
+    load.neverShedBacklogBytes = backlog;
+    const heap = this.heap ? this.heap() : NaN;
+    load.heapUsedBytes = heap >= 0 ? heap : NaN;
+    let occupancy = 0;
+    for (let i = 0; i < this.conns.length; i++) {
+      const o = (this.conns[i] as Conn).link.occupancy();
+      if (o > 0) occupancy += o;
+    }
+    load.egressOccupancy = aggregateOccupancy(occupancy, this.config.slots);
+    return load;
+  }
+
+  private sessionById(id: number): Session | undefined {
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (s && s.id === id) return s;
+    }
+    return undefined;
+  }
+
+  /** The sessions as the ladder's park choice sees them (numbers only; made only when a park is due). */
+  private ladderViews(): LadderSessionView[] {
+    const out: LadderSessionView[] = [];
+    const t = this.table;
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s) continue;
+      const subs: LadderSubView[] = [];
+      for (let j = 0; j < t.routeCount[s.slot]!; j++) {
+        const route = this.subscribedRoute(s, j);
+        subs.push({ channelId: route.ch.id, priority: t.priority[t.row(route.index, s.slot)]!, segments: route.ch.kind === SEGMENTS });
+      }
+      out.push({ id: s.id, active: s.state === SessionState.ACTIVE && s.link !== null, owner: s === this.owner, tier: s.tier, subs });
+    }
+    return out;
   }
 
   /** What a session asks of its link in bytes/s: its clamped non-critical wishes (grants.ts linkDemandBps). */
@@ -1349,7 +1558,7 @@ export class Hub {
         binding: s.link ? s.link.binding : '',
         level: s.link ? s.link.level() : 0,
         neverShedBytes: s.neverShed.bytes,
-        ackLag: Math.max(0, s.sentFrames - s.ackedFrames),
+        ackLag: s.ackLag,
         subs,
       });
     }
@@ -1393,17 +1602,91 @@ export class Hub {
     };
   }
 
-  healthSummary(): Record<string, unknown> {
-    const rows: number[] = [];
-    for (let r = 1; r <= 15; r++) rows.push(this.counters.rows[r] as number);
-    return {
-      sessions: this.sessions().length,
+  /**
+   * The detailed health report (BRIEF §8, `metrics.version: 1`): the HEALTH frame's text and
+   * the operators' HTTP endpoint. Numbers under fixed keys only; no names, credentials, tokens
+   * or payloads. Allocates: on request only.
+   */
+  healthReport(): HealthReport {
+    return this.reportAt(this.clock.now());
+  }
+
+  /** The same report, under the name callers written before it used. */
+  healthSummary(): HealthReport {
+    return this.healthReport();
+  }
+
+  /** New sessions would be admitted now (the coarse public GET /health's `ready`). */
+  ready(): boolean {
+    const now = this.clock.now();
+    return this.admission.peek(this.measureLoad(now)).admit;
+  }
+
+  private reportAt(now: number): HealthReport {
+    this.measureLoad(now);
+    const a = this.ackLag;
+    a.reset();
+    const links: LinkHealth[] = [];
+    let active = 0;
+    let stale = 0;
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s) continue;
+      if (s.state === SessionState.STALE) stale++;
+      const link = s.link;
+      if (s.state !== SessionState.ACTIVE || !link) continue;
+      active++;
+      const level = link.level();
+      // ESP-NOW acknowledges by bitmap (§13.3): no ack lag, its level only.
+      a.add(link.binding === 'espnow' ? NaN : s.ackLag, level);
+      links.push({ slot: s.slot, binding: link.binding, level, loss: link.lossRate ? link.lossRate() : NaN, occupancy: link.occupancy() });
+    }
+    a.finish();
+    return this.health.report(now, {
+      counters: this.counters,
+      slots: this.config.slots,
+      active,
+      stale,
       latched: this.latch.latched,
-      rows,
-      parks: this.counters.parks,
-      resumes: this.counters.resumes,
-      estops: this.counters.estops,
-    };
+      links,
+      load: this.load,
+      heapLimitBytes: this.config.heapLimitBytes,
+      ackLag: a,
+      admission: this.admission,
+      ladder: this.ladder,
+      governor: this.governor,
+    });
+  }
+
+  /**
+   * §5.18: the report as JSON text, in one frame when it fits the link, else in chunks with
+   * offset/total as CATALOG's (§5.17). The chunks of one reading are cut from the text made at
+   * offset 0, kept on the session until its last chunk went, so that they join into one report.
+   * The text is ASCII (fixed keys and numbers), so its UTF-8 bytes are its characters.
+   */
+  private sendHealth(conn: Conn, s: Session, offset: number, now: number): void {
+    let text = s.healthText;
+    if (offset === 0) text = JSON.stringify(this.reportAt(now));
+    if (text === null || offset > text.length) {
+      s.healthText = null;
+      this.nackSession(s, Nack.MALFORMED, FrameType.HEALTH);
+      return;
+    }
+    const total = text.length;
+    const budget = Math.max(16, Math.min(CATALOG_CHUNK_BYTES, conn.link.mtu - CATALOG_FRAME_OVERHEAD));
+    const whole = offset === 0 && total <= budget;
+    const end = Math.min(total, offset + budget);
+    const w = this.ctrlW;
+    w.reset();
+    encodeFrame(whole ? { type: FrameType.HEALTH, text } : { type: FrameType.HEALTH, text: text.slice(offset, end), offset, total }, w);
+    if (s.neverShed.size === 0 && conn.link.canSend(w.pos)) {
+      conn.link.send(w.buf, w.pos);
+      s.handed();
+      s.healthText = whole || end >= total ? null : text;
+    } else {
+      s.healthText = offset === 0 ? null : text;
+      this.nackSession(s, Nack.HUB_PRESSURE, FrameType.HEALTH, undefined, undefined, 200);
+    }
   }
 }
 
@@ -1484,6 +1767,11 @@ function eventFrame(channelId: number, ev: EventRecord, dropped: number): Frame 
  */
 function dataFrameBytes(fields: number): number {
   return 1 + 7 * 2 + 1 + 2 + 5 + 9 + 2 + fields * 9 + 1 + 9;
+}
+
+/** A clock reading as the wire's unsigned integer ms (§5.14 t1). */
+function wholeMs(t: number): number {
+  return t > 0 && t <= MAX_SAFE ? Math.floor(t) : 0;
 }
 
 /** UTF-8 bytes of the character starting at code unit i (a surrogate pair counts 4, a lone surrogate 3). */

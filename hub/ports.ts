@@ -13,6 +13,13 @@ export interface Random {
   fill(into: Uint8Array): void;
 }
 
+/**
+ * Heap in use, bytes, for admission and the hub ladder (BRIEF §8). The device reads XS's
+ * instrumentation; a build without it returns NaN (or the port is left out), which never
+ * refuses a client nor lifts the ladder, and health reads -1.
+ */
+export type HeapUsed = () => number;
+
 /** Small persistent key/value storage (the device's NVS Preferences: keys ≤ 15 characters). */
 export interface Store {
   get(key: string): Uint8Array | undefined;
@@ -79,8 +86,15 @@ export interface Link {
   /** Current congestion level from the binding's own detector (§10.3): 0, 1, ≥ 2. */
   level(): number;
   estimate(): LinkEstimate;
-  /** Egress-queue occupancy 0..1, for health. */
+  /** Egress-queue occupancy 0..1, for health and the hub ladder's aggregate egress signal (BRIEF §8). */
   occupancy(): number;
+  /**
+   * Datagram loss 0..1 over the binding's recent window, for health (ESP-NOW's bitmap ACKs,
+   * §13.3). Absent, or NaN, on a binding that does not measure loss: health then reads -1,
+   * never a healthy 0. (Not `loss`: the ESP-NOW link already names its LossDetector so; its
+   * `lossRate()` is that detector's ratio().)
+   */
+  lossRate?(): number;
   /** Closes the transport. The core calls it when it parks or closes a session. */
   close(): void;
 }

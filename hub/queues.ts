@@ -32,12 +32,17 @@ export class FrameRing {
   private tail = 0; // byte offset where the next frame goes
   private used = 0; // bytes of frames held (gaps not counted)
   private gapAt = -1; // where the gap before the end begins while the frames wrap; -1 when they do not
+  // When each frame was pushed, whole ms modulo 2^32, parallel to `lengths` (health's egress
+  // wait, BRIEF §8): 4 bytes a frame, 256 per never-shed queue. Whole ms are all the device's
+  // clock has, and the histogram's smallest bound is 1 ms.
+  private readonly pushedAt: Uint32Array;
 
   constructor(capacityBytes: number, maxFrames: number) {
     if (!Number.isInteger(capacityBytes) || capacityBytes < 1) throw new RangeError('FrameRing capacityBytes must be an integer ≥ 1');
     if (!Number.isInteger(maxFrames) || maxFrames < 1) throw new RangeError('FrameRing maxFrames must be an integer ≥ 1');
     this.storage = new Uint8Array(capacityBytes);
     this.lengths = capacityBytes <= 0xffff ? new Uint16Array(maxFrames) : new Uint32Array(maxFrames);
+    this.pushedAt = new Uint32Array(maxFrames);
   }
 
   get capacityBytes(): number {
@@ -74,10 +79,11 @@ export class FrameRing {
   }
 
   /**
-   * Appends frame[0, length). False (and nothing changes) when it does not fit. A length
-   * below 1 or beyond the frame is a caller bug and throws.
+   * Appends frame[0, length), pushed at `now` (ms; for the egress wait `drainTo` reports).
+   * False (and nothing changes) when it does not fit. A length below 1 or beyond the frame is a
+   * caller bug and throws.
    */
-  push(frame: Uint8Array, length: number): boolean {
+  push(frame: Uint8Array, length: number, now = 0): boolean {
     if (!Number.isInteger(length) || length < 1 || length > frame.length) throw new RangeError('FrameRing.push: bad length');
     const at = this.placeFor(length);
     if (at < 0) return false;
@@ -88,6 +94,7 @@ export class FrameRing {
     let slot = this.first + this.n;
     if (slot >= maxFrames) slot -= maxFrames;
     this.lengths[slot] = length;
+    this.pushedAt[slot] = wholeMs(now);
     if (this.n === 0) this.head = at;
     else if (at === 0) this.gapAt = this.tail; // wrapped: the frames before the gap end here
     this.n++;
@@ -129,15 +136,22 @@ export class FrameRing {
     return true;
   }
 
+  /** Whole ms (mod 2^32) from the head frame's push to `now`; 0 when empty. */
+  headWaitMs(now: number): number {
+    return this.n === 0 ? 0 : (wholeMs(now) - (this.pushedAt[this.first] as number)) >>> 0;
+  }
+
   /**
    * Sends head frames while the link has room, through `scratch` (Link.send takes a frame
    * from offset 0 and copies it). Returns how many went: the progress a StallClock reads.
+   * With `waits`, each frame's wait from its push to `now` is recorded there.
    */
-  drainTo(link: Link, scratch: Uint8Array): number {
+  drainTo(link: Link, scratch: Uint8Array, now = 0, waits: EgressWaitSink | null = null): number {
     let sent = 0;
     while (this.n > 0) {
       const len = this.lengths[this.first] as number;
       if (!link.canSend(len)) break;
+      if (waits !== null) waits.recordEgressWait(this.headWaitMs(now), now);
       if (this.head === 0) {
         link.send(this.storage, len);
       } else {
@@ -171,6 +185,16 @@ export class FrameRing {
     }
     return length <= this.head - this.tail ? this.tail : -1;
   }
+}
+
+/** Where a drained frame's egress wait goes (hub/health.ts HealthMetrics has this method). */
+export interface EgressWaitSink {
+  recordEgressWait(ms: number, now: number): void;
+}
+
+// A time in whole ms modulo 2^32 (a negative or non-finite time reads 0).
+function wholeMs(t: number): number {
+  return t > 0 && t < Infinity ? Math.floor(t) >>> 0 : 0;
 }
 
 /**

@@ -204,9 +204,15 @@ export class Session {
   readonly malformed: WindowCounter;
   lastHeard: number;
   staleSince = 0;
-  /** Hub→client frames sent and the client's cumulative ACK (stream links): the ack lag. */
+  /**
+   * §5.12 key 28: every frame handed to this session's current transport (sends, never-shed
+   * drains, write-ahead ESTOPs, and what went to the transport before its HELLO), and the
+   * client's cumulative ACK of them; both modulo 2^32. The ack lag is their difference.
+   */
   sentFrames = 0;
   ackedFrames = 0;
+  /** §5.18: the report a chunked HEALTH answer is cut from, kept until its last chunk went. */
+  healthText: string | null = null;
   /** A GRANT re-stating every grant is owed to this session (set by a re-plan). */
   grantOwed = false;
 
@@ -228,4 +234,34 @@ export class Session {
     }
     return undefined;
   }
+
+  /** One more frame handed to the transport (§5.12: counted modulo 2^32). */
+  handed(): void {
+    this.sentFrames = (this.sentFrames + 1) >>> 0;
+  }
+
+  /** Frames handed but not yet acknowledged (§5.12, modulo 2^32). */
+  get ackLag(): number {
+    const d = distanceMod(this.sentFrames, this.ackedFrames);
+    return d >= HALF ? 0 : d;
+  }
+
+  /**
+   * A cumulative ACK: taken when it acknowledges more than the last one. A count ahead of what
+   * was handed (a client claiming frames it cannot have had) reads as everything acknowledged.
+   */
+  ack(acked: number): void {
+    const d = distanceMod(this.sentFrames, acked);
+    if (d >= HALF) this.ackedFrames = this.sentFrames;
+    else if (d < this.ackLag) this.ackedFrames = acked >>> 0;
+  }
+}
+
+const U32 = 0x100000000;
+const HALF = U32 / 2;
+
+// (a − b) modulo 2^32, in [0, 2^32).
+function distanceMod(a: number, b: number): number {
+  const d = (a - b) % U32;
+  return d < 0 ? d + U32 : d;
 }
