@@ -393,8 +393,9 @@ export class Hub {
   private dispatch(conn: Conn, s: Session, f: Frame, now: number): void {
     switch (f.type) {
       case FrameType.HELLO:
-        // A second HELLO on an attached session is a client bug, not a resume.
-        this.nackSession(s, Nack.MALFORMED, f.type);
+        // A second HELLO on an attached session is a client bug, not a resume; it counts
+        // toward the persistent-misbehaviour close like any malformed frame (§12.5).
+        this.malformed(conn, Nack.MALFORMED, f.type, now);
         return;
       case FrameType.SUBSCRIBE:
         this.refusals.length = 0;
@@ -1151,7 +1152,7 @@ export class Hub {
     let at = 0;
     while (from < text.length && at < offset) at += utf8CharBytes(text, from++);
     if (offset > total || at !== offset) {
-      this.nackSession(s, Nack.MALFORMED, FrameType.CATALOG);
+      this.malformed(conn, Nack.MALFORMED, FrameType.CATALOG, this.clock.now());
       return;
     }
     let to = from;

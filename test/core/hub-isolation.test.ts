@@ -223,3 +223,21 @@ describe('hub isolation and bad input (BRIEF §6)', () => {
     equal(d.take(FrameType.NACK).length, 11);
   });
 });
+
+describe('hub: a second HELLO is malformed (§12.5)', () => {
+  it('eleven second HELLOs within a second close the session with GOODBYE MISBEHAVING', () => {
+    const fx = makeHub();
+    const c = new TestClient(fx.hub);
+    c.hello({});
+    c.take();
+    for (let i = 0; i < 11; i++) {
+      fx.clock.advance(50);
+      c.send({ type: FrameType.HELLO, version: 1, name: 'again' });
+    }
+    const got = c.take();
+    const goodbye = got.filter((f) => f.type === FrameType.GOODBYE);
+    equal(goodbye.length, 1);
+    equal((goodbye[0] as { reason?: number }).reason, GoodbyeReason.MISBEHAVING);
+    ok(c.link.closed);
+  });
+});

@@ -499,13 +499,11 @@ function guard(fn: () => void): void {
 
 /**
  * §12.5 counts a second HELLO as a malformed frame, and §12.2 calls every frame answered
- * MALFORMED one. hub/hub.ts answers a second HELLO, and a CATALOG whose offset is out of range,
- * with NACK MALFORMED but does not count them toward the close (reported to the lead, issue 7).
- * Until that is fixed the committed suites leave exactly those two refusals out of the
- * malformed-close invariant; `strictMalformed: true` (scripts/fuzz.mjs --strict-malformed)
- * counts them.
+ * MALFORMED one, a CATALOG whose offset is out of range included. The malformed-close
+ * invariant counts them all; `strictMalformed: false` (only for bisecting an old hub) leaves
+ * those two refusals out.
  */
-let strictMalformed = false;
+let strictMalformed = true;
 
 /** Where a replay prints what happened (null: nowhere). */
 let tracer: ((line: string) => void) | null = null;
@@ -2069,7 +2067,7 @@ export function runFuzz(options: FuzzOptions, from: number, to: number, stats: F
   let episode: Episode | null = null;
   const record: number[] = [];
   tracer = options.trace ?? null;
-  strictMalformed = options.strictMalformed === true;
+  strictMalformed = options.strictMalformed !== false;
   try {
   for (let i = from; i < to; i++) {
     const e = Math.floor(i / per);
@@ -2093,7 +2091,7 @@ export function runFuzz(options: FuzzOptions, from: number, to: number, stats: F
   }
   } finally {
     tracer = null;
-    strictMalformed = false;
+    strictMalformed = true;
   }
   if (episode) episode.finish();
   return stats;
