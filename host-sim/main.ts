@@ -6,7 +6,9 @@
 // TCP and WebSocket listeners through which your own client joins the same hub. Ctrl-C stops.
 // docs/operations.md "Running the simulator and the dashboard".
 
+import net from 'node:net';
 import { loadCatalog } from '../catalog/index.js';
+import { HttpHealthServer } from '../bindings/tcp/http-node.js';
 import { DEFAULT_CATALOG } from '../catalog/default.js';
 import { DEFAULT_PORT, DEFAULT_TCP_PORT, DEFAULT_WS_PORT, startDashboard, type Dashboard } from './dashboard/server.js';
 import { loadNamedScenario, ScenarioError } from './scenario.js';
@@ -133,6 +135,17 @@ async function main(): Promise<number> {
   } else {
     say('  external clients: off (--no-external)');
   }
+  // Health over HTTP, as on the device's Wi-Fi (docs/operations.md "Reading health over HTTP"):
+  // the detailed endpoint needs HUB_OPERATIONS_TOKEN (32–256 characters) and is off without it.
+  const token = process.env['HUB_OPERATIONS_TOKEN'];
+  const health = await HttpHealthServer.listen({
+    net,
+    port: 0,
+    ...(token !== undefined ? { token } : {}),
+    clock: { now: () => Math.floor(dash.live.hubNowMs()) },
+    source: { healthReport: () => dash.live.sim.hub.healthReport(), ready: () => dash.live.sim.hub.ready() },
+  });
+  say(`  health over HTTP http://${health.host}:${health.port}/health   (detailed: /api/operations/health, ${token === undefined ? 'off: set HUB_OPERATIONS_TOKEN' : health.tokenProblem ? `off: ${health.tokenProblem}` : 'bearer token required'})`);
   say(`  serving ${Math.round(dash.startupMs)} ms after start; Ctrl-C stops`);
 
   return new Promise<number>((resolveExit) => {
@@ -144,7 +157,7 @@ async function main(): Promise<number> {
       }
       stopping = true;
       say(`\n${signal}: stopping at ${(dash.live.sim.nowMs / 1000).toFixed(1)} s simulated`);
-      dash.close().then(
+      Promise.all([dash.close(), health.close()]).then(
         () => resolveExit(0),
         (e: unknown) => {
           process.stderr.write(`start: while stopping: ${e instanceof Error ? e.message : String(e)}\n`);
