@@ -46,6 +46,10 @@ export const DEVICE_DEFAULTS = Object.freeze({
   tcp_port: 7000,
   /** One binary WebSocket message per frame; 0: no listener. */
   ws_port: 7001,
+  /** Health over HTTP (docs/operations.md "Reading health over HTTP"); 0: no listener. */
+  http_port: 80,
+  /** Bearer token for GET /api/operations/health, 32–256 visible ASCII characters; empty: that endpoint is off. */
+  operations_token: '',
   /** Connections served at once per listener: each holds about 10 KB of the chunk heap (manifest.json "creation"). */
   tcp_max_clients: 1,
   ws_max_clients: 2,
@@ -99,6 +103,9 @@ export interface DeviceConfig {
   };
   readonly tcpPort: number;
   readonly wsPort: number;
+  readonly httpPort: number;
+  /** '' when the detailed health endpoint is off. */
+  readonly operationsToken: string;
   readonly tcpMaxClients: number;
   readonly wsMaxClients: number;
   readonly ble: { readonly enabled: boolean; readonly name: string };
@@ -255,6 +262,9 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
   const tcpPort = r.int('tcp_port', 0, 65535);
   const wsPort = r.int('ws_port', 0, 65535);
   if (tcpPort !== 0 && tcpPort === wsPort) p.push(`tcp_port and ws_port: both ${tcpPort}`);
+  const httpPort = r.int('http_port', 0, 65535);
+  if (httpPort !== 0 && (httpPort === tcpPort || httpPort === wsPort)) p.push(`http_port: ${httpPort} is taken by another listener`);
+  const operationsToken = r.text('operations_token', 0, 256);
   // lwIP on the ESP32 has 8 active TCP sockets in all (CONFIG_LWIP_MAX_ACTIVE_TCP).
   const tcpMax = r.int('tcp_max_clients', 1, 8);
   const wsMax = r.int('ws_max_clients', 1, 8);
@@ -303,6 +313,8 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
     wifi: Object.freeze({ mode, ssid, password, channel, maxClients }),
     tcpPort,
     wsPort,
+    httpPort,
+    operationsToken,
     tcpMaxClients: tcpMax,
     wsMaxClients: wsMax,
     ble: Object.freeze({ enabled: bleEnabled, name: bleName }),

@@ -17,7 +17,10 @@ import WiFi from 'wifi';
 import { BleBinding } from '../bindings/ble/device.js';
 import { createDeviceEspNow, WifiInterface, type DeviceRadio } from '../bindings/espnow/device.js';
 import type { EspNowBinding } from '../bindings/espnow/link.js';
+import Listener from 'embedded:io/socket/listener';
+import TCP from 'embedded:io/socket/tcp';
 import { DeviceLinkKind, DeviceListener } from '../bindings/tcp/device.js';
+import { HttpDeviceServer } from '../bindings/tcp/http-device.js';
 import { CREDENTIALS_KEY, encodeCredentials, saveCredentials, type Credential } from '../hub/credentials.js';
 import { EstopSource } from '../hub/estop-frame.js';
 import { Hub } from '../hub/hub.js';
@@ -202,6 +205,11 @@ export default function main(): void {
   if (wifiUp) {
     if (config.tcpPort) attempt('tcp', () => keep.push(new DeviceListener({ hub, clock, port: config.tcpPort, kind: DeviceLinkKind.TCP, maxConnections: config.tcpMaxClients, log })));
     if (config.wsPort) attempt('websocket', () => keep.push(new DeviceListener({ hub, clock, port: config.wsPort, kind: DeviceLinkKind.WS, maxConnections: config.wsMaxClients, log })));
+    if (config.httpPort) {
+      attempt('http', () =>
+        keep.push(new HttpDeviceServer({ Listener, TCP, port: config.httpPort, clock, source: hub, log, ...(config.operationsToken ? { token: config.operationsToken } : {}) })),
+      );
+    }
     if (config.espnow.enabled) {
       espnow = attempt('espnow', () =>
         createDeviceEspNow({
