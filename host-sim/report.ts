@@ -9,6 +9,7 @@ import { SESSION_STATE_NAMES } from '../hub/session.js';
 import type { SimClient, SubStats } from './clients.js';
 import { US_PER_MS } from './kernel.js';
 import type { Connection, EstopRecord, Violation } from './links/index.js';
+import { WATCH_INVARIANTS } from './invariants.js';
 import type { Simulation } from './sim.js';
 import type { Samples } from './stats.js';
 
@@ -31,6 +32,8 @@ export const INVARIANTS = Object.freeze([
   'estopMissed',
   'motionWhileLatched',
   'hubInternalErrors',
+  // host-sim/invariants.ts, after every instant:
+  ...WATCH_INVARIANTS,
 ] as const);
 export type InvariantName = (typeof INVARIANTS)[number];
 
@@ -144,6 +147,47 @@ function linkReports(sim: Simulation): Record<string, unknown> {
   return out;
 }
 
+/** After a medium lost something, how long its retransmissions may still hold up what follows (ms). */
+export const LOSS_SETTLE_MS = 1000;
+/** How long an ESP-NOW peer that went silent stays in the binding's table, sent to with every retry (ms; §6.6 3 s, and slack). */
+const ESPNOW_DEPARTED_MS = 3500;
+
+/**
+ * Whether the medium of `conn` lost (or could still be retransmitting) during [fromUs, toUs]: a
+ * loss rate above 0 in force at some time from LOSS_SETTLE_MS before. The ESTOP bound of a lossy
+ * medium allows a fixed number of losses (docs/simulator.md §7); more happen at up to 50 %, and
+ * a loss that ended just before the ESTOP can still hold it behind a retransmission.
+ */
+function lossyDuring(sim: Simulation, conn: Connection, fromUs: number, toUs: number): boolean {
+  const p = sim.scenario.links[conn.profile] as unknown as Record<string, number> | undefined;
+  const shared = conn.binding === 'espnow';
+  const start = fromUs - LOSS_SETTLE_MS * US_PER_MS;
+  let rate = p ? (p['lossRate'] ?? p['eventLossRate'] ?? 0) : 0;
+  for (const x of sim.lossChanges) {
+    if (!(x.conn === conn || (x.profile === conn.profile && (x.conn === null || shared)))) continue;
+    if (x.tUs > toUs) break;
+    if (x.tUs <= start) rate = x.rate;
+    else if (x.rate > 0) return true;
+  }
+  return rate > 0;
+}
+
+/**
+ * ESP-NOW shares one air per profile: a peer cut off it (a fault) or gone without the binding
+ * knowing yet (its client left; the binding waits 3 s of silence) is still sent to with every MAC
+ * retry, and that airtime comes before this peer's ESTOP. The bound counts only the peers present.
+ */
+function sharedAirImpaired(sim: Simulation, conn: Connection, fromUs: number, toUs: number): boolean {
+  if (conn.binding !== 'espnow') return false;
+  for (const other of sim.connections) {
+    if (other === conn || other.profile !== conn.profile) continue;
+    if (other.openedUs > toUs) continue;
+    if (other.impairedDuring(fromUs, toUs)) return true;
+    if (other.ended && other.closedUs <= toUs && other.closedUs >= fromUs - ESPNOW_DEPARTED_MS * US_PER_MS) return true;
+  }
+  return false;
+}
+
 interface EstopDelivery {
   link: string;
   level: number;
@@ -153,6 +197,8 @@ interface EstopDelivery {
   boundMs: number;
   outcome: string;
   impaired: boolean;
+  /** Judged against the bound: no fault, no slow reader, no loss, no impaired peer on a shared air. */
+  judged: boolean;
 }
 
 /** Every latch the hub announced, with its cause and its delivery on every link it was written to. */
@@ -160,23 +206,26 @@ function estopReport(sim: Simulation, violations: Violation[]): unknown[] {
   const latches = sim.log.filter((r) => r.code === 'estop');
   const endUs = sim.kernel.nowUs;
   const out: unknown[] = [];
-  const records: { conn: Connection; link: string; r: EstopRecord }[] = [];
-  for (const conn of sim.connections) for (const tap of conn.taps) for (const r of tap.estops) records.push({ conn, link: tap.id, r });
+  const records: { conn: Connection; link: string; r: EstopRecord; tapClosedUs: number }[] = [];
+  for (const conn of sim.connections) for (const tap of conn.taps) for (const r of tap.estops) records.push({ conn, link: tap.id, r, tapClosedUs: sim.watch.closedAtUs(tap) });
   for (const latch of latches) {
     const atUs = Math.round(latch.tMs * US_PER_MS);
     const source = latch.a ?? 0;
     const deliveries: EstopDelivery[] = [];
-    for (const { conn, link, r } of records) {
+    for (const { conn, link, r, tapClosedUs } of records) {
       if (r.handoffUs !== atUs || r.kind !== EstopKind.ASSERT) continue;
       const latency = r.outcome === 'delivered' ? ms(r.deliveredUs - r.handoffUs) : null;
       // Judged only where nothing else stood in the way: no fault, no slow reader, and (for a miss) the link open long enough.
       const impaired = r.impaired || conn.impairedDuring(r.handoffUs, r.handoffUs + r.boundMs * US_PER_MS);
-      deliveries.push({ link, level: r.level, client: conn.client, binding: conn.binding, latencyMs: latency, boundMs: r.boundMs, outcome: r.outcome, impaired });
+      const windowEndUs = r.handoffUs + Math.max(r.boundMs, latency ?? 0) * US_PER_MS;
+      const judged = !impaired && !lossyDuring(sim, conn, r.handoffUs, windowEndUs) && !sharedAirImpaired(sim, conn, r.handoffUs, windowEndUs);
+      deliveries.push({ link, level: r.level, client: conn.client, binding: conn.binding, latencyMs: latency, boundMs: r.boundMs, outcome: r.outcome, impaired, judged });
       if (impaired) continue;
-      if (latency !== null && latency > r.boundMs) {
+      if (judged && latency !== null && latency > r.boundMs) {
         violations.push({ check: 'estopOverBound', tMs: latch.tMs, link, channel: 'estop', detail: `${latency.toFixed(3)} ms > bound ${r.boundMs.toFixed(3)} ms` });
       }
-      const closedUs = Number.isNaN(conn.closedUs) ? endUs : conn.closedUs;
+      // The link ends when the connection does or when the hub closes it (ESP-NOW re-admits a peer on the same connection).
+      const closedUs = Math.min(Number.isNaN(conn.closedUs) ? endUs : conn.closedUs, Number.isNaN(tapClosedUs) ? endUs : tapClosedUs);
       if (latency === null && closedUs - r.handoffUs >= ESTOP_MISSED_AFTER_MS * US_PER_MS) {
         violations.push({ check: 'estopMissed', tMs: latch.tMs, link, channel: 'estop', detail: `not received (${r.outcome}); the link stayed open` });
       }
@@ -256,6 +305,7 @@ function hubReport(sim: Simulation): Record<string, unknown> {
 export function buildReport(sim: Simulation): Report {
   const violations: Violation[] = [];
   for (const conn of sim.connections) for (const tap of conn.taps) violations.push(...tap.violations);
+  violations.push(...sim.watch.violations);
   const estops = estopReport(sim, violations);
   if (sim.robot.stats.motionWhileStopped > 0) {
     violations.push({ check: 'motionWhileLatched', tMs: sim.nowMs, link: '-', channel: '-', detail: `${sim.robot.stats.motionWhileStopped} motion command(s) reached the stopped robot` });

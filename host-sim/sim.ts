@@ -18,6 +18,7 @@ import { SimClient, type ClientEnv } from './clients.js';
 import { Kernel, SimClock, type Task, US_PER_MS, usOf } from './kernel.js';
 import { Direction, LinkFactory, type Connection, type ConnectionEnv, type LinkParams, type LinkTap } from './links/index.js';
 import { buildReport, type Report } from './report.js';
+import { Watch } from './invariants.js';
 import { SimRobot } from './robot.js';
 import type { ClientSpec, EventSpec, Scenario } from './scenario.js';
 
@@ -48,6 +49,15 @@ export interface LogRecord {
   readonly code: string;
   readonly a: number | undefined;
   readonly b: number | undefined;
+}
+
+/** A change of a medium's loss (a `loss` event, or a profile's loss applied to a new connection). */
+export interface LossChange {
+  readonly tUs: number;
+  readonly profile: string;
+  /** The connection it was applied to; null: the profile as a whole. */
+  readonly conn: Connection | null;
+  readonly rate: number;
 }
 
 /** What set off an ESTOP, for the cause → latch part of its latency. */
@@ -91,7 +101,11 @@ export class Simulation {
   readonly connections: Connection[] = [];
   readonly log: LogRecord[] = [];
   readonly estopCauses: EstopCause[] = [];
+  /** Every loss change, for judging the ESTOP bound (report.ts: a medium that lost is not judged against it). */
+  readonly lossChanges: LossChange[] = [];
   readonly hooks: SimHooks;
+  /** The checks made after every instant (host-sim/invariants.ts). */
+  readonly watch: Watch;
   private readonly byName = new Map<string, SimClient>();
   private readonly open = new Set<Connection>();
   private readonly tickUs: number;
@@ -142,10 +156,12 @@ export class Simulation {
       fineClock: { now: () => kernel.nowUs / US_PER_MS },
       requestYield: () => kernel.requestYield(),
       tapped: (tap, conn) => {
+        this.watch.tapped(tap, conn);
         if (this.hooks.onTap) this.hooks.onTap(tap, conn);
       },
     };
     this.links = new LinkFactory(env, this.profiles);
+    this.watch = new Watch(this);
     this.robot.start(this.hub);
     this.tickUs = usOf(h.tickMs);
     kernel.after(this.tickUs, this.tickTask, TICK);
@@ -186,7 +202,10 @@ export class Simulation {
     this.open.add(conn);
     conn.onEnded = (c) => this.open.delete(c);
     const loss = this.lossOverride.get(conn.profile);
-    if (loss !== undefined) conn.setLoss(loss);
+    if (loss !== undefined) {
+      conn.setLoss(loss);
+      this.lossChanges.push({ tUs: this.kernel.nowUs, profile: conn.profile, conn, rate: loss });
+    }
     if (this.hooks.onConnection) this.hooks.onConnection(conn, client);
   }
 
@@ -217,8 +236,21 @@ export class Simulation {
   /** Runs virtual time up to `untilMs` (never past the scenario's end), letting promise continuations run as they become due. */
   async step(untilMs: number): Promise<void> {
     const until = usOf(Math.min(untilMs, this.scenario.durationMs));
-    while (!this.kernel.runUntil(until)) await microtasks();
+    // One instant at a time, so that the watch looks after each (the same events in the same
+    // order as one runUntil(until): a yield is honoured where it was asked for).
+    const k = this.kernel;
+    for (;;) {
+      const next = k.nextUs;
+      const to = next < until ? next : until;
+      while (!k.runUntil(to)) {
+        this.watch.after();
+        await microtasks();
+      }
+      this.watch.after();
+      if (to >= until) break;
+    }
     await microtasks();
+    this.watch.after();
   }
 
   /** Runs to the scenario's end and returns the report. `progress` is told each simulated second. */
@@ -277,8 +309,12 @@ export class Simulation {
         if (e.link !== undefined) {
           this.lossOverride.set(e.link, e.rate);
           this.links.medium(e.link)?.setLoss(e.rate);
+          this.lossChanges.push({ tUs: this.kernel.nowUs, profile: e.link, conn: null, rate: e.rate });
         }
-        for (const t of this.targets(e)) t.setLoss(e.rate);
+        for (const t of this.targets(e)) {
+          t.setLoss(e.rate);
+          this.lossChanges.push({ tUs: this.kernel.nowUs, profile: t.profile, conn: t, rate: e.rate });
+        }
         return;
       case 'disconnect':
         c?.connection?.disconnect(e.mode);

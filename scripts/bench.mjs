@@ -14,6 +14,8 @@
 //   device). Median of 3 repeats. For a retained case: a heap snapshot before and after each
 //   step (a snapshot collects garbage first); its HEAP and BLOC sections give the live slots
 //   and chunk bytes, and their growth is what the step keeps alive.
+// Sim: bench/sim.bench.ts, the simulator's speed and its ESTOP latency and sample age under
+//   congestion (`sim` in the JSON; --no-sim leaves it out, --only=sim runs it alone).
 // `--json` prints one JSON object with every number; `--quick` uses tiny counts (smoke test).
 // Exit code 1 if any case failed on any engine.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -31,6 +33,9 @@ const runNode = !args.includes('--no-node');
 const runXs = !args.includes('--no-xs');
 const onlyArg = args.find((a) => a.startsWith('--only='));
 const only = onlyArg ? onlyArg.slice('--only='.length).split(',').filter(Boolean) : null;
+// The simulator section (bench/sim.bench.ts, Node only): with --only it runs when one of the
+// names is `sim`; --no-sim or --no-node leave it out.
+const runSim = runNode && !args.includes('--no-sim') && (!only || only.includes('sim'));
 
 // A slot is 16 bytes on the ESP32 (MODDABLE.md "Memory"); the host build's are 32.
 const DEVICE_SLOT_BYTES = 16;
@@ -337,6 +342,15 @@ function printTable(report) {
     }
   }
   log('');
+  if (report.sim && report.sim.congestion) {
+    log('');
+    log('simulator, under congestion (virtual time, deterministic): ESTOP latency and sample age per binding, ms (p50 / p95 / max, n)');
+    for (const [name, c] of Object.entries(report.sim.congestion)) {
+      log(`  ${name} (seed ${c.seed}, ${c.note})`);
+      for (const [b, d] of Object.entries(c.estopMs)) log(`    estop ${pad(b, 7)} ${num(d.p50, 3)} / ${num(d.p95, 3)} / ${num(d.max, 3)}  n ${d.count}, bound ≤ ${num(d.maxBoundMs, 3)}`);
+      for (const [b, d] of Object.entries(c.sampleAgeMs)) log(`    age   ${pad(b, 7)} ${num(d.p50, 3)} / ${num(d.p95, 3)} / ${num(d.max, 3)}  n ${d.count}`);
+    }
+  }
   log('XS computrons: deterministic cost; XS bytes alloc: slots allocated per op × 16 B (chunk-only allocations, e.g. string building, are not seen: see bench/README.md).');
 }
 
@@ -350,7 +364,7 @@ async function main() {
     const b = make();
     if (!only || only.some((o) => b.name.includes(o))) selected.push({ index, meta: b });
   });
-  if (selected.length === 0) throw new Error(`no bench case matches ${only}`);
+  if (selected.length === 0 && !runSim) throw new Error(`no bench case matches ${only}`);
 
   const report = {
     version: 1,
@@ -420,6 +434,21 @@ async function main() {
     if (!base) continue;
     if (c.xs && base.xs && c.xs.computronsPerItem !== null) c.xs.computronsPerItemLessBaseline = round(c.xs.computronsPerItem - base.xs.computronsPerOp);
     if (c.node && base.node && c.node.nsPerItem !== null) c.node.nsPerItemLessBaseline = round(c.node.nsPerItem - base.node.nsPerOp);
+  }
+
+  if (runSim) {
+    // Issue 7 item 4: simulation speed (median of 3 runs of the default scenario; 1 with --quick),
+    // and ESTOP latency and sample age per binding under congestion.
+    try {
+      const { simBench } = await import(pathToFileURL(join(repo, 'build', 'bench', 'sim.bench.js')).href);
+      report.sim = await simBench(quick ? 1 : 3);
+      const sp = report.sim.speed;
+      log(`sim   ${sp.scenario}: ${sp.simSecondsPerWallSecond} simulated s per wall s (median of ${sp.runs}), ${sp.kernelEventsPerWallSecond} kernel events/s`);
+    } catch (e) {
+      failed++;
+      report.sim = { error: errorText(e) };
+      log(`sim   FAILED ${errorText(e)}`);
+    }
   }
 
   report.failed = failed;
