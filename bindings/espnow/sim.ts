@@ -37,6 +37,9 @@ import {
 import { BROADCAST_MAC, ESPNOW_MAX_ENCRYPTED_PEERS, ESPNOW_MAX_PEERS, RadioStatus, type Radio, type RadioHandler } from './link.js';
 
 /** Uniform numbers in [0, 1) from a seeded generator: the only source of chance in the simulation. */
+/** Tolerance when a peer compares a due time with its clock (1 ns, far below any modelled delay). */
+const DUE_SLACK_MS = 1e-6;
+
 export interface Prng {
   next(): number;
 }
@@ -469,9 +472,11 @@ export class SimPeer implements RadioHandler {
     if (this.busy) return;
     const now = this.air.now();
     const fresh = this.unicast.fresh + this.bcast.fresh;
-    // Due times are compared exactly as schedule() computes them, so a wake-up always finds its work due.
-    const keepalive = now >= this.lastSentAt + this.keepaliveMs && (this.unicast.any || this.bcast.any);
-    const ackDue = (fresh > 0 && now >= this.firstFreshAt + this.ackPeriodMs) || fresh >= this.ackEvery || keepalive;
+    // Due times are compared as schedule() computes them, within DUE_SLACK_MS: a clock that keeps
+    // whole microseconds reads 1067.572 for a due time of 1067.5720000000001, and a wake-up must
+    // always find its work due or the peer would re-arm itself at the same instant for ever.
+    const keepalive = now + DUE_SLACK_MS >= this.lastSentAt + this.keepaliveMs && (this.unicast.any || this.bcast.any);
+    const ackDue = (fresh > 0 && now + DUE_SLACK_MS >= this.firstFreshAt + this.ackPeriodMs) || fresh >= this.ackEvery || keepalive;
     const data = this.egress.pending();
     if (!data && !ackDue) {
       this.schedule(now, fresh);
