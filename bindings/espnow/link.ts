@@ -36,6 +36,9 @@ import {
 } from './datagram.js';
 
 /** ESP_NOW_MAX_TOTAL_PEER_NUM: the radio's peer table, the broadcast address included. */
+/** Closed peers whose next datagram sequence the binding remembers (twice the ESP-NOW peer limit). */
+const MAX_REMEMBERED_PEERS = 40;
+
 export const ESPNOW_MAX_PEERS = 20;
 /**
  * Encrypted peers the radio holds (CONFIG_ESP_WIFI_ESPNOW_MAX_ENCRYPT_NUM, default 7 in the
@@ -274,6 +277,12 @@ export class EspNowBinding implements RadioHandler {
   private readonly catalog: CatalogIndex | undefined;
   private readonly links: (EspNowLink | null)[] = [];
   private readonly byMac = new Map<number, EspNowLink>();
+  /**
+   * The next datagram sequence of peers whose link was closed, so that a re-admitted peer's new
+   * link carries on from there: starting again at 0 would reuse numbers the peer's duplicate
+   * window (§13.3.3) still holds, and it would drop the new link's datagrams, an ESTOP among them.
+   */
+  private readonly nextSeqByMac = new Map<number, number>();
   private readonly queueBytes: number;
   private readonly queueFrames: number;
   private readonly silenceMs: number;
@@ -390,6 +399,13 @@ export class EspNowBinding implements RadioHandler {
     if (this.byMac.get(link.mac) === link) {
       this.byMac.delete(link.mac);
       this.radio.removePeer(link.mac);
+      this.nextSeqByMac.delete(link.mac);
+      this.nextSeqByMac.set(link.mac, link.egress.seq);
+      // Bounded: the oldest closed peers are forgotten first (a Map iterates in insertion order).
+      if (this.nextSeqByMac.size > MAX_REMEMBERED_PEERS) {
+        const oldest = this.nextSeqByMac.keys().next();
+        if (!oldest.done) this.nextSeqByMac.delete(oldest.value);
+      }
     }
     if (this.segment) this.segment.leave(link.index);
   }
@@ -562,6 +578,8 @@ export class EspNowBinding implements RadioHandler {
       return null;
     }
     const link = new EspNowLink(this, slot, mac, this.segment !== null, this.queueBytes, this.queueFrames, now);
+    const seq = this.nextSeqByMac.get(mac);
+    if (seq !== undefined) link.egress.seq = seq;
     this.links[slot] = link;
     this.byMac.set(mac, link);
     if (this.segment) this.segment.join(slot);
