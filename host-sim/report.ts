@@ -299,6 +299,9 @@ function hubReport(sim: Simulation): Record<string, unknown> {
     latched: sim.hub.latch.latched,
     controlOwner: sim.hub.controlOwner,
     sessionsAtEnd: sessions,
+    // The hub-wide ladder and admission over time (docs/operations.md "Health, admission and overload").
+    ladder: sim.ladderTimeline.map(([t, r]) => [t, r]),
+    admission: sim.admissionTimeline.map(([t, o]) => [t, o]),
   };
 }
 

@@ -85,6 +85,7 @@ export type EventSpec =
   | { readonly atMs: number; readonly type: 'disconnect'; readonly client: string; readonly mode: 'reset' | 'silent' }
   | { readonly atMs: number; readonly type: 'reconnect'; readonly client: string; readonly link: string; readonly mode: 'reset' | 'silent' }
   | { readonly atMs: number; readonly type: 'button'; readonly held: boolean }
+  | { readonly atMs: number; readonly type: 'heap'; readonly bytes: number | null }
   | { readonly atMs: number; readonly type: 'estop'; readonly client: string }
   | { readonly atMs: number; readonly type: 'estop-clear'; readonly client: string }
   | {
@@ -306,6 +307,7 @@ const EVENT_FIELDS: Readonly<Record<EventType, readonly string[]>> = Object.free
   disconnect: ['client', 'mode'],
   reconnect: ['client', 'link', 'mode'],
   button: ['held'],
+  heap: ['bytes'],
   estop: ['client'],
   'estop-clear': ['client'],
   'join-storm': ['count', 'link', 'credential', 'spreadMs', 'durationMs', 'subscriptions'],
@@ -563,6 +565,8 @@ function event(
       return { atMs, type, client: client(), link: link(), mode: c.oneOf(o, 'mode', p, ['reset', 'silent'] as const, 'reset') };
     case 'button':
       return { atMs, type, held: c.bool(o, 'held', p) };
+    case 'heap':
+      return { atMs, type, bytes: o['bytes'] === null ? null : c.num(o, 'bytes', p, { min: 0, int: true }) };
     case 'join-storm':
       return {
         atMs,

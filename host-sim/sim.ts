@@ -113,6 +113,11 @@ export class Simulation {
   private readonly lossOverride = new Map<string, number>();
   private readonly lastLevels = new Map<Connection, number>();
   private stormCount = 0;
+  /** The hub's heap in use as the `heap` event sets it (null: unknown, the hub's default). */
+  private heapBytes: number | null = null;
+  /** [ms, rung] at every change of the hub-wide ladder, and [ms, 1 open / 0 paused] of admission. */
+  readonly ladderTimeline: [number, number][] = [];
+  readonly admissionTimeline: [number, number][] = [];
   private finished = false;
 
   constructor(scenario: Scenario, options: SimOptions = {}) {
@@ -137,7 +142,7 @@ export class Simulation {
     this.robot = new SimRobot(kernel, this.catalog, scenario.robot);
     const h = scenario.hub;
     this.hub = new Hub(
-      { clock: hubClock, random: kernel.rng, store: this.store, robot: this.robot, catalog: this.catalog, log },
+      { clock: hubClock, random: kernel.rng, store: this.store, robot: this.robot, catalog: this.catalog, log, heap: () => (this.heapBytes === null ? NaN : this.heapBytes) },
       {
         slots: h.slots,
         staleTtlMs: h.staleTtlMs,
@@ -230,7 +235,17 @@ export class Simulation {
         this.hooks.onLevel(tap.id, l, nowMs);
       }
     }
+    this.recordHubState(Math.floor(nowMs));
     if (this.hooks.onTick) this.hooks.onTick(nowMs);
+  }
+
+  private recordHubState(tMs: number): void {
+    const rung = this.hub.ladder.rung;
+    const lastRung = this.ladderTimeline[this.ladderTimeline.length - 1];
+    if (!lastRung ? rung !== 0 : lastRung[1] !== rung) this.ladderTimeline.push([tMs, rung]);
+    const open = this.hub.ready() ? 1 : 0;
+    const lastOpen = this.admissionTimeline[this.admissionTimeline.length - 1];
+    if (!lastOpen ? open !== 1 : lastOpen[1] !== open) this.admissionTimeline.push([tMs, open]);
   }
 
   /** Runs virtual time up to `untilMs` (never past the scenario's end), letting promise continuations run as they become due. */
@@ -323,6 +338,9 @@ export class Simulation {
         if (!c) return;
         c.profile = e.link;
         c.connection?.disconnect(e.mode);
+        return;
+      case 'heap':
+        this.heapBytes = e.bytes;
         return;
       case 'button':
         if (e.held) this.estopCauses.push({ tMs: this.nowMs, source: EstopSource.HUB_BUTTON, client: null });

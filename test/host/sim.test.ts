@@ -229,7 +229,7 @@ describe('simulator invariant checks (the tap)', () => {
 describe('simulator: the scenario library', function () {
   this.timeout(300000);
 
-  it('holds the nine named scenarios', () => {
+  it('holds the ten named scenarios', () => {
     assert.deepEqual(scenarioNames(), [
       'calm',
       'congested-ble',
@@ -238,6 +238,7 @@ describe('simulator: the scenario library', function () {
       'flood',
       'join-storm',
       'lossy-espnow',
+      'overload',
       'reconnect-ble-to-wifi',
       'slow-tcp-reader',
     ]);
@@ -434,6 +435,29 @@ describe('simulator: the scenario library', function () {
     // WELCOME re-stated the grant after the resume (a second grant entry on the same session).
     assert.ok(imu.grants.length >= 2);
     assert.ok(r.links['scope#2'].dataFrames > 0, 'samples flow on the new binding');
+  });
+
+  it('overload: the ladder climbs and recovers, admission pauses and resumes, the newcomers get in', async () => {
+    const r = parsed(await run('overload'));
+    assertInvariants(r, 'overload');
+    const ladder = r.hub.ladder as [number, number][];
+    const rungs = ladder.map(([, rung]) => rung);
+    const top = Math.max(...rungs);
+    assert.equal(top, 5, `the ladder reached its top rung (${JSON.stringify(ladder)})`);
+    const up = rungs.slice(0, rungs.indexOf(top) + 1);
+    assert.ok(up.length >= 3 && up.every((x, i) => i === 0 || x > (up[i - 1] as number)), `it climbed rung by rung: ${JSON.stringify(ladder)}`);
+    const down = rungs.slice(rungs.indexOf(top));
+    assert.deepEqual(down, [5, 4, 3, 2, 1, 0], 'it recovered one rung at a time, back to calm');
+    const admission = r.hub.admission as [number, number][];
+    assert.deepEqual(admission.map(([, open]) => open), [0, 1], 'admission paused, then resumed');
+    const [paused, resumed] = [admission[0]![0], admission[1]![0]];
+    assert.ok(r.hub.nacks.HUB_PRESSURE > 0, 'newcomers were refused HUB_PRESSURE while paused');
+    const storm = Object.keys(r.clients).filter((n) => n.startsWith('storm'));
+    assert.equal(storm.length, 3);
+    for (const n of storm) assert.ok(r.clients[n].sessions.length > 0, `${n} got in once admission resumed`);
+    assert.ok(r.hub.parks > 0, 'the top rung parked the lowest-priority session');
+    assert.ok(paused < resumed && resumed > 25000, 'admission resumed only after the heap fell back');
+    assert.equal(r.clients.console.sessions.length, 1, 'the console kept its session throughout');
   });
 
   it('join-storm: slots fill, NO_SLOTS is retried, a STALE session is reclaimed, the working clients carry on', async () => {
