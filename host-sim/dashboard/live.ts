@@ -381,6 +381,7 @@ export class LiveSim {
         clearer: clearer ? clearer.name : null,
       },
       rows: Array.from(k.rows),
+      health: { rung: hub.ladder.rung, ready: hub.ready(), report: hub.healthReport() },
       totals: {
         delivered: k.delivered,
         rateGated: k.rateGated,

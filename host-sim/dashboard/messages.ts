@@ -94,6 +94,8 @@ export interface StateMsg {
   };
   /** Pushes by table row, index 1..15 (index 0 unused). */
   readonly rows: readonly number[];
+  /** The hub's health (docs/operations.md "Health, admission and overload"): ladder rung, admission, the metrics v1 report. */
+  readonly health: { readonly rung: number; readonly ready: boolean; readonly report: unknown };
   readonly totals: Readonly<Record<string, number>>;
   readonly sessions: readonly SessionMsg[];
   /** The level the dashboard forces onto every link, or null. */

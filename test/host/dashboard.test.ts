@@ -200,6 +200,17 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.deepEqual((await demoRows(page)).find((x) => x.client === 'viewer' && x.channel === 'path')?.decision, 'send');
   });
 
+  it('shows the hub’s health: the ladder rung, admission, and the metrics v1 report with the live counters', async () => {
+    await until('the health card is filled', async () => /^rung \d — /.test((await page.textContent('#health-rung')) ?? ''));
+    assert.match((await page.textContent('#health-rung')) ?? '', /^rung 0 — calm$/);
+    assert.equal(await page.textContent('#health-admission'), 'open');
+    await page.click('#health-card summary');
+    await until('the report is shown', async () => ((await page.textContent('#health-json')) ?? '').includes('"version": 1'));
+    const report = JSON.parse((await page.textContent('#health-json')) ?? '{}') as { metrics?: { pushes?: { rows?: number[] } } };
+    const rows = report.metrics?.pushes?.rows ?? [];
+    assert.ok(rows.length > 0 && (rows[0] ?? 0) > 0, `row 1 pushes counted in the report: ${JSON.stringify(rows).slice(0, 80)}`);
+  });
+
   it('forcing the level onto the links moves the hub’s live row counters', async () => {
     const live = dash!.live;
     await page.check('#level-2');

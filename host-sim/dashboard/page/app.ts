@@ -7,6 +7,9 @@ import uPlot from 'uplot';
 import { ChannelClass, Priority, PRIORITY_NAMES } from '../../../catalog/schema.js';
 import { NO_STREAM_KIND, SHED_DECISION_NAME, shedDecide, shedDecision, shedRow } from '../../../hub/shed.js';
 import type { ChannelMeta, HelloMsg, LogLine, PageMsg, Sample, ServerMsg, SessionMsg, StateMsg, SubMsg } from '../messages.js';
+
+// The hub-wide ladder's rungs (hub/ladder.ts), for the health card.
+const LADDER_RUNGS = ['calm', 'thin', 'reduce_rates', 'pause_non_essential', 'refuse_joins', 'park_lowest'];
 import { SEGMENT_EXCEPTION, SHED_ROW_TEXT } from '../rows.js';
 
 const LEVEL_WINDOW_S = 60;
@@ -473,6 +476,12 @@ function renderSafety(m: StateMsg): void {
   const owner = m.sessions.find((s) => s.owner);
   $('owner').textContent = owner ? `${owner.client ?? 'external'} (session ${owner.id})` : 'nobody';
   $('estops').textContent = `${m.totals['estops'] ?? 0} latched · robot stopped ${m.robot.stops}×`;
+  $('health-rung').textContent = `rung ${m.health.rung} — ${LADDER_RUNGS[m.health.rung] ?? '?'}`;
+  const admission = $('health-admission');
+  admission.textContent = m.health.ready ? 'open' : 'paused: new sessions get HUB_PRESSURE (resumes still admitted)';
+  admission.className = m.health.ready ? 'ok' : 'bad';
+  const details = $('health-json').parentElement as HTMLDetailsElement | null;
+  if (!details || details.open) $('health-json').textContent = JSON.stringify(m.health.report, null, 1);
   const clear = $('clear') as HTMLButtonElement;
   clear.disabled = !m.latch.latched || m.latch.clearer === null;
   clear.title = m.latch.clearer ? `${m.latch.clearer}, the control owner, sends ESTOP_CLEAR (§11.2)` : 'Only the control owner may clear, and no simulated client owns control';
