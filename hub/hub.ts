@@ -1612,11 +1612,6 @@ export class Hub {
     return this.reportAt(this.clock.now());
   }
 
-  /** The same report, under the name callers written before it used. */
-  healthSummary(): HealthReport {
-    return this.healthReport();
-  }
-
   /** New sessions would be admitted now (the coarse public GET /health's `ready`). */
   ready(): boolean {
     const now = this.clock.now();

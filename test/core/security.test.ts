@@ -804,7 +804,7 @@ describe('security: credentials', () => {
     for (const [k, v] of Object.entries(r.hub.counters)) counters[k] = v instanceof Float64Array ? Array.from(v) : v;
     return {
       log: log.events.map((e) => JSON.stringify([e.code, e.a, e.b])),
-      reports: [JSON.stringify(r.hub.sessions()), JSON.stringify(r.hub.healthSummary()), JSON.stringify(counters)],
+      reports: [JSON.stringify(r.hub.sessions()), JSON.stringify(r.hub.healthReport()), JSON.stringify(counters)],
       sent,
     };
   }
@@ -831,7 +831,7 @@ describe('security: credentials', () => {
     deepEqual(ta.log, b().log, 'the log does not depend on the name or the credential');
   });
 
-  it('are never reported: sessions(), healthSummary() and the counters hold neither, whatever they were', () => {
+  it('are never reported: sessions(), healthReport() and the counters hold neither, whatever they were', () => {
     const ta = a();
     for (const rep of ta.reports) for (const s of secretText) ok(rep.indexOf(s) < 0, `a report shows ${s}`);
     deepEqual(ta.reports, b().reports);
