@@ -85,6 +85,9 @@ export class LeanLink implements Link {
   occupancy(): number {
     return 0;
   }
+  stalledMs(): number {
+    return 0;
+  }
   close(): void {
     this.closed = true;
   }

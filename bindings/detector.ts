@@ -40,6 +40,12 @@ export const SEVERE_WINDOW_MS = CONGESTION_WINDOW_MS;
 export const SATURATED_WINDOW_MS = 500;
 /** The signal value at and above which it counts as saturated. */
 export const SATURATED_SIGNAL = 1;
+/**
+ * How long samples dropped stale hold a watermark signal full, ms (WatermarkDetector.stale): a
+ * quarter of the 1 s congestion window, so that a link dropping samples at least that often
+ * reads saturated throughout, and one that stops reads its queue again soon after.
+ */
+export const STALE_HOLD_MS = 250;
 /** Level 2 falls back to 1 once the signal stays below the level-1 threshold this long. */
 export const RELIEF_WINDOW_MS = CONGESTION_WINDOW_MS;
 
@@ -257,6 +263,8 @@ export class WatermarkDetector implements CongestionDetector {
   private takenAt = NaN;
   // The queue turned a frame away since the last take.
   private turnedAway = false;
+  // Until when samples dropped stale hold the signal full (`stale`).
+  private staleUntil = -Infinity;
 
   constructor(now: number, options?: WatermarkOptions) {
     this.machine = new LevelMachine(now);
@@ -308,6 +316,17 @@ export class WatermarkDetector implements CongestionDetector {
     this.queued(SATURATED_SIGNAL, now);
   }
 
+  /**
+   * The link dropped samples unsent at `now` for waiting past its sample budget (docs/protocol.md
+   * §13.6): it carries less than it is handed. A queue bounded in time cannot show that by
+   * filling up, so the signal reads full (SATURATED_SIGNAL) for STALE_HOLD_MS from now, whatever
+   * the queue holds; then the queue's own ratio again.
+   */
+  stale(now: number): void {
+    this.staleUntil = now + STALE_HOLD_MS;
+    this.judge(now);
+  }
+
   /** Frames sent to the client but not yet covered by its cumulative ACK, at `now`. */
   ackLag(frames: number, now: number): void {
     this.lagFrames = frames;
@@ -319,7 +338,7 @@ export class WatermarkDetector implements CongestionDetector {
   }
 
   private judge(now: number): void {
-    let c = classify(this.queue, WATERMARK_THRESHOLDS);
+    let c = classify(now < this.staleUntil && this.queue < SATURATED_SIGNAL ? SATURATED_SIGNAL : this.queue, WATERMARK_THRESHOLDS);
     if (this.lagFrames > this.lagCongested) c |= Condition.ABOVE_CONGESTED;
     if (!(this.lagFrames < this.lagRecovered)) c &= ~Condition.BELOW_RECOVERED;
     this.machine.step(c, now);

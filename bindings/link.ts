@@ -33,6 +33,114 @@ export interface BindingLink extends Link {
   signal(): number;
 }
 
+/**
+ * How long an egress backlog has waited without the transport taking any of it (Link.stalledMs).
+ * A binding calls `moved` when the transport takes bytes and when a backlog starts in an empty
+ * queue; the backlog is whatever the binding says it is when asked.
+ */
+export class DrainClock {
+  private movedAt: number;
+
+  constructor(now: number) {
+    this.movedAt = now;
+  }
+
+  moved(now: number): void {
+    this.movedAt = now;
+  }
+
+  /** Milliseconds since the last move while `backlog` holds; 0 without one. */
+  stalledMs(now: number, backlog: boolean): number {
+    if (!backlog) return 0;
+    const d = now - this.movedAt;
+    return d > 0 ? d : 0;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sample budget (docs/protocol.md §13.6): how long a STREAM sample may wait in a binding's
+// egress queue before it is dropped unsent rather than delivered late (§10.4: never delay and
+// burst; a stale motion sample is worse than a missing one).
+
+/** The budget of a link that has not measured its round trip yet, ms. */
+export const SAMPLE_BUDGET_DEFAULT_MS = 10;
+/** No budget is shorter, ms: a queue that moves at all is not emptied of samples by timer noise. */
+export const SAMPLE_BUDGET_FLOOR_MS = 2;
+/** No budget is longer, ms: a round trip inflated by a timed ACK cannot let samples go a second stale. */
+export const SAMPLE_BUDGET_MAX_MS = 250;
+/** The round trip a budget is taken from is the least seen over this window, ms (queueing inflates the rest). */
+export const MIN_RTT_WINDOW_MS = 10000;
+
+/**
+ * The least round trip over a sliding window (one kept value, refreshed when it ages out): what
+ * the link takes without any queue, as close as a link can tell. 0 while unknown.
+ */
+export class MinRttFilter {
+  private min = 0;
+  private at = -Infinity;
+
+  constructor(private readonly windowMs: number = MIN_RTT_WINDOW_MS) {}
+
+  sample(ms: number, now: number): void {
+    if (!(ms >= 0)) return;
+    if (this.at === -Infinity || ms <= this.min || now - this.at > this.windowMs) {
+      this.min = ms;
+      this.at = now;
+    }
+  }
+
+  /** The least round trip in ms, 0 while unknown. */
+  value(): number {
+    return this.at === -Infinity ? 0 : this.min;
+  }
+
+  reset(): void {
+    this.min = 0;
+    this.at = -Infinity;
+  }
+}
+
+/**
+ * The greatest value over a sliding window (one kept value, refreshed when it ages out). 0 while
+ * unknown. The BLE link keeps its longest notification service time so: about one connection
+ * interval once a notification has waited for the next connection event.
+ */
+export class WindowedMax {
+  private max = 0;
+  private at = -Infinity;
+
+  constructor(private readonly windowMs: number = MIN_RTT_WINDOW_MS) {}
+
+  sample(v: number, now: number): void {
+    if (!(v >= 0)) return;
+    if (this.at === -Infinity || v >= this.max || now - this.at > this.windowMs) {
+      this.max = v;
+      this.at = now;
+    }
+  }
+
+  value(): number {
+    return this.at === -Infinity ? 0 : this.max;
+  }
+
+  /** A value has been sampled (0 is then a value, not unknown). */
+  get known(): boolean {
+    return this.at !== -Infinity;
+  }
+}
+
+/**
+ * The sample budget from the least round trip (0: unknown): one link latency, half the round
+ * trip, within the floor and the cap. A sample that waited longer in the queue would reach the
+ * client later than one link latency after it would have on an idle link (issue 7's bound).
+ */
+export function sampleBudgetMs(rttMs: number): number {
+  if (!(rttMs > 0)) return SAMPLE_BUDGET_DEFAULT_MS;
+  const b = rttMs / 2;
+  if (b < SAMPLE_BUDGET_FLOOR_MS) return SAMPLE_BUDGET_FLOOR_MS;
+  return b < SAMPLE_BUDGET_MAX_MS ? b : SAMPLE_BUDGET_MAX_MS;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The link estimate (§10.2: wishes are clamped by the link estimate; §10.3 re-grants cut to it).
 

@@ -1,5 +1,6 @@
 // The checks the simulator makes after every instant of virtual time (issue 7 item 2), besides
-// the tap's per-frame checks (links/tap.ts) and the ESTOP bound judged in the report:
+// the tap's per-frame checks (links/tap.ts, sampleLate among them: judged as the client receives
+// each sample) and the ESTOP bound judged in the report:
 //
 //   grantUnannounced    a session's grants in the hub differ from the last WELCOME/GRANT the hub
 //                       handed its link while nothing waits in its never-shed queue (§10.2: every
@@ -134,11 +135,11 @@ export class Watch {
       close();
     };
     const send = tap.send.bind(tap);
-    tap.send = (frame: Uint8Array, length: number): void => {
+    tap.send = (frame: Uint8Array, length: number, shed?: number): void => {
       // DATA (type 7) is most of what passes; only control frames are decoded.
       const type = (frame[0] as number) >= 0xa0 ? peekFrameType(frame, 0, Math.min(length, 16)) : -1;
       if (type === FrameType.WELCOME || type === FrameType.GRANT || type === FrameType.NACK) this.control(info, frame, length);
-      send(frame, length);
+      send(frame, length, shed);
     };
   }
 

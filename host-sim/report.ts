@@ -8,7 +8,7 @@ import { nackName } from '../hub/nack.js';
 import { SESSION_STATE_NAMES } from '../hub/session.js';
 import type { SimClient, SubStats } from './clients.js';
 import { US_PER_MS } from './kernel.js';
-import type { Connection, EstopRecord, Violation } from './links/index.js';
+import type { Connection, EstopRecord, SampleLateStats, Violation } from './links/index.js';
 import { WATCH_INVARIANTS } from './invariants.js';
 import type { Simulation } from './sim.js';
 import type { Samples } from './stats.js';
@@ -30,6 +30,8 @@ export const INVARIANTS = Object.freeze([
   'eventLossInvisible',
   'estopOverBound',
   'estopMissed',
+  // judged per sample at the client (links/tap.ts sampleReceived), as ESTOP deliveries are:
+  'sampleLate',
   'motionWhileLatched',
   'hubInternalErrors',
   // host-sim/invariants.ts, after every instant:
@@ -109,6 +111,19 @@ function clientReport(sim: Simulation, c: SimClient): Record<string, unknown> {
   };
 }
 
+/** sampleLate on one link (docs/simulator.md "sampleLate"): judged samples against idle + one link latency. */
+function lateReport(l: SampleLateStats): Record<string, unknown> {
+  return {
+    samples: l.samples,
+    judged: l.judged,
+    over: l.over,
+    worstMs: l.judged > 0 ? l.worstMs : null,
+    worstAgeMs: l.judged > 0 ? l.worstAgeMs : null,
+    worstBoundMs: l.judged > 0 ? l.worstBoundMs : null,
+    p95Ratio: num(l.ratio.percentile(0.95)),
+  };
+}
+
 function linkReports(sim: Simulation): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const conn of sim.connections) {
@@ -141,6 +156,7 @@ function linkReports(sim: Simulation): Record<string, unknown> {
         maxFrameBytes: st.maxFrameBytes,
         maxOccupancy: st.maxOccupancy,
         framesReceived: st.received,
+        sampleLate: lateReport(tap.late),
       };
     }
   }
@@ -158,7 +174,7 @@ const ESPNOW_DEPARTED_MS = 3500;
  * medium allows a fixed number of losses (docs/simulator.md §7); more happen at up to 50 %, and
  * a loss that ended just before the ESTOP can still hold it behind a retransmission.
  */
-function lossyDuring(sim: Simulation, conn: Connection, fromUs: number, toUs: number): boolean {
+export function lossyDuring(sim: Simulation, conn: Connection, fromUs: number, toUs: number): boolean {
   const p = sim.scenario.links[conn.profile] as unknown as Record<string, number> | undefined;
   const shared = conn.binding === 'espnow';
   const start = fromUs - LOSS_SETTLE_MS * US_PER_MS;
@@ -177,7 +193,7 @@ function lossyDuring(sim: Simulation, conn: Connection, fromUs: number, toUs: nu
  * knowing yet (its client left; the binding waits 3 s of silence) is still sent to with every MAC
  * retry, and that airtime comes before this peer's ESTOP. The bound counts only the peers present.
  */
-function sharedAirImpaired(sim: Simulation, conn: Connection, fromUs: number, toUs: number): boolean {
+export function sharedAirImpaired(sim: Simulation, conn: Connection, fromUs: number, toUs: number): boolean {
   if (conn.binding !== 'espnow') return false;
   for (const other of sim.connections) {
     if (other === conn || other.profile !== conn.profile) continue;
@@ -307,7 +323,14 @@ function hubReport(sim: Simulation): Record<string, unknown> {
 
 export function buildReport(sim: Simulation): Report {
   const violations: Violation[] = [];
-  for (const conn of sim.connections) for (const tap of conn.taps) violations.push(...tap.violations);
+  // Violations a tap counted without listing them (sampleLate lists its first few per link).
+  const unlisted: Record<string, number> = {};
+  for (const conn of sim.connections) {
+    for (const tap of conn.taps) {
+      violations.push(...tap.violations);
+      unlisted['sampleLate'] = (unlisted['sampleLate'] ?? 0) + tap.late.over - tap.late.listed;
+    }
+  }
   violations.push(...sim.watch.violations);
   const estops = estopReport(sim, violations);
   if (sim.robot.stats.motionWhileStopped > 0) {
@@ -320,8 +343,9 @@ export function buildReport(sim: Simulation): Report {
   let total = 0;
   for (const name of INVARIANTS) {
     const v = violations.filter((x) => x.check === name).sort((a, b) => a.tMs - b.tMs || (a.link < b.link ? -1 : a.link > b.link ? 1 : 0));
-    total += v.length;
-    invariants[name] = { count: v.length, examples: v.slice(0, EXAMPLES).map((x) => ({ tMs: x.tMs, link: x.link, channel: x.channel, detail: x.detail })) };
+    const count = v.length + (unlisted[name] ?? 0);
+    total += count;
+    invariants[name] = { count, examples: v.slice(0, EXAMPLES).map((x) => ({ tMs: x.tMs, link: x.link, channel: x.channel, detail: x.detail })) };
   }
   const clients: Record<string, unknown> = {};
   for (const c of sim.clients) clients[c.name] = clientReport(sim, c);

@@ -17,7 +17,7 @@ import type { Log, Store } from '../hub/ports.js';
 import { SimClient, type ClientEnv } from './clients.js';
 import { Kernel, SimClock, type Task, US_PER_MS, usOf } from './kernel.js';
 import { Direction, LinkFactory, type Connection, type ConnectionEnv, type LinkParams, type LinkTap } from './links/index.js';
-import { buildReport, type Report } from './report.js';
+import { buildReport, lossyDuring, sharedAirImpaired, type Report } from './report.js';
 import { Watch } from './invariants.js';
 import { SimRobot } from './robot.js';
 import type { ClientSpec, EventSpec, Scenario } from './scenario.js';
@@ -164,6 +164,8 @@ export class Simulation {
         this.watch.tapped(tap, conn);
         if (this.hooks.onTap) this.hooks.onTap(tap, conn);
       },
+      // sampleLate is judged where the ESTOP bound is: no loss on the medium, no impaired shared air.
+      mediumClear: (conn, fromUs, toUs) => !lossyDuring(this, conn, fromUs, toUs) && !sharedAirImpaired(this, conn, fromUs, toUs),
     };
     this.links = new LinkFactory(env, this.profiles);
     this.watch = new Watch(this);

@@ -300,7 +300,12 @@ function clampSeconds(seconds: number): number {
 }
 
 /** Everything admission and the ladder read, filled once per tick (one object, reused). */
-export interface HubLoad extends AdmissionSignals, LadderSignals {}
+export interface HubLoad extends AdmissionSignals, LadderSignals {
+  /** Links whose backlog their reader has left untaken for LADDER_READER_STALL_MS: not in egressOccupancy. */
+  readerStalledLinks: number;
+  /** ACTIVE links handed frames within LADDER_READER_STALL_MS with their queue below LADDER_KEEPING_UP_OCCUPANCY. */
+  keepingUpLinks: number;
+}
 
 export function createHubLoad(): HubLoad {
   return {
@@ -312,6 +317,8 @@ export function createHubLoad(): HubLoad {
     heapUsedBytes: NaN,
     refuseJoins: false,
     egressOccupancy: 0,
+    readerStalledLinks: 0,
+    keepingUpLinks: 0,
   };
 }
 
@@ -543,6 +550,8 @@ export class HealthMetrics {
         },
         egress: {
           occupancy: num(load.egressOccupancy),
+          readerStalledLinks: num(load.readerStalledLinks),
+          keepingUpLinks: num(load.keepingUpLinks),
           neverShedBacklogBytes: num(load.neverShedBacklogBytes),
         },
         links,

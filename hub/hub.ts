@@ -48,11 +48,11 @@ import { Admission, ADMISSION_MIN_TICK_OBSERVATIONS, DEFAULT_HEAP_LIMIT_BYTES, D
 import { DEFAULT_HUB_BYTES_PER_S, DEFAULT_SESSION_BYTES_PER_S, GovernorVerdict, IngressGovernor } from './governor.js';
 import { floorToGrantStep, frameBytesFor, grantedPriority, planGrants, tierCapHz, type SubWish } from './grants.js';
 import { createHubLoad, HealthMetrics, type HealthReport, type HubLoad, type LinkHealth } from './health.js';
-import { aggregateOccupancy, Ladder, parkCandidate, type LadderSessionView, type LadderSubView } from './ladder.js';
+import { aggregateOccupancy, Ladder, LADDER_KEEPING_UP_OCCUPANCY, LADDER_READER_STALL_MS, parkCandidate, type LadderSessionView, type LadderSubView } from './ladder.js';
 import { burstFor, constantTimeEqual, NackThrottle, WindowCounter } from './limits.js';
 import { Nack } from './nack.js';
 import { utf8ByteLength } from './utf8.js';
-import { NULL_LOG, type Clock, type HeapUsed, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
+import { NULL_LOG, SendShed, type Clock, type HeapUsed, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
 import { ChannelRoute, Publication, Session, SessionState, SubscriptionTable, type EventRecord } from './session.js';
 import { decimate, DECIMATION_STATE, decimationFactor, resetDecimation, SHED_DECISION, shedDecide, shedDecision, shedRow, sameValues } from './shed.js';
 
@@ -892,6 +892,11 @@ export class Hub {
     const critical = ch.critical;
     // §10.4: a segments stream is never thinned, not even by the grant (its grant is whole-source).
     const segments = ch.kind === SEGMENTS;
+    // §10.4 "never delay-and-burst", at the binding (Link.send): a STREAM sample may be dropped
+    // unsent once it has waited past the link's sample budget; a STATE value once a newer value
+    // of its channel waits behind it (row 8's conflation keeps trusting the newest it handed).
+    // Critical channels and segments never are.
+    const shed = critical || segments ? SendShed.NEVER : ch.cls === ChannelClass.STREAM ? SendShed.SAMPLE : ch.cls === ChannelClass.STATE ? SendShed.VALUE + ch.id : SendShed.NEVER;
     let encoded = false;
     const counters = this.counters;
     const slots = this.slots;
@@ -978,7 +983,7 @@ export class Hub {
         if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
         continue;
       } else {
-        link.send(w.buf, w.pos);
+        link.send(w.buf, w.pos, shed);
         s.handed(); // a critical frame is counted when it reaches the link (sendNeverShed, the drain)
       }
       counters.delivered++;
@@ -1475,7 +1480,8 @@ export class Hub {
 
   /**
    * Fills the load admission and the ladder read: the measured views, the never-shed backlog,
-   * the heap, and the aggregate egress occupancy. A few reads per session, allocation-free.
+   * the heap, and the aggregate egress occupancy (less the links stalled by their readers; 0
+   * while some link keeps up). A few reads per session, allocation-free.
    */
   private measureLoad(now: number): HubLoad {
     const load = this.load;
@@ -1489,11 +1495,30 @@ export class Hub {
     const heap = this.heap ? this.heap() : NaN;
     load.heapUsedBytes = heap >= 0 ? heap : NaN;
     let occupancy = 0;
+    let readerStalled = 0;
     for (let i = 0; i < this.conns.length; i++) {
-      const o = (this.conns[i] as Conn).link.occupancy();
-      if (o > 0) occupancy += o;
+      const link = (this.conns[i] as Conn).link;
+      const o = link.occupancy();
+      if (!(o > 0)) continue;
+      // A backlog its reader left untaken is that session's, not the hub's (LADDER_READER_STALL_MS).
+      if (link.stalledMs() >= LADDER_READER_STALL_MS) readerStalled++;
+      else occupancy += o;
     }
-    load.egressOccupancy = aggregateOccupancy(occupancy, this.config.slots);
+    load.readerStalledLinks = readerStalled;
+    // A session whose link took what it was handed within the last second, with room to spare, shows
+    // the hub's egress is not the bottleneck: the backlog elsewhere is those links' (§10.3, §10.4).
+    let keepingUp = 0;
+    for (let i = 0; i < this.slots.length; i++) {
+      const s = this.slots[i];
+      if (!s || s.state !== SessionState.ACTIVE || !s.link) continue;
+      if (s.sentFrames !== s.loadMark) {
+        s.loadMark = s.sentFrames;
+        s.handedAt = now;
+      }
+      if (now - s.handedAt <= LADDER_READER_STALL_MS && s.link.occupancy() < LADDER_KEEPING_UP_OCCUPANCY) keepingUp++;
+    }
+    load.keepingUpLinks = keepingUp;
+    load.egressOccupancy = keepingUp > 0 ? 0 : aggregateOccupancy(occupancy, this.config.slots);
     return load;
   }
 

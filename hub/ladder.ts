@@ -59,6 +59,19 @@ export const LADDER_EGRESS_RATIOS: readonly number[] = Object.freeze([0.5, 0.7, 
 export const LADDER_HEAP_RATIOS: readonly number[] = Object.freeze([0.7, 0.8, 0.9, 0.95, 1]);
 /** Our decision: a rung is held while the signals stay at or above this share of its thresholds. */
 export const LADDER_EXIT_RATIO = 0.9;
+/**
+ * A link whose transport has taken nothing from its backlog for this long is stalled by its
+ * reader, not by the hub: its occupancy is left out of the aggregate (Link.stalledMs). Half the
+ * §10.4 never-shed stall (2000 ms) that parks such a link; a slow link that moves at all (a 50 ms
+ * BLE connection interval, a 200 ms TCP retransmission) moves far sooner.
+ */
+export const LADDER_READER_STALL_MS = 1000;
+/**
+ * A link handed frames within LADDER_READER_STALL_MS whose queue is below this share (the §10.3
+ * recovered watermark, 20 %) keeps up: while one does, the hub's own egress is evidently not the
+ * bottleneck and the aggregate egress signal reads 0 (docs/operations.md, "The hub-wide ladder").
+ */
+export const LADDER_KEEPING_UP_OCCUPANCY = 0.2;
 /** Our decision, after §10.3's 5 s recovery: how long the signals must call for less before one step down. */
 export const LADDER_RELIEF_MS = 5000;
 /** §10.3 / §10.2: thinning sustained longer than this is re-granted (rung 2). */
@@ -126,9 +139,10 @@ export interface LadderSignals {
   /** Heap in use, bytes; NaN when unknown. */
   heapUsedBytes: number;
   /**
-   * Aggregate egress occupancy 0..1: the sum of every attached link's queue occupancy divided by
+   * Aggregate egress occupancy 0..1: the sum of the attached links' queue occupancies divided by
    * the slot count, i.e. the share of the hub's whole egress queueing in use. One slow client
-   * alone is §10.3/§10.4's business, not the hub's.
+   * alone is §10.3/§10.4's business, not the hub's; a link stalled by its reader for
+   * LADDER_READER_STALL_MS or more is left out of the sum altogether.
    */
   egressOccupancy: number;
 }

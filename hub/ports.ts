@@ -58,6 +58,17 @@ export interface RobotPort {
 /** Congestion levels as the shedding table reads them (§10.3). */
 export const LinkLevel = { CLEAR: 0, CONGESTED: 1, SEVERE: 2 } as const;
 
+/**
+ * Link.send's `shed` hint (docs/protocol.md §13.6). VALUE + channel id (1..255) marks a STATE
+ * value of that channel: one number, so that the hot path passes it without allocating.
+ */
+export const SendShed = Object.freeze({ NEVER: 0, SAMPLE: 1, VALUE: 256 } as const);
+
+/** The channel of a VALUE hint, or 0 when `shed` is no VALUE hint. */
+export function shedValueChannel(shed: number | undefined): number {
+  return shed !== undefined && shed > SendShed.VALUE && shed < SendShed.VALUE + 256 ? shed - SendShed.VALUE : 0;
+}
+
 /** What a link can tell about itself: delivered throughput and round-trip time (§10.2 "link estimate"). */
 export interface LinkEstimate {
   /** Bytes per second the link has recently delivered (or can deliver), 0 if unknown. */
@@ -79,8 +90,14 @@ export interface Link {
   readonly broadcast: boolean;
   /** Room for a frame of `length` bytes in the egress queue right now. */
   canSend(length: number): boolean;
-  /** Queues a frame; only called after `canSend` said yes. */
-  send(frame: Uint8Array, length: number): void;
+  /**
+   * Queues a frame; only called after `canSend` said yes. `shed` (SendShed) says what the
+   * binding may drop unsent (docs/protocol.md §13.6): a non-critical STREAM sample once it has
+   * waited longer than the link's sample budget (§10.4 "a stale motion sample is worse than a
+   * missing one"); a non-critical STATE value once a newer value of its channel waits behind it
+   * (a depth-1 STATE queue conflates). Anything else, or no `shed`, goes however long it waits.
+   */
+  send(frame: Uint8Array, length: number, shed?: number): void;
   /** The 12-byte ESTOP frame, written ahead of every queue (§10.4, §11.2). */
   writeAhead(frame: Uint8Array): void;
   /** Current congestion level from the binding's own detector (§10.3): 0, 1, ≥ 2. */
@@ -88,6 +105,13 @@ export interface Link {
   estimate(): LinkEstimate;
   /** Egress-queue occupancy 0..1, for health and the hub ladder's aggregate egress signal (BRIEF §8). */
   occupancy(): number;
+  /**
+   * How long, in ms, the egress queue has held bytes without the transport taking any; 0 while
+   * the queue is empty or moving. A client that stopped reading shows here: its backlog is its
+   * own (§10.3, §10.4: its table level, then the never-shed stall's park), so the hub ladder
+   * leaves such a link out of the aggregate egress occupancy (docs/operations.md, "The hub-wide ladder").
+   */
+  stalledMs(): number;
   /**
    * Datagram loss 0..1 over the binding's recent window, for health (ESP-NOW's bitmap ACKs,
    * §13.3). Absent, or NaN, on a binding that does not measure loss: health then reads -1,

@@ -235,6 +235,10 @@ export class Session {
     return undefined;
   }
 
+  /** sentFrames when the hub last measured its load, and when it last found frames handed since. */
+  loadMark = 0;
+  handedAt = -Infinity;
+
   /** One more frame handed to the transport (§5.12: counted modulo 2^32). */
   handed(): void {
     this.sentFrames = (this.sentFrames + 1) >>> 0;

@@ -5,9 +5,9 @@
 // this one implementation on both.
 
 import { WatermarkDetector } from '../detector.js';
-import { ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { DrainClock, SAMPLE_BUDGET_MAX_MS, ThroughputEstimator, WindowedMax, type BindingLink, type HubAttach } from '../link.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
-import type { Clock, LinkEstimate, LinkSink } from '../../hub/ports.js';
+import { SendShed, type Clock, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { fragmentSize, HUB_REASSEMBLY, Reassembler, type ReassemblyLimits, type ReassemblySink } from './fragment.js';
 import { NotifyQueue, type NotifyQueueOptions } from './notify-queue.js';
 
@@ -29,6 +29,14 @@ export interface BleTransport {
    */
   readonly buffer?: Uint8Array;
 }
+
+/**
+ * The sample budget of a link that has not completed a notification yet, ms: two connection
+ * events at 50 ms, the longest interval phones commonly grant (docs/protocol.md §13.6).
+ */
+export const BLE_SAMPLE_BUDGET_DEFAULT_MS = 100;
+/** No BLE sample budget is shorter, ms: two connection events at 7.5 ms, the shortest interval. */
+export const BLE_SAMPLE_BUDGET_FLOOR_MS = 15;
 
 export interface BleLinkOptions {
   readonly queue?: NotifyQueueOptions;
@@ -70,6 +78,9 @@ export class BleLink implements BindingLink {
   readonly counters = new BleLinkCounters();
   /** §10.2 link estimate: frame bytes the stack reported sent. */
   readonly throughput: ThroughputEstimator;
+  readonly drain: DrainClock;
+  /** The longest a notification took from hand-out to completion lately: about one connection interval. */
+  readonly service = new WindowedMax();
   private readonly transport: BleTransport;
   private readonly clock: Clock;
   private readonly retryMs: number;
@@ -113,6 +124,7 @@ export class BleLink implements BindingLink {
     const now = clock.now();
     this.detector = new WatermarkDetector(now);
     this.throughput = new ThroughputEstimator(now);
+    this.drain = new DrainClock(now);
   }
 
   /** A link attached to `hub` at once: the usual way to make one. */
@@ -160,6 +172,7 @@ export class BleLink implements BindingLink {
     if (this.shutDown || !this.queue.inFlight) return;
     const now = this.clock.now();
     if (status === 0) {
+      this.service.sample(now - this.flightSince, now);
       this.delivered(this.queue.done(true), now);
     } else {
       this.queue.done(false);
@@ -208,9 +221,12 @@ export class BleLink implements BindingLink {
     return false;
   }
 
-  send(frame: Uint8Array, length: number): void {
+  send(frame: Uint8Array, length: number, shed?: number): void {
     if (this.shutDown) return;
-    if (!this.queue.push(frame, length, this.size)) {
+    const now = this.clock.now();
+    if (!(this.queue.ratio(this.size) > 0)) this.drain.moved(now);
+    // A notification queue holds a few frames: STATE values are not conflated here (§13.6).
+    if (!this.queue.push(frame, length, this.size, now, shed === SendShed.SAMPLE)) {
       this.counters.refusedSends++;
       return;
     }
@@ -239,9 +255,24 @@ export class BleLink implements BindingLink {
     return this.est;
   }
 
+  /**
+   * How long a STREAM sample may wait here: two notification service times (a connection
+   * interval each, once one has waited for the next event), within the floor and the cap.
+   */
+  sampleBudgetMs(): number {
+    if (!this.service.known) return BLE_SAMPLE_BUDGET_DEFAULT_MS;
+    const b = 2 * this.service.value();
+    if (b < BLE_SAMPLE_BUDGET_FLOOR_MS) return BLE_SAMPLE_BUDGET_FLOOR_MS;
+    return b < SAMPLE_BUDGET_MAX_MS ? b : SAMPLE_BUDGET_MAX_MS;
+  }
+
   occupancy(): number {
     const r = this.queue.ratio(this.size);
     return r < 1 ? r : 1;
+  }
+
+  stalledMs(): number {
+    return this.drain.stalledMs(this.clock.now(), this.queue.ratio(this.size) > 0);
   }
 
   close(): void {
@@ -269,6 +300,9 @@ export class BleLink implements BindingLink {
       while (!this.shutDown && this.subscribedOn && !this.queue.inFlight) {
         const now = this.clock.now();
         if (this.queue.retryPending && now < this.retryAt) break;
+        // §10.4 "never delay and burst", at the binding (docs/protocol.md §13.6): samples that
+        // waited past the budget go unsent, and that reads as a full queue (§13.5.5).
+        if (this.queue.expire(now, this.sampleBudgetMs(), this.size) > 0) this.detector.stale(now);
         const before = this.queue.ratio(this.size);
         const n = this.queue.next(this.size);
         if (n === 0) break;
@@ -296,6 +330,7 @@ export class BleLink implements BindingLink {
 
   private delivered(bytes: number, now: number): void {
     if (bytes <= 0) return;
+    this.drain.moved(now);
     this.counters.deliveredBytes += bytes;
     this.throughput.add(bytes, now);
   }

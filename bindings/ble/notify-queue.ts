@@ -65,6 +65,8 @@ export class NotifyQueueCounters {
   estops = 0;
   /** ESTOP frames dropped because ESTOP_AHEAD_SLOTS newer ones were waiting. */
   estopsDropped = 0;
+  /** Expendable frames dropped unsent for waiting longer than the sample budget. */
+  expired = 0;
 }
 
 /**
@@ -83,6 +85,9 @@ export class NotifyQueue {
   private readonly storage: Uint8Array;
   private readonly starts: Uint32Array;
   private readonly lengths: Uint32Array;
+  // When each frame was queued, and whether it may be dropped unsent once stale (Link.send).
+  private readonly times: Float64Array;
+  private readonly expendable: Uint8Array;
   private first = 0;
   private n = 0;
   private head = 0;
@@ -116,6 +121,8 @@ export class NotifyQueue {
     this.storage = new Uint8Array(this.capacityBytes);
     this.starts = new Uint32Array(this.maxFrames);
     this.lengths = new Uint32Array(this.maxFrames);
+    this.times = new Float64Array(this.maxFrames);
+    this.expendable = new Uint8Array(this.maxFrames);
   }
 
   /** A notification is with the transport and not yet completed. */
@@ -166,8 +173,11 @@ export class NotifyQueue {
     return waiting === 0 || waiting + fragmentCount(length, size) <= this.capacityNotifications;
   }
 
-  /** Queues frame[0, length); false (and nothing changes) when it does not fit. */
-  push(frame: Uint8Array, length: number, size: number): boolean {
+  /**
+   * Queues frame[0, length) at `now`; false (and nothing changes) when it does not fit.
+   * `expendable`: `expire` may drop it unsent (a STREAM sample, Link.send).
+   */
+  push(frame: Uint8Array, length: number, size: number, now = 0, expendable = false): boolean {
     if (!this.fits(length, size)) return false;
     if (length > frame.length) throw new RangeError('NotifyQueue.push: length beyond the frame');
     const at = this.placeFor(length);
@@ -178,6 +188,8 @@ export class NotifyQueue {
     if (slot >= this.maxFrames) slot -= this.maxFrames;
     this.starts[slot] = at;
     this.lengths[slot] = length;
+    this.times[slot] = now;
+    this.expendable[slot] = expendable ? 1 : 0;
     if (this.n === 0) {
       this.head = at;
       this.sent = 0;
@@ -251,6 +263,22 @@ export class NotifyQueue {
     this.flightCarried = 0;
     this.counters.completed++;
     return carried;
+  }
+
+  /**
+   * Drops the expendable frames at the front, none of whose fragments has gone, queued more than
+   * `budgetMs` before `now`; stops at the first frame that is not one. Returns how many.
+   */
+  expire(now: number, budgetMs: number, size: number): number {
+    let dropped = 0;
+    while (this.n > 0 && this.sent === 0 && this.expendable[this.first] === 1 && now - (this.times[this.first] as number) > budgetMs) {
+      this.pending(size);
+      this.pendingN -= fragmentCount(this.lengths[this.first] as number, size);
+      this.shiftFrame();
+      dropped++;
+    }
+    this.counters.expired += dropped;
+    return dropped;
   }
 
   /** Empties everything, the notification in flight and the ESTOP frames ahead included. */

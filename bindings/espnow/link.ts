@@ -18,6 +18,7 @@ import type { CatalogIndex } from '../../catalog/index.js';
 import { FrameType, peekFrameType } from '../../hub/frames.js';
 import type { Clock, Link, LinkEstimate, LinkSink } from '../../hub/ports.js';
 import { LossDetector, WatermarkDetector } from '../detector.js';
+import { DrainClock } from '../link.js';
 import { BroadcastSegment, Route } from './broadcast.js';
 import {
   DatagramCursor,
@@ -183,6 +184,8 @@ export class EspNowLink implements Link {
   readonly broadcastLoss: LossDetector | null;
   /** The egress queue's watermark. */
   readonly queueLevel: WatermarkDetector;
+  /** Since when a backlog has waited with nothing taken from it (Link.stalledMs). */
+  readonly drain: DrainClock;
   /** The peer's datagram numbers lately received: its resends are dropped (§13.3.3). */
   readonly inbound = new SeqWindow();
   sink: LinkSink | null = null;
@@ -202,6 +205,7 @@ export class EspNowLink implements Link {
     this.loss = new LossDetector(now);
     this.broadcastLoss = broadcast ? new LossDetector(now) : null;
     this.queueLevel = new WatermarkDetector(now);
+    this.drain = new DrainClock(now);
     this.lastHeard = now;
   }
 
@@ -217,6 +221,7 @@ export class EspNowLink implements Link {
 
   send(frame: Uint8Array, length: number): void {
     if (this.closed) return;
+    if (this.egress.queue.bytes === 0) this.drain.moved(this.owner.now());
     this.owner.route(this, frame, length);
   }
 
@@ -245,6 +250,10 @@ export class EspNowLink implements Link {
 
   occupancy(): number {
     return this.egress.queue.bytes / this.egress.queue.capacityBytes;
+  }
+
+  stalledMs(): number {
+    return this.drain.stalledMs(this.owner.now(), this.egress.queue.bytes > 0);
   }
 
   close(): void {
@@ -465,6 +474,7 @@ export class EspNowBinding implements RadioHandler {
     // §13.5.1: the watermark is the backlog this datagram found queued.
     const found = fill(e);
     const seq = e.commit();
+    if (link) link.drain.moved(now);
     const level = link ? link.queueLevel : this.bcastLevel;
     if (level) level.drained(found, fill(e), now);
     if (status !== RadioStatus.OK) {

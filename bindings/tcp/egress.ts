@@ -18,8 +18,8 @@ import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { WindowCounter } from '../../hub/limits.js';
 import { Nack } from '../../hub/nack.js';
 import type { Clock, LinkEstimate, LinkSink, Log } from '../../hub/ports.js';
-import { NULL_LOG } from '../../hub/ports.js';
-import { RttEstimator, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { NULL_LOG, SendShed, shedValueChannel } from '../../hub/ports.js';
+import { DrainClock, MinRttFilter, RttEstimator, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import {
   FrameReassembler,
   FramingError,
@@ -50,14 +50,22 @@ import {
  * What a queued record is. CONTROL and DATA records are protocol frames: they count toward the
  * client's ACK (§5.12 key 28 counts every frame received), and DATA records wait while the ack
  * window is full. RAW records are not frames (the HTTP upgrade answer, WebSocket control
- * frames): neither counted nor held.
+ * frames): neither counted nor held. SAMPLE and VALUE records are DATA records the core marked
+ * sheddable (Link.send, docs/protocol.md §13.6), held by the ack window like DATA: a SAMPLE is
+ * dropped unsent once older than the link's sample budget; a VALUE becomes SUPERSEDED when a
+ * newer VALUE of its channel is queued behind it, and is dropped unsent when reached.
  */
-export const RecordKind = Object.freeze({ CONTROL: 0, DATA: 1, RAW: 2 } as const);
+export const RecordKind = Object.freeze({ CONTROL: 0, DATA: 1, RAW: 2, SAMPLE: 3, VALUE: 4, SUPERSEDED: 5 } as const);
 
 /** ESTOP frames waiting ahead of the queue at once; a fifth replaces the newest waiting one. */
 export const AHEAD_SLOTS = 4;
 /** Room for one framed ESTOP: the largest header (WebSocket, 4) plus the 12-byte frame. */
 export const AHEAD_SLOT_BYTES = WS_MAX_HEADER_BYTES + ESTOP_FRAME_BYTES;
+
+/** DATA records of every kind wait while the ack window is full. */
+function held(kind: number): boolean {
+  return kind === RecordKind.DATA || kind === RecordKind.SAMPLE || kind === RecordKind.VALUE || kind === RecordKind.SUPERSEDED;
+}
 
 // Where the current chunk comes from.
 const SRC_NONE = 0;
@@ -82,6 +90,11 @@ export class EgressQueue {
   private readonly ring: Uint8Array;
   private readonly lens: Uint32Array;
   private readonly kinds: Uint8Array;
+  private readonly times: Float64Array;
+  // Records are numbered as pushed: the front one is nextId − n. Per channel, the number of its
+  // newest VALUE record (−1: none), so that a newer one supersedes it in O(1).
+  private nextId = 0;
+  private readonly latestValue: Float64Array;
   private first = 0;
   private n = 0;
   private head = 0;
@@ -105,6 +118,13 @@ export class EgressQueue {
   aheadOut = 0;
   /** ESTOP frames replaced while five or more waited at once. */
   aheadReplaced = 0;
+  /** SAMPLE records dropped unsent for waiting longer than the budget. */
+  expired = 0;
+  /** SUPERSEDED records dropped unsent: a newer value of the channel was queued. */
+  conflated = 0;
+  // What `next` expires SAMPLE records against as it reaches them (`setExpiry`): off until set.
+  private expireAt = 0;
+  private budget = Infinity;
 
   constructor(capacity: number, maxRecords: number = Math.max(16, capacity >>> 4)) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
@@ -114,6 +134,8 @@ export class EgressQueue {
     this.ring = new Uint8Array(capacity);
     this.lens = new Uint32Array(maxRecords);
     this.kinds = new Uint8Array(maxRecords);
+    this.times = new Float64Array(maxRecords);
+    this.latestValue = new Float64Array(256).fill(-1);
     this.chunkBuf = this.ring;
   }
 
@@ -154,10 +176,25 @@ export class EgressQueue {
     return total >= 1 && this.n < this.maxRecords && this.used + total <= this.capacity;
   }
 
-  /** Appends header[0, hlen) + frame[0, flen) as one record; false (nothing changes) when it does not fit. */
-  push(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number, kind: number): boolean {
+  /**
+   * Appends header[0, hlen) + frame[0, flen) as one record, queued at `now` (what `expire`
+   * ages SAMPLE records from); false (nothing changes) when it does not fit. A VALUE record
+   * names its `channel` (1..255): the channel's previous VALUE, still queued and not started,
+   * becomes SUPERSEDED.
+   */
+  push(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number, kind: number, now = 0, channel = 0): boolean {
     const total = hlen + flen;
     if (!this.fits(total)) return false;
+    if (kind === RecordKind.VALUE && channel > 0 && channel < 256) {
+      const prev = this.latestValue[channel] as number;
+      const front = this.nextId - this.n;
+      if (prev >= front && !(prev === front && this.headDone > 0)) {
+        let at = this.first + (prev - front);
+        if (at >= this.maxRecords) at -= this.maxRecords;
+        if (this.kinds[at] === RecordKind.VALUE) this.kinds[at] = RecordKind.SUPERSEDED;
+      }
+      this.latestValue[channel] = this.nextId;
+    }
     let at = this.head + this.used;
     if (at >= this.capacity) at -= this.capacity;
     at = this.put(header, hlen, at);
@@ -166,7 +203,9 @@ export class EgressQueue {
     if (slot >= this.maxRecords) slot -= this.maxRecords;
     this.lens[slot] = total;
     this.kinds[slot] = kind;
+    this.times[slot] = now;
     this.n++;
+    this.nextId++;
     this.used += total;
     return true;
   }
@@ -205,7 +244,10 @@ export class EgressQueue {
       this.chunkLen = (this.aheadLens[this.aFirst] as number) - this.aDone;
       return this.chunkLen;
     }
-    if (this.n === 0 || (this.headDone === 0 && this.kinds[this.first] === RecordKind.DATA && !(frameStarts > 0))) {
+    // A sample is dropped stale only when it would go now: behind a shut ack window the queue
+    // fills, and shows a client that stopped reading by its watermark (§13.2, §10.4).
+    if (this.headDone === 0 && this.budget !== Infinity && frameStarts > 0) this.expire(this.expireAt, this.budget);
+    if (this.n === 0 || (this.headDone === 0 && held(this.kinds[this.first] as number) && !(frameStarts > 0))) {
       this.src = SRC_NONE;
       this.chunkLen = 0;
       return 0;
@@ -282,9 +324,46 @@ export class EgressQueue {
    */
   nextRecordLength(frameStarts: number): number {
     if (this.aN > 0) return (this.aheadLens[this.aFirst] as number) - this.aDone;
+    if (this.headDone === 0 && this.budget !== Infinity && frameStarts > 0) this.expire(this.expireAt, this.budget);
     if (this.n === 0) return 0;
-    if (this.headDone === 0 && this.kinds[this.first] === RecordKind.DATA && !(frameStarts > 0)) return 0;
+    if (this.headDone === 0 && held(this.kinds[this.first] as number) && !(frameStarts > 0)) return 0;
     return (this.lens[this.first] as number) - this.headDone;
+  }
+
+  /**
+   * From now on, `next` and `nextRecordLength` drop each SAMPLE record they reach at the front,
+   * when the ack window would let it go, that was queued more than `budgetMs` before `now`
+   * (Infinity: never), so that stale samples behind a record that must go are dropped too once
+   * it has gone.
+   */
+  setExpiry(now: number, budgetMs: number): void {
+    this.expireAt = now;
+    this.budget = budgetMs;
+  }
+
+  /**
+   * Drops the records at the front, not yet started, that need not go: SAMPLE records queued
+   * more than `budgetMs` before `now`, and SUPERSEDED ones; stops at the first record that must
+   * go. Returns how many SAMPLE records it dropped stale (`expired`; `conflated` counts the rest).
+   */
+  expire(now: number, budgetMs: number): number {
+    let dropped = 0;
+    for (;;) {
+      if (this.n === 0 || this.headDone !== 0) break;
+      const kind = this.kinds[this.first] as number;
+      if (kind === RecordKind.SUPERSEDED) this.conflated++;
+      else if (kind === RecordKind.SAMPLE && now - (this.times[this.first] as number) > budgetMs) dropped++;
+      else break;
+      const len = this.lens[this.first] as number;
+      this.used -= len;
+      this.head += len;
+      if (this.head >= this.capacity) this.head -= this.capacity;
+      this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
+      this.n--;
+    }
+    if (this.n === 0) this.head = 0;
+    this.expired += dropped;
+    return dropped;
   }
 
   /** Drops everything, the ESTOPs included (the transport is gone). Counters are kept. */
@@ -343,6 +422,12 @@ export const MIN_QUEUE_BYTES = MAX_HUB_FRAME_BYTES + WS_MAX_HEADER_BYTES;
  * backlog builds in the queue, where the watermark sees it.
  */
 export const DEFAULT_ACK_WINDOW_FRAMES = 128;
+/**
+ * §13.2: a client acknowledges after every 32 frames, at once, or on a 1 s timer. An ACK that
+ * covers at least this many new frames was sent at once: only such an ACK feeds the least RTT
+ * the sample budget is taken from (docs/protocol.md §13.6).
+ */
+export const PROMPT_ACK_FRAMES = 32;
 /** WebSocket status for a connection closed for persistent misbehaviour (RFC 6455 §7.4.1). */
 export const WS_POLICY_VIOLATION = 1008;
 
@@ -414,6 +499,9 @@ export class TcpLink implements BindingLink {
   readonly detector: WatermarkDetector;
   readonly throughput: ThroughputEstimator;
   readonly rtt = new RttEstimator();
+  /** The least RTT lately: half of it is the sample budget (docs/protocol.md §13.6). */
+  readonly minRtt = new MinRttFilter();
+  readonly drain: DrainClock;
   readonly framing: LinkFramingCode;
   readonly ackWindowFrames: number;
   /** The client has acknowledged at least once: the ack window and the ack lag apply from then on. */
@@ -431,6 +519,7 @@ export class TcpLink implements BindingLink {
   private sink: LinkSink | null = null;
   private st: number;
   private lossReported = false;
+  private expiredSeen = 0;
   private readonly reassembler: FrameReassembler | null;
   private readonly wsParser: WsFrameParser | null;
   private readonly handshake: WsHandshake | null;
@@ -464,6 +553,7 @@ export class TcpLink implements BindingLink {
     this.queue = new EgressQueue(queueBytes, options.maxRecords);
     this.detector = new WatermarkDetector(now, options.detector);
     this.throughput = new ThroughputEstimator(now);
+    this.drain = new DrainClock(now);
     let ring = 1;
     while (ring < windowFrames) ring <<= 1;
     this.handedAt = new Float64Array(ring);
@@ -512,11 +602,15 @@ export class TcpLink implements BindingLink {
     return false;
   }
 
-  send(frame: Uint8Array, length: number): void {
+  send(frame: Uint8Array, length: number, shed?: number): void {
     if (!this.canSend(length)) throw new RangeError('TcpLink.send without room: the core asks canSend first');
     const h = this.writeHeader(WsOpcode.BINARY, length);
-    const kind = peekFrameType(frame, 0, length) === FrameType.DATA ? RecordKind.DATA : RecordKind.CONTROL;
-    this.queue.push(this.hdr, h, frame, length, kind);
+    const channel = shedValueChannel(shed);
+    let kind: number = RecordKind.CONTROL;
+    if (peekFrameType(frame, 0, length) === FrameType.DATA) kind = shed === SendShed.SAMPLE ? RecordKind.SAMPLE : channel > 0 ? RecordKind.VALUE : RecordKind.DATA;
+    const now = this.clock.now();
+    if (this.queue.pendingBytes() === 0) this.drain.moved(now);
+    this.queue.push(this.hdr, h, frame, length, kind, now, channel);
     this.detector.queued(this.queue.ratio(), this.clock.now());
     this.kick();
   }
@@ -525,6 +619,7 @@ export class TcpLink implements BindingLink {
     if (this.st !== LinkState.OPEN) return;
     const len = frame.length < ESTOP_FRAME_BYTES ? frame.length : ESTOP_FRAME_BYTES;
     const h = this.writeHeader(WsOpcode.BINARY, len);
+    if (this.queue.pendingBytes() === 0) this.drain.moved(this.clock.now());
     this.queue.writeAhead(this.hdr, h, frame, len);
     this.kick();
   }
@@ -542,6 +637,10 @@ export class TcpLink implements BindingLink {
 
   occupancy(): number {
     return this.queue.ratio();
+  }
+
+  stalledMs(): number {
+    return this.drain.stalledMs(this.clock.now(), this.queue.pendingBytes() > 0);
   }
 
   /** The core closes the transport (park, teardown, persistent misbehaviour). */
@@ -596,18 +695,23 @@ export class TcpLink implements BindingLink {
    */
   pull(dst: Uint8Array, at: number, max: number): number {
     if (this.st === LinkState.CLOSED) return 0;
+    this.expireSamples();
     const q = this.queue;
     const before = q.framesStarted;
     const found = q.ratio();
     const n = q.copyOut(dst, at, max, this.allowance());
     if (n > 0) this.handed(n, before, found);
+    this.expiryJudged();
     return n;
   }
 
   /** For message transports: the length of the next whole record that may go, 0 if none. */
   nextMessageLength(): number {
     if (this.st === LinkState.CLOSED) return 0;
-    return this.queue.nextRecordLength(this.allowance());
+    this.expireSamples();
+    const n = this.queue.nextRecordLength(this.allowance());
+    this.expiryJudged();
+    return n;
   }
 
   /** Bytes the transport still has to take, window or not (the adapter's close decision). */
@@ -636,6 +740,26 @@ export class TcpLink implements BindingLink {
     if (this.sink) this.sink.lost();
   }
 
+  /** How long a STREAM sample may wait here (docs/protocol.md §13.6): half the least RTT lately. */
+  sampleBudgetMs(): number {
+    return sampleBudgetMs(this.minRtt.value());
+  }
+
+  /**
+   * §10.4 "never delay and burst", at the binding: samples that waited past the budget are
+   * dropped unsent, and the drop reads as a full queue (§13.5.5): the link carries less than it
+   * is handed, which is what the detector exists to say.
+   */
+  private expireSamples(): void {
+    this.expiredSeen = this.queue.expired;
+    this.queue.setExpiry(this.clock.now(), this.sampleBudgetMs());
+  }
+
+  /** Samples dropped stale on the way to the transport: the detector hears of it (§13.6). */
+  private expiryJudged(): void {
+    if (this.queue.expired !== this.expiredSeen) this.detector.stale(this.clock.now());
+  }
+
   private allowance(): number {
     return this.ackSeen ? this.ackWindowFrames - this.outstanding() : NO_LIMIT;
   }
@@ -646,6 +770,7 @@ export class TcpLink implements BindingLink {
     const q = this.queue;
     for (let i = framesBefore; i < q.framesStarted; i++) this.handedAt[i & this.handedMask] = now;
     this.throughput.add(n, now);
+    this.drain.moved(now);
     this.detector.drained(found, q.ratio(), now);
     if (this.ackSeen) this.detector.ackLag(this.outstanding(), now);
   }
@@ -674,7 +799,13 @@ export class TcpLink implements BindingLink {
     if (lag > started || lag >= U32 / 2) lag = 0;
     const n = started - lag;
     if (n > this.acked) {
-      if (lag < this.handedAt.length) this.rtt.sample(now - (this.handedAt[(n - 1) & this.handedMask] as number));
+      if (lag < this.handedAt.length) {
+        const rtt = now - (this.handedAt[(n - 1) & this.handedMask] as number);
+        this.rtt.sample(rtt);
+        // Only a prompt ACK times the link itself: one sent on the client's 1 s timer also holds
+        // however long the client waited (§13.2), and the budget would grow with it.
+        if (n - this.acked >= PROMPT_ACK_FRAMES) this.minRtt.sample(rtt, now);
+      }
       this.acked = n;
     }
     this.ackSeen = true;

@@ -76,8 +76,8 @@ export class LevelOverrideLink implements Link {
   canSend(length: number): boolean {
     return this.inner.canSend(length);
   }
-  send(frame: Uint8Array, length: number): void {
-    this.inner.send(frame, length);
+  send(frame: Uint8Array, length: number, shed?: number): void {
+    this.inner.send(frame, length, shed);
   }
   writeAhead(frame: Uint8Array): void {
     this.inner.writeAhead(frame);
@@ -91,6 +91,9 @@ export class LevelOverrideLink implements Link {
   }
   occupancy(): number {
     return this.inner.occupancy();
+  }
+  stalledMs(): number {
+    return this.inner.stalledMs();
   }
   close(): void {
     this.inner.close();

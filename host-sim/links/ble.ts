@@ -9,6 +9,7 @@
 // event; after `supervisionTimeoutMs` without a good event both sides drop the connection (§6.6).
 // Frames reach the client `latencyMs` (host stack) after their event.
 
+import { fragmentCount } from '../../bindings/ble/fragment.js';
 import { SimBleConnection } from '../../bindings/ble/sim.js';
 import { type Task, US_PER_MS } from '../kernel.js';
 import { Connection, type ConnectionEnv } from './connection.js';
@@ -168,6 +169,16 @@ export class BleConnection extends Connection implements Task {
   estopBoundMs(): number {
     const p = this.params;
     return 2 * (p.connIntervalMs + p.latencyMs) + (this.lossRate > 0 ? 2 * p.connIntervalMs + 20 : 0);
+  }
+
+  /**
+   * The frame alone on an idle connection: the wait for the next event, one more interval per
+   * `perEvent` notifications its fragments need beyond the first event's, then the host latency.
+   */
+  idleDeliveryMs(frameBytes: number): number {
+    const p = this.params;
+    const events = Math.ceil(fragmentCount(frameBytes, this.conn.link.fragmentSize) / p.perEvent);
+    return events * p.connIntervalMs + p.latencyMs;
   }
 
   upkeep(): void {

@@ -9,7 +9,7 @@ import type { Link, LinkSink } from '../../hub/ports.js';
 import type { HubAttach } from '../../bindings/link.js';
 import type { ClientTransport } from '../../client/transport.js';
 import { type Kernel, US_PER_MS } from '../kernel.js';
-import { LinkTap } from './tap.js';
+import { DataHead, LinkTap, readDataHead } from './tap.js';
 
 export const Direction = Object.freeze({ down: 1, up: 2, both: 3 } as const);
 
@@ -26,7 +26,16 @@ export interface ConnectionEnv {
   requestYield(): void;
   /** A new hub-side link, before the hub sees it (the dashboard's level override hooks in here). */
   tapped?(tap: LinkTap, conn: Connection): void;
+  /**
+   * Nothing outside `conn` stood in the way during [fromUs, toUs]: its medium did not lose (nor
+   * could still be retransmitting), no other peer on a shared air was faulted or gone (report.ts,
+   * as the ESTOP bound is judged). Absent: nothing did.
+   */
+  mediumClear?(conn: Connection, fromUs: number, toUs: number): boolean;
 }
+
+/** The head of a DATA frame the client receives (one at a time: delivery is synchronous). */
+const RECEIVED = new DataHead();
 
 /** The client library's transport over a simulated connection. */
 export class SimTransport implements ClientTransport {
@@ -100,6 +109,11 @@ export abstract class Connection {
   abstract clientClose(): void;
   /** The ESTOP bound for this connection now (ms): docs/simulator.md "ESTOP bound". */
   abstract estopBoundMs(): number;
+  /**
+   * How long a hub frame of `frameBytes` takes to reach the client on this connection when
+   * nothing else is queued or in flight (ms): docs/simulator.md "sampleLate".
+   */
+  abstract idleDeliveryMs(frameBytes: number): number;
   /** Changes the medium's loss (per frame, per connection event, per attempt: by binding). */
   abstract setLoss(p: number): void;
   /** The transport dies: `reset` tells both sides, `silent` tells nobody (the medium goes dead). */
@@ -120,7 +134,7 @@ export abstract class Connection {
     if (dir & Direction.down) this.stallDownUntilUs = Math.max(this.stallDownUntilUs, until);
     if (dir & Direction.up) this.stallUpUntilUs = Math.max(this.stallUpUntilUs, until);
     this.impair(until);
-    this.kernel.timeout(until - this.kernel.nowUs, () => this.resume());
+    this.kernel.timeout(until - this.kernel.nowUs, () => this.healed());
   }
 
   /** The medium carries nothing for `durationMs` in either direction. */
@@ -128,7 +142,29 @@ export abstract class Connection {
     const until = this.kernel.nowUs + durationMs * US_PER_MS;
     this.partitionUntilUs = Math.max(this.partitionUntilUs, until);
     this.impair(until);
-    this.kernel.timeout(until - this.kernel.nowUs, () => this.resume());
+    this.kernel.timeout(until - this.kernel.nowUs, () => this.healed());
+  }
+
+  /**
+   * A stall or partition ended: the medium resumes, and what the fault left queued at the hub
+   * drains first (frames never dropped: control, critical, segments) — until then a sample is not
+   * judged by sampleLate, which is about congestion, not about a fault's aftermath.
+   */
+  private healed(): void {
+    this.resume();
+    const ms = this.backlogDrainMs();
+    if (ms > 0) this.aftermaths.push([this.kernel.nowUs, this.kernel.nowUs + ms * US_PER_MS]);
+  }
+
+  /** How long what the hub holds queued for this connection takes on the medium, ms (0: nothing). */
+  protected backlogDrainMs(): number {
+    return 0;
+  }
+
+  /** Whether `atUs` falls in the drain of a fault's backlog (see `healed`). */
+  inAftermath(atUs: number): boolean {
+    for (const [a, b] of this.aftermaths) if (atUs >= a && atUs <= b) return true;
+    return false;
   }
 
   protected goSilent(): void {
@@ -167,6 +203,8 @@ export abstract class Connection {
     return false;
   }
 
+  private readonly aftermaths: [number, number][] = [];
+
   private impair(untilUs: number): void {
     this.impairments.push([this.kernel.nowUs, untilUs]);
   }
@@ -178,6 +216,8 @@ export abstract class Connection {
     const tap = new LinkTap(inner, this.kernel, this.env.catalog, this.taps.length === 0 ? this.id : `${this.id}.${this.taps.length + 1}`, {
       estopBoundMs: () => this.estopBoundMs(),
       impairedNow: () => this.impairedNow(),
+      idleDeliveryMs: (n) => this.idleDeliveryMs(n),
+      judgeable: (fromUs, toUs) => !this.impairedDuring(fromUs, toUs) && !this.inAftermath(fromUs) && (!this.env.mediumClear || this.env.mediumClear(this, fromUs, toUs)),
     });
     if (this.tap) this.tap.ended();
     this.tap = tap;
@@ -193,9 +233,13 @@ export abstract class Connection {
     const tap = this.tap;
     if (tap) {
       tap.stats.received++;
-      if (bytes.length === ESTOP_FRAME_BYTES && bytes[0] === ESTOP_MAGIC) {
+      const b0 = bytes[0] as number;
+      if (bytes.length === ESTOP_FRAME_BYTES && b0 === ESTOP_MAGIC) {
         const origin = (((bytes[4] as number) << 24) >>> 0) + ((bytes[5] as number) << 16) + ((bytes[6] as number) << 8) + (bytes[7] as number);
         tap.estopReceived(bytes[1] as number, origin, ((bytes[8] as number) << 8) | (bytes[9] as number));
+      } else if (b0 >= 0xa0 && b0 <= 0xbf && readDataHead(bytes, bytes.length, RECEIVED)) {
+        // sampleLate: the link that handed it, the newest first (ESP-NOW re-admits a peer).
+        for (let i = this.taps.length - 1; i >= 0; i--) if ((this.taps[i] as LinkTap).sampleReceived(RECEIVED)) break;
       }
     }
     const f = this.transport.onFrame;

@@ -16,7 +16,7 @@
 
 import type { CatalogIndex } from '../../catalog/index.js';
 import type { HubAttach } from '../../bindings/link.js';
-import { MAX_DATAGRAM_FRAME } from '../../bindings/espnow/datagram.js';
+import { HEADER_BYTES, LENGTH_BYTES, MAX_DATAGRAM_FRAME } from '../../bindings/espnow/datagram.js';
 import { EspNowBinding, type EspNowLink, type Radio } from '../../bindings/espnow/link.js';
 import { SimAir, SimPeer, type SimRadio } from '../../bindings/espnow/sim.js';
 import type { LinkSink } from '../../hub/ports.js';
@@ -161,6 +161,15 @@ export class EspNowMedium {
     this.air.ackLoss = p;
   }
 
+  /**
+   * How long the air may stay taken after a fault ends by transmissions begun during it: every
+   * station (the hub and each peer ever on this air) has at most one transmission reserved, and
+   * one to or from a MAC cut off the air is lost on every attempt (1 + retries full datagrams).
+   */
+  faultSettleMs(): number {
+    return (1 + this.byMac.size) * (this.air.retries + 1) * this.air.airtimeMs(250, true);
+  }
+
   upkeep(): void {
     this.air.sync();
     this.binding.tick();
@@ -257,6 +266,15 @@ export class EspNowConnection extends Connection {
     if (!this.partitioned && !this.ended) this.medium.air.cut.delete(this.mac);
   }
 
+  /**
+   * A fault's hold on the air outlasts it (KernelAir.transmit: a datagram to or from a cut MAC
+   * takes every retry's airtime, reserved when it was sent), so a fault stands in the way until
+   * those reservations are spent: for the ESTOP bound and sampleLate alike (report.ts).
+   */
+  override impairedDuring(fromUs: number, toUs: number): boolean {
+    return super.impairedDuring(fromUs - this.medium.faultSettleMs() * US_PER_MS, toUs);
+  }
+
   setLoss(p: number): void {
     this.medium.setLoss(p);
   }
@@ -271,6 +289,17 @@ export class EspNowConnection extends Connection {
     const tries = air.loss > 0 ? air.retries + 1 : 1;
     const full = tries * air.airtimeMs(250, true);
     return (1 + 2 * this.medium.stations()) * full + 2 * air.airtimeMs(16, true);
+  }
+
+  /**
+   * The frame alone on an idle air: one exchange of the datagram that carries it (its header and
+   * length byte, the MAC acknowledgement), with every retry when the air loses frames, as the
+   * ESTOP bound counts one.
+   */
+  idleDeliveryMs(frameBytes: number): number {
+    const air = this.medium.air;
+    const tries = air.loss > 0 ? air.retries + 1 : 1;
+    return tries * air.airtimeMs(HEADER_BYTES + LENGTH_BYTES + frameBytes, true);
   }
 
   upkeep(): void {

@@ -6,7 +6,7 @@ import { ESPNOW_DEFAULTS, EspNowConnection, EspNowMedium, type EspNowParams } fr
 import { TCP_DEFAULTS, TcpConnection, type TcpParams } from './tcp.js';
 
 export { Connection, Direction, SimTransport, type ConnectionEnv } from './connection.js';
-export { LinkTap, type EstopRecord, type Violation } from './tap.js';
+export { LinkTap, SampleLateStats, type EstopRecord, type Violation } from './tap.js';
 export { BLE_DEFAULTS, ESPNOW_DEFAULTS, TCP_DEFAULTS };
 export type { BleParams, EspNowParams, TcpParams };
 

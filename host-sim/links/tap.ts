@@ -6,7 +6,10 @@
 //   criticalShed        a critical channel's DATA skipped a sequence number on this link;
 //   segmentsDecimated   a segments channel's DATA skipped one without carrying `gap`;
 //   lateDelivery        a non-critical STREAM/STATE sample handed over later than it was produced;
-//   eventLossInvisible  an EVENT's `dropped` does not account for the events skipped before it.
+//   eventLossInvisible  an EVENT's `dropped` does not account for the events skipped before it;
+//   sampleLate          a non-critical STREAM sample reached the client later than it would have
+//                       on an idle link by more than one link latency (recorded at handoff,
+//                       judged when the connection delivers it: `sampleReceived`).
 //
 // It also keeps the write-ahead ESTOP frames (resolved when the client receives them), the
 // congestion level over time and the frame counts the report prints.
@@ -57,6 +60,91 @@ export class TapStats {
   received = 0;
   /** Age at the client of every DATA sample of a STREAM or STATE channel (ms). */
   readonly sampleAgeMs = new Samples();
+}
+
+/** sampleLate records each tap lists (the first ones); the rest are counted (`SampleLateStats.over`). */
+export const LATE_EXAMPLES_PER_LINK = 3;
+
+/**
+ * sampleLate on one link: every delivered sample of a non-critical STREAM `samples` channel is
+ * matched to its handoff; `judged` ones (nothing but the hub and its binding in the way) are held
+ * to age ≤ idleDeliveryMs + estopBoundMs (docs/simulator.md "sampleLate").
+ */
+export class SampleLateStats {
+  /** Delivered samples matched to their handoff, judged or not. */
+  samples = 0;
+  judged = 0;
+  over = 0;
+  /** Violations of this link put in `LinkTap.violations` (at most LATE_EXAMPLES_PER_LINK). */
+  listed = 0;
+  /** The largest age − bound over judged samples (ms), and that sample's age and bound. */
+  worstMs = -Infinity;
+  worstAgeMs = NaN;
+  worstBoundMs = NaN;
+  /** age ÷ bound of every judged sample. */
+  readonly ratio = new Samples();
+}
+
+/** Handoffs kept per channel and link: far more than any egress queue holds (a dead peer's go oldest first). */
+const MAX_PENDING_HANDOFFS = 8192;
+
+/**
+ * Handoffs of one channel on one link not yet delivered, oldest first: seq, handoff instant and
+ * the two parts of the bound as they stood then. A growable ring: a match in order costs O(1).
+ */
+class HandoffRing {
+  seq = new Float64Array(16);
+  atUs = new Float64Array(16);
+  idleMs = new Float64Array(16);
+  latencyMs = new Float64Array(16);
+  first = 0;
+  size = 0;
+
+  push(seq: number, atUs: number, idleMs: number, latencyMs: number): void {
+    if (this.size === this.seq.length) {
+      if (this.size >= MAX_PENDING_HANDOFFS) this.drop(1);
+      else this.grow();
+    }
+    let i = this.first + this.size;
+    if (i >= this.seq.length) i -= this.seq.length;
+    this.seq[i] = seq;
+    this.atUs[i] = atUs;
+    this.idleMs[i] = idleMs;
+    this.latencyMs[i] = latencyMs;
+    this.size++;
+  }
+
+  /** The ring index of `seq`, searching from the oldest; -1 when it is not pending. */
+  find(seq: number): number {
+    const cap = this.seq.length;
+    for (let k = 0, i = this.first; k < this.size; k++, i = i + 1 === cap ? 0 : i + 1) if (this.seq[i] === seq) return i;
+    return -1;
+  }
+
+  /** Forgets every handoff up to ring index `i`: the older ones never arrived (dropped or lost). */
+  consume(i: number): void {
+    const cap = this.seq.length;
+    this.drop(((i - this.first + cap) % cap) + 1);
+  }
+
+  private drop(n: number): void {
+    this.first = (this.first + n) % this.seq.length;
+    this.size -= n;
+  }
+
+  private grow(): void {
+    const cap = this.seq.length;
+    const grown = (a: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
+      const b = new Float64Array(cap * 2);
+      for (let k = 0; k < this.size; k++) b[k] = a[(this.first + k) % cap] as number;
+      return b;
+    };
+    this.seq = grown(this.seq);
+    this.atUs = grown(this.atUs);
+    this.idleMs = grown(this.idleMs);
+    this.latencyMs = grown(this.latencyMs);
+    this.first = 0;
+  }
 }
 
 /** The head of a DATA frame, read without allocating (the fields the checks need). */
@@ -163,6 +251,8 @@ const SEQ_MOD = 0x100000000;
 /** Per-channel state of the checks on one link. */
 class ChannelTrack {
   lastSeq = -1;
+  /** sampleLate: handoffs of a non-critical samples stream not yet delivered; null on other channels. */
+  pending: HandoffRing | null = null;
 }
 
 export class LinkTap implements Link {
@@ -174,6 +264,7 @@ export class LinkTap implements Link {
   /** Congestion level over time: [tMs, level] whenever it changed. */
   readonly levels: [number, number][] = [];
   readonly violations: Violation[] = [];
+  readonly late = new SampleLateStats();
   private lastLevel = -1;
   private readonly tracks: (ChannelTrack | undefined)[] = [];
   private readonly head = new DataHead();
@@ -188,6 +279,10 @@ export class LinkTap implements Link {
     private readonly ctx: {
       estopBoundMs(): number;
       impairedNow(): boolean;
+      /** The time a frame of this size takes on this link when nothing else is in the way (ms). */
+      idleDeliveryMs(frameBytes: number): number;
+      /** Nothing but the hub and its binding stood in the way during [fromUs, toUs]: no fault, slow reader, loss or impaired shared air. */
+      judgeable(fromUs: number, toUs: number): boolean;
     },
   ) {
     this.binding = inner.binding;
@@ -205,16 +300,16 @@ export class LinkTap implements Link {
     return ok;
   }
 
-  send(frame: Uint8Array, length: number): void {
+  send(frame: Uint8Array, length: number, shed?: number): void {
     const st = this.stats;
     st.frames++;
     st.bytes += length;
     if (length > st.maxFrameBytes) st.maxFrameBytes = length;
     if ((frame[0] as number) >= 0xa0 && readDataHead(frame, length, this.head)) {
       st.dataFrames++;
-      this.check(this.head);
+      this.check(this.head, length);
     }
-    this.inner.send(frame, length);
+    this.inner.send(frame, length, shed);
   }
 
   writeAhead(frame: Uint8Array): void {
@@ -246,6 +341,9 @@ export class LinkTap implements Link {
   occupancy(): number {
     return this.inner.occupancy();
   }
+  stalledMs(): number {
+    return this.inner.stalledMs();
+  }
 
   close(): void {
     this.isClosed = true;
@@ -266,6 +364,50 @@ export class LinkTap implements Link {
     return NaN;
   }
 
+  /**
+   * The client received the DATA frame whose head is `h`, now: a sample this link handed is
+   * judged (sampleLate). False when no pending handoff matches (another channel, or a frame
+   * handed on another of the connection's links); nothing changes then.
+   */
+  sampleReceived(h: DataHead): boolean {
+    const ring = this.tracks[h.channelId]?.pending;
+    if (!ring || ring.size === 0) return false;
+    const i = ring.find(h.seq);
+    if (i < 0) return false;
+    const atUs = ring.atUs[i] as number;
+    const idleMs = ring.idleMs[i] as number;
+    const latencyMs = ring.latencyMs[i] as number;
+    ring.consume(i);
+    const late = this.late;
+    late.samples++;
+    const nowUs = this.kernel.nowUs;
+    if (!this.ctx.judgeable(atUs, nowUs)) return true;
+    // The age as the client's (host-sim/clients.ts): receipt − the sample's t, which the hub
+    // stamped in the millisecond it produced and handed it (lateDelivery holds that).
+    const age = nowUs / US_PER_MS - h.t;
+    const bound = idleMs + latencyMs;
+    const excess = age - bound;
+    late.judged++;
+    late.ratio.add(age / bound);
+    if (excess > late.worstMs) {
+      late.worstMs = excess;
+      late.worstAgeMs = age;
+      late.worstBoundMs = bound;
+    }
+    if (excess > 0) {
+      late.over++;
+      if (late.listed < LATE_EXAMPLES_PER_LINK) {
+        late.listed++;
+        this.violate(
+          'sampleLate',
+          this.catalog.byId(h.channelId) as ChannelInfo,
+          `seq ${h.seq} produced at ${h.t} ms, handed at ${(atUs / US_PER_MS).toFixed(3)} ms: age ${age.toFixed(3)} ms > bound ${bound.toFixed(3)} ms (idle ${idleMs.toFixed(3)} + link latency ${latencyMs.toFixed(3)})`,
+        );
+      }
+    }
+    return true;
+  }
+
   /** The transport ended: what never arrived is discarded. */
   ended(): void {
     for (const r of this.estops) if (r.outcome === 'pending') r.outcome = 'discarded';
@@ -284,7 +426,7 @@ export class LinkTap implements Link {
 
   // ---------------------------------------------------------------- the checks
 
-  private check(h: DataHead): void {
+  private check(h: DataHead, length: number): void {
     const ch = this.catalog.byId(h.channelId);
     if (!ch) return;
     const nowMs = Math.floor(this.kernel.nowUs / US_PER_MS);
@@ -300,6 +442,13 @@ export class LinkTap implements Link {
     // queues are bounded queues by design (§9.4); every other sample leaves when it is produced.
     if (!ch.critical && !isEvent && nowMs > h.t) {
       this.violate('lateDelivery', ch, `seq ${h.seq} produced at ${h.t} ms, handed to the link at ${nowMs} ms`);
+    }
+    // sampleLate: a samples stream outside the never-shed set (STATE values are conflated, never
+    // dropped by a binding; segments and EVENTs may wait by design). The bound is the link's as
+    // it stands at handoff, like an ESTOP's.
+    if (!ch.critical && ch.cls === ChannelClass.STREAM && ch.kind === StreamKind.samples) {
+      if (!tr.pending) tr.pending = new HandoffRing();
+      tr.pending.push(h.seq, this.kernel.nowUs, this.ctx.idleDeliveryMs(length), this.ctx.estopBoundMs());
     }
     if (last < 0) return;
     const skipped = (h.seq - last - 1 + SEQ_MOD) % SEQ_MOD;

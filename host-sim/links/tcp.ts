@@ -349,6 +349,11 @@ export class TcpConnection extends Connection implements LinkTransport, Task {
     this.pumpUp();
   }
 
+  protected override backlogDrainMs(): number {
+    const bytes = this.link.pendingBytes() + this.inFlight;
+    return bytes > 0 ? this.txUs(bytes, this.params.bandwidthKbps) / US_PER_MS : 0;
+  }
+
   override readerLimited(): boolean {
     return this.params.readerKbps > 0;
   }
@@ -365,6 +370,17 @@ export class TcpConnection extends Connection implements LinkTransport, Task {
     const largest = Math.max(this.tap ? this.tap.stats.maxFrameBytes : 0, 12) + 4;
     const frame = this.ws ? largest : p.segmentBytes + largest;
     return rtt + (this.txUs(frame, p.bandwidthKbps) + this.txUs(16, p.bandwidthKbps)) / US_PER_MS;
+  }
+
+  /**
+   * The frame alone on an idle socket: its bytes with their framing (the 2-byte length prefix;
+   * WebSocket, the message header) on the wire at `bandwidthKbps`, then the latency and the
+   * worst jitter.
+   */
+  idleDeliveryMs(frameBytes: number): number {
+    const p = this.params;
+    const onWire = frameBytes + (this.ws ? this.wsHeader(frameBytes, false) : 2);
+    return p.latencyMs + p.jitterMs + this.txUs(onWire, p.bandwidthKbps) / US_PER_MS;
   }
 
   upkeep(): void {

@@ -2,13 +2,14 @@
 // congestion signal, ESTOP write-ahead, retries, and a real Hub over a simulated connection.
 import { deepEqual, equal, ok } from '../lib/assert.js';
 import { makeHub, VirtualClock } from '../lib/hub-fixture.js';
+import { SendShed } from '../../hub/ports.js';
 import { CborWriter } from '../../hub/cbor.js';
 import { decodeEstop, encodeEstop, ESTOP_FRAME_BYTES, ESTOP_MAGIC, EstopKind, EstopSource } from '../../hub/estop-frame.js';
 import { decodeFrame, encodeFrame, FrameType, MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES, type Frame } from '../../hub/frames.js';
 import { Nack } from '../../hub/nack.js';
 import { SessionState } from '../../hub/session.js';
 import { FragmentPosition, header, HUB_REASSEMBLY } from '../../bindings/ble/fragment.js';
-import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BleLink, type BleTransport } from '../../bindings/ble/link.js';
+import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BLE_SAMPLE_BUDGET_DEFAULT_MS, BLE_SAMPLE_BUDGET_FLOOR_MS, BleLink, type BleTransport } from '../../bindings/ble/link.js';
 import { ESTOP_AHEAD_SLOTS, NOTIFY_QUEUE_BYTES, NOTIFY_QUEUE_NOTIFICATIONS } from '../../bindings/ble/notify-queue.js';
 import { SimBleConnection } from '../../bindings/ble/sim.js';
 import { BLE_UUIDS } from '../../bindings/ble/uuids.js';
@@ -210,6 +211,74 @@ describe('BLE: the notification queue', () => {
     ok(link.estimate().throughputBps < 100, 'a link that carries nothing decays toward 0');
     equal(link.estimate().rttMs, 0);
     equal(link.counters.deliveredBytes, 200 * 19);
+  });
+});
+
+describe('BLE: stalledMs', () => {
+  it('counts from when a backlog starts until a notification completes; 0 once empty', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    equal(link.stalledMs(), 0);
+    clock.advance(400);
+    for (let i = 0; i < 3; i++) link.send(frameOf(19, i), 19);
+    equal(link.stalledMs(), 0, 'the backlog starts now');
+    clock.advance(700);
+    equal(link.stalledMs(), 700, 'nothing completed: a reader (or a radio) that does not take');
+    link.notified(0);
+    equal(link.stalledMs(), 0, 'one completed');
+    clock.advance(250);
+    equal(link.stalledMs(), 250);
+    link.notified(0);
+    link.notified(0);
+    equal(link.stalledMs(), 0, 'empty');
+    clock.advance(5000);
+    equal(link.stalledMs(), 0, 'empty, however long');
+  });
+});
+
+describe('BLE: the sample budget (§13.6)', () => {
+  it('two notification service times, within 15..250 ms; 100 ms before the first completion', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    equal(link.sampleBudgetMs(), BLE_SAMPLE_BUDGET_DEFAULT_MS);
+    link.send(frameOf(19), 19);
+    clock.advance(30);
+    link.notified(0);
+    equal(link.sampleBudgetMs(), 60, 'a notification that waited 30 ms for its connection event');
+    link.send(frameOf(19), 19);
+    link.notified(0);
+    equal(link.sampleBudgetMs(), 60, 'the longest lately');
+    const fast = new BleLink(new ManualTransport(), clock, {}, true);
+    fast.send(frameOf(19), 19);
+    fast.notified(0);
+    equal(fast.sampleBudgetMs(), BLE_SAMPLE_BUDGET_FLOOR_MS, 'a stack that completes at once');
+  });
+
+  it('a STREAM sample frame that waited past the budget is dropped unsent when its turn comes; others are not', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    // Frame 1 goes at once; each notification completes 10 ms after it went (one per connection
+    // event), so the budget is 20 ms and frame k goes 10·(k − 1) ms after it was queued.
+    link.send(frameOf(19, 1), 19, SendShed.SAMPLE);
+    link.send(frameOf(19, 2), 19, SendShed.SAMPLE);
+    link.send(frameOf(19, 3), 19, SendShed.NEVER);
+    link.send(frameOf(19, 4), 19, SendShed.SAMPLE);
+    link.send(frameOf(19, 5), 19, SendShed.SAMPLE);
+    link.send(frameOf(19, 6), 19, SendShed.NEVER);
+    for (let i = 0; i < 6; i++) {
+      clock.advance(10);
+      link.notified(0);
+    }
+    equal(link.sampleBudgetMs(), 20);
+    deepEqual(
+      t.sent.map((v) => v[1]),
+      [1, 2, 3, 6],
+      'frame 3 waited 20 ms (the budget) and went; 4 and 5 waited 30 ms and were dropped; 6 is not sheddable',
+    );
+    equal(link.queue.counters.expired, 2);
   });
 });
 

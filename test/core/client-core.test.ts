@@ -131,6 +131,7 @@ class MemPair {
       level: () => self.level,
       estimate: () => ({ throughputBps: 0, rttMs: 0 }),
       occupancy: () => self.queuedBytes / self.capacity,
+      stalledMs: () => 0,
       close: () => {
         self.hubClosed = true;
       },

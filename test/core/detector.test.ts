@@ -19,6 +19,7 @@ import {
   SEVERE_WATERMARK,
   SEVERE_WINDOW_MS,
   WATERMARK_THRESHOLDS,
+  STALE_HOLD_MS,
   WatermarkDetector,
   classify,
 } from '../../bindings/detector.js';
@@ -648,6 +649,35 @@ const BLE_OVERLOAD = { cap: 16, unit: 1, offer: 4, tickMs: 10, take: 4, everyMs:
 // The device's TCP egress queue (6144 bytes) handing lwIP one 1460-byte segment every 50 ms
 // (29 kB/s) while the core offers a 60-byte frame every 5 ms... ten of them (120 kB/s).
 const TCP_OVERLOAD = { cap: 6144, unit: 60, offer: 10, tickMs: 5, take: 1460, everyMs: 50, ms: 3000 } as const;
+
+describe('watermark: samples dropped stale (§13.6)', () => {
+  it('read full for STALE_HOLD_MS, whatever the queue: renewed, level 2 after 500 ms; then the queue again', () => {
+    const d = new WatermarkDetector(0);
+    d.drained(0.1, 0, 0);
+    for (let t = 0; t < 500; t += 200) d.stale(t);
+    d.tick(499);
+    equal(d.level(), 0);
+    d.tick(500);
+    equal(d.level(), 2, 'saturated for 500 ms');
+    d.tick(400 + STALE_HOLD_MS - 1);
+    equal(d.level(), 2);
+    // The hold ends at 400 + 250: the queue (empty) is judged from then; 2 → 1 after 1 s below 50 %.
+    d.tick(400 + STALE_HOLD_MS);
+    d.tick(400 + STALE_HOLD_MS + 999);
+    equal(d.level(), 2);
+    d.tick(400 + STALE_HOLD_MS + 1000);
+    equal(d.level(), 1);
+  });
+
+  it('control: one drop holds the signal 250 ms, short of the 500 ms saturation window', () => {
+    const d = new WatermarkDetector(0);
+    d.stale(0);
+    d.tick(STALE_HOLD_MS - 1);
+    d.tick(2000);
+    equal(d.level(), 0);
+    equal(d.ratio(), 0, 'the queue ratio is what health reads');
+  });
+});
 
 describe('watermark: the backlog a link carries (§13.5.1)', () => {
   it('BLE overload: the queue refills between events; judged at each take it is full, level 2 after 500 ms', () => {

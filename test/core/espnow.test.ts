@@ -131,7 +131,10 @@ class RecordingRadio implements Radio, RadioHandler {
   removePeer(mac: number): number {
     return this.inner.removePeer(mac);
   }
+  /** While set, the radio answers every send BUSY (a driver that takes nothing). */
+  hold = false;
   send(mac: number, d: Uint8Array, length: number): number {
+    if (this.hold) return RadioStatus.BUSY;
     const r = this.inner.send(mac, d, length);
     if (r === RadioStatus.BUSY) this.busyRefusals++;
     if (r === RadioStatus.OK) {
@@ -483,6 +486,21 @@ describe('bindings/espnow: the link over the simulated air', () => {
     equal(peer.take(FrameType.DATA).length, 15);
     const seqs = dgs.map((d) => ((d.bytes[1] as number) << 8) | (d.bytes[2] as number));
     for (let i = 1; i < seqs.length; i++) equal(seqs[i], (seqs[i - 1]! + 1) & 0xffff, 'consecutive datagram numbers');
+  });
+
+  it('stalledMs: a backlog the radio takes nothing from counts up; a datagram sent resets it; empty reads 0', () => {
+    const r = rig();
+    const { link } = openPeer(r, 1);
+    r.run(50, 1);
+    equal(link.stalledMs(), 0, 'empty');
+    r.radio.hold = true;
+    const f = data(IMU.id, 1);
+    for (let i = 0; i < 3; i++) link.send(f, f.length);
+    r.run(600, 1);
+    ok(link.stalledMs() >= 599 && link.stalledMs() <= 600, `stalled ${link.stalledMs()} ms`);
+    r.radio.hold = false;
+    r.run(20, 1);
+    equal(link.stalledMs(), 0, 'sent, and nothing left');
   });
 
   it('canSend: no frame over the mtu, and a full queue says no (the core then drops, §10.4)', () => {

@@ -453,6 +453,8 @@ function fullInputs(now: number): { m: HealthMetrics; inputs: HealthInputs } {
   load.neverShedBacklogBytes = 1234;
   load.heapUsedBytes = 100_000;
   load.egressOccupancy = 0.4321;
+  load.readerStalledLinks = 2;
+  load.keepingUpLinks = 3;
   const admission = new Admission(defaultAdmissionLimits(8, 2048));
   const ladder = new Ladder();
   const governor = new IngressGovernor(8);
@@ -507,7 +509,7 @@ describe('hub/health: the report (metrics.version 1)', () => {
     deepEqual(r.links[3], { slot: 3, binding: 4, level: 0, loss: 0.123, occupancy: 0.387 });
     equal(r.links[0].loss, -1, 'a binding that measures no loss reads -1, not a healthy 0');
     deepEqual(r.heap, { usedBytes: 100_000, limitBytes: 131072 });
-    deepEqual(r.egress, { occupancy: 0.432, neverShedBacklogBytes: 1234 });
+    deepEqual(r.egress, { occupancy: 0.432, readerStalledLinks: 2, keepingUpLinks: 3, neverShedBacklogBytes: 1234 });
     equal(r.admission.admitting, 1);
     equal(r.admission.reason, 0);
     equal(r.ladder.rung, 0);

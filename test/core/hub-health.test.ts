@@ -8,7 +8,7 @@ import { STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
 import { FrameType, type AckFrame, type GrantFrame, type HealthFrame, type PongFrame } from '../../hub/frames.js';
 import { findInReport, nonNumericLeaves } from '../../hub/health.js';
 import { Hub } from '../../hub/hub.js';
-import { LADDER_RELIEF_MS, LadderRung, LadderTrigger } from '../../hub/ladder.js';
+import { LADDER_READER_STALL_MS, LADDER_RELIEF_MS, LadderRung, LadderTrigger } from '../../hub/ladder.js';
 import { Nack } from '../../hub/nack.js';
 import { SessionState } from '../../hub/session.js';
 import { deepEqual, equal, ok } from '../lib/assert.js';
@@ -469,6 +469,62 @@ describe('hub health (BRIEF §8)', () => {
       equal(fx.hub.ladder.rung, LadderRung.PAUSE_NON_ESSENTIAL);
       equal(fx.hub.ladder.state.trigger, LadderTrigger.EGRESS);
       equal(metrics(fx).egress.occupancy, Math.round(c.link.occupancy() * 1000) / 1000);
+    });
+
+    it('leaves out a link its reader has stalled for LADDER_READER_STALL_MS, and counts it once it moves', () => {
+      const fx = makeHub({ slots: 1 });
+      const c = new TestClient(fx.hub, new TestLink('tcp', 400));
+      c.hello();
+      while (c.link.occupancy() < 0.9) c.send({ type: FrameType.PING, t0: 1 });
+      c.link.stalled = LADDER_READER_STALL_MS;
+      fx.hub.tick();
+      equal(fx.hub.ladder.rung, LadderRung.CALM, 'a full queue its reader left alone is that session\'s');
+      equal(metrics(fx).egress.occupancy, 0);
+      equal(metrics(fx).egress.readerStalledLinks, 1);
+      c.link.stalled = LADDER_READER_STALL_MS - 1;
+      fx.hub.tick();
+      equal(fx.hub.ladder.rung, LadderRung.PAUSE_NON_ESSENTIAL, 'a link that moved within the window counts');
+      equal(metrics(fx).egress.readerStalledLinks, 0);
+    });
+
+    it('reads 0 while another link keeps up with what it is handed within a second, and the sum once none does', () => {
+      const fx = makeHub({ slots: 3 });
+      const slow = new TestClient(fx.hub, new TestLink('tcp', 400));
+      slow.hello();
+      const slow2 = new TestClient(fx.hub, new TestLink('tcp', 400));
+      slow2.hello();
+      const fast = new TestClient(fx.hub, new TestLink('tcp', 1000));
+      fast.hello({ subWishes: [{ channelId: IMU, wishedRateHz: 100 }] });
+      fast.take();
+      fx.hub.tick();
+      while (slow.link.occupancy() < 0.95) slow.send({ type: FrameType.PING, t0: 1 });
+      while (slow2.link.occupancy() < 0.95) slow2.send({ type: FrameType.PING, t0: 1 });
+      const imu = new Float64Array(6);
+      for (let i = 0; i < 20; i++) {
+        fx.clock.advance(10);
+        fx.hub.publishSample(IMU, fx.clock.now(), imu, 6);
+        fast.take();
+        fx.hub.tick();
+        equal(fx.hub.ladder.rung, LadderRung.CALM, `tick ${i}: the fast link keeps up`);
+      }
+      const m = metrics(fx);
+      equal(m.egress.occupancy, 0);
+      equal(m.egress.keepingUpLinks, 1);
+      // The fast link now holds what it is handed: nobody keeps up, and the sum (≥ 2 × 0.95 ÷ 3
+      // slots plus the fast link's share) is read.
+      for (let i = 0; i < 200 && fast.link.occupancy() < 0.2; i++) {
+        fx.clock.advance(10);
+        fx.hub.publishSample(IMU, fx.clock.now(), imu, 6);
+      }
+      ok(fast.link.occupancy() >= 0.2, `fast link occupancy ${fast.link.occupancy()}`);
+      fx.clock.advance(10);
+      fx.hub.publishSample(IMU, fx.clock.now(), imu, 6);
+      fx.hub.tick();
+      const after = metrics(fx);
+      equal(after.egress.keepingUpLinks, 0);
+      ok(after.egress.occupancy >= 0.7, `aggregate ${after.egress.occupancy}`);
+      ok(fx.hub.ladder.rung >= LadderRung.REDUCE_RATES, `rung ${fx.hub.ladder.rung}`);
+      equal(fx.hub.ladder.state.trigger, LadderTrigger.EGRESS);
     });
   });
 

@@ -43,6 +43,9 @@ class FakeLink implements Link {
   occupancy(): number {
     return 0;
   }
+  stalledMs(): number {
+    return 0;
+  }
   close(): void {}
 }
 

@@ -2,13 +2,14 @@
 // write-ahead and the ack window) and the TcpLink around it, driven by a fake transport and a
 // fake hub; bindings/link.ts estimators.
 import { deepEqual, equal, fail, ok, throws } from '../lib/assert.js';
-import { ACK_LAG_CONGESTED_FRAMES } from '../../bindings/detector.js';
-import { RttEstimator, ThroughputEstimator } from '../../bindings/link.js';
+import { ACK_LAG_CONGESTED_FRAMES, STALE_HOLD_MS } from '../../bindings/detector.js';
+import { MIN_RTT_WINDOW_MS, MinRttFilter, RttEstimator, SAMPLE_BUDGET_DEFAULT_MS, SAMPLE_BUDGET_FLOOR_MS, SAMPLE_BUDGET_MAX_MS, sampleBudgetMs, ThroughputEstimator, WindowedMax } from '../../bindings/link.js';
 import { WsOpcode, writeLengthPrefix } from '../../bindings/tcp/framing.js';
 import {
   AHEAD_SLOTS,
   WS_POLICY_VIOLATION,
   DEFAULT_ACK_WINDOW_FRAMES,
+  PROMPT_ACK_FRAMES,
   EgressQueue,
   LinkFraming,
   LinkState,
@@ -18,6 +19,7 @@ import {
   type LinkFramingCode,
   type LinkTransport,
 } from '../../bindings/tcp/egress.js';
+import { SendShed } from '../../hub/ports.js';
 import { CborWriter } from '../../hub/cbor.js';
 import { ESTOP_FRAME_BYTES, EstopKind, EstopSource, decodeEstop, encodeEstop } from '../../hub/estop-frame.js';
 import { decodeFrame, encodeData, encodeFrame, FrameType, MAX_FRAME_BYTES, type Frame } from '../../hub/frames.js';
@@ -132,6 +134,66 @@ describe('tcp egress: EgressQueue', () => {
     equal(q.aheadWaiting, AHEAD_SLOTS);
     equal(q.aheadReplaced, 1);
     deepEqual(drain(q), [...(e[0] as Uint8Array), ...(e[1] as Uint8Array), ...(e[2] as Uint8Array), ...(e[4] as Uint8Array), ...rec(20, 1)]);
+  });
+
+  it('drops SAMPLE records older than the budget as it reaches them, only when they would go (§13.6)', () => {
+    const q = new EgressQueue(100);
+    q.push(NONE, 0, rec(5, 1), 5, RecordKind.SAMPLE, 1000);
+    q.push(NONE, 0, rec(5, 2), 5, RecordKind.CONTROL, 1001);
+    q.push(NONE, 0, rec(5, 3), 5, RecordKind.SAMPLE, 1002);
+    q.push(NONE, 0, rec(5, 4), 5, RecordKind.DATA, 1003);
+    q.push(NONE, 0, rec(5, 5), 5, RecordKind.SAMPLE, 1020);
+    q.setExpiry(1030, 20);
+    deepEqual(drain(q, 100, 0), [], 'behind a shut ack window nothing expires: the queue fills');
+    equal(q.records, 5);
+    equal(q.expired, 0);
+    // At 1030 with a budget of 20: 1000 and 1002 waited 30 and 28 ms (dropped), 1020 waited 10.
+    deepEqual(drain(q, 100, 10), [...rec(5, 2), ...rec(5, 4), ...rec(5, 5)], 'the stale samples behind a control record go too; DATA is never dropped');
+    equal(q.expired, 2);
+    equal(q.framesStarted, 3, 'a dropped sample is no frame the client counts');
+    equal(q.bytes, 0);
+    q.push(NONE, 0, rec(5, 6), 5, RecordKind.SAMPLE, 2000);
+    q.setExpiry(2020, 20);
+    deepEqual(drain(q, 100, 10), Array.from(rec(5, 6)), 'waited exactly the budget: it goes');
+    q.push(NONE, 0, rec(5, 7), 5, RecordKind.SAMPLE, 2000);
+    q.setExpiry(2021, Infinity);
+    deepEqual(drain(q, 100, 10), Array.from(rec(5, 7)), 'no budget: nothing expires');
+    q.push(NONE, 0, rec(5, 8), 5, RecordKind.SAMPLE, 3000);
+    q.setExpiry(3021, 20);
+    equal(q.nextRecordLength(1), 0, 'a message transport sees no stale record either');
+    equal(q.expired, 3);
+  });
+
+  it('a VALUE record is superseded by a newer VALUE of its channel and dropped when reached; others are not (§13.6)', () => {
+    const q = new EgressQueue(200);
+    q.push(NONE, 0, rec(5, 1), 5, RecordKind.VALUE, 0, 20);
+    q.push(NONE, 0, rec(5, 2), 5, RecordKind.VALUE, 0, 21);
+    q.push(NONE, 0, rec(5, 3), 5, RecordKind.DATA, 0);
+    q.push(NONE, 0, rec(5, 4), 5, RecordKind.VALUE, 0, 20);
+    q.push(NONE, 0, rec(5, 5), 5, RecordKind.VALUE, 0, 20);
+    q.setExpiry(0, 1000);
+    deepEqual(drain(q, 100, 0), [], 'a shut window holds them all');
+    deepEqual(drain(q, 100, 10), [...rec(5, 2), ...rec(5, 3), ...rec(5, 5)], 'channel 20 keeps its newest value only');
+    equal(q.conflated, 2);
+    equal(q.expired, 0);
+    // A value partly handed over is never superseded: the receiver's framing stays in step.
+    q.push(NONE, 0, rec(5, 6), 5, RecordKind.VALUE, 0, 20);
+    deepEqual(drain(q, 2, 10), Array.from(rec(2, 6)));
+    q.push(NONE, 0, rec(5, 7), 5, RecordKind.VALUE, 0, 20);
+    deepEqual(drain(q, 100, 10), [...rec(5, 6).subarray(2), ...rec(5, 7)]);
+    equal(q.conflated, 2);
+    // After the record slots wrap (16 of them here), the newest value is still found where it is.
+    equal(q.maxRecords, 16);
+    for (let i = 0; i < 29; i++) {
+      q.push(NONE, 0, rec(5, 50 + i), 5, RecordKind.VALUE, 0, 30);
+      drain(q, 100, 10);
+    }
+    q.push(NONE, 0, rec(5, 90), 5, RecordKind.VALUE, 0, 20);
+    q.push(NONE, 0, rec(5, 91), 5, RecordKind.VALUE, 0, 21);
+    q.push(NONE, 0, rec(5, 92), 5, RecordKind.VALUE, 0, 20);
+    q.push(NONE, 0, rec(5, 93), 5, RecordKind.VALUE, 0, 30);
+    deepEqual(drain(q, 100, 10), [...rec(5, 91), ...rec(5, 92), ...rec(5, 93)]);
+    equal(q.conflated, 3);
   });
 
   it('starts DATA records only within the allowance; control records and started DATA go on', () => {
@@ -285,6 +347,30 @@ describe('tcp egress: TcpLink', () => {
     ok(link.occupancy() > 0.95);
   });
 
+  it('stalledMs: how long a backlog has waited with nothing taken; 0 when empty or moving', () => {
+    const { link, clock } = rig();
+    equal(link.stalledMs(), 0, 'empty');
+    clock.t += 500;
+    const f = data(1);
+    link.send(f, f.length);
+    equal(link.stalledMs(), 0, 'the backlog starts now, not when the queue last moved');
+    clock.t += 300;
+    link.send(f, f.length);
+    equal(link.stalledMs(), 300);
+    const buf = new Uint8Array(8);
+    link.pull(buf, 0, 8);
+    equal(link.stalledMs(), 0, 'the transport took some bytes');
+    clock.t += 1200;
+    equal(link.stalledMs(), 1200);
+    link.pull(new Uint8Array(1 << 12), 0, 1 << 12);
+    equal(link.queuedBytes(), 0);
+    equal(link.stalledMs(), 0, 'drained');
+    clock.t += 100;
+    link.writeAhead(estopBytes(1));
+    clock.t += 40;
+    equal(link.stalledMs(), 40, 'an ESTOP waiting is a backlog too');
+  });
+
   it('feeds the watermark: level 1 after > 50 % for 1 s, 2 after > 90 % for 1 s, back down on drain', () => {
     // The exact window edges are the detector's (test/core/detector tests); here a millisecond
     // either side of each window shows that the link samples its queue and re-judges on level().
@@ -381,6 +467,67 @@ describe('tcp egress: TcpLink', () => {
     }
     equal(link.level(), 2, 'every pull found a queue that had turned a frame away');
     ok(link.occupancy() < 0.9);
+  });
+
+  it('sample budget: 10 ms until a round trip is timed, then half the least RTT lately, within 2..250 ms', () => {
+    const { link, clock } = rig(LinkFraming.LENGTH_PREFIX, { queueBytes: 65536 });
+    equal(link.sampleBudgetMs(), SAMPLE_BUDGET_DEFAULT_MS);
+    const f = data(1);
+    const ackAfter = (ms: number, frames = PROMPT_ACK_FRAMES): void => {
+      for (let i = 0; i < frames; i++) link.send(f, f.length);
+      pullFrames(link);
+      clock.t += ms;
+      const ack = prefixed(enc({ type: FrameType.ACK, acked: link.queue.framesStarted }));
+      link.input(ack, 0, ack.length);
+    };
+    ackAfter(12, PROMPT_ACK_FRAMES - 1);
+    equal(link.sampleBudgetMs(), SAMPLE_BUDGET_DEFAULT_MS, 'an ACK on the client\'s timer times the client as well: not sampled');
+    equal(link.rtt.rttMs(), 12, 'the smoothed RTT takes it all the same');
+    ackAfter(30);
+    equal(link.sampleBudgetMs(), 15);
+    ackAfter(80);
+    equal(link.sampleBudgetMs(), 15, 'the least of the window: queueing inflates the rest');
+    ackAfter(3);
+    equal(link.sampleBudgetMs(), SAMPLE_BUDGET_FLOOR_MS);
+    clock.t += MIN_RTT_WINDOW_MS + 1;
+    ackAfter(900);
+    equal(link.sampleBudgetMs(), SAMPLE_BUDGET_MAX_MS, 'an old least RTT ages out; a long one is capped');
+  });
+
+  it('a STREAM sample that waited past the budget is dropped unsent; the link then reads saturated (§13.6)', () => {
+    const { link, clock, t } = rig(LinkFraming.LENGTH_PREFIX, { queueBytes: 8192 });
+    const f = data(1);
+    const budget = link.sampleBudgetMs();
+    const t0 = clock.t;
+    link.send(f, f.length, SendShed.SAMPLE);
+    link.send(f, f.length, SendShed.NEVER);
+    clock.t += budget;
+    link.send(data(2), f.length, SendShed.SAMPLE);
+    clock.t += 1;
+    // The first sample waited budget + 1: dropped. The second is not sheddable; the third waited 1 ms.
+    deepEqual(pullFrames(link), [f, data(2)]);
+    equal(link.queue.expired, 1);
+    ok(t.kicks > 0);
+    // Stale drops at every take for 500 ms read saturated: level 2, though the queue is empty.
+    for (let ms = 0; ms <= 500; ms += 50) {
+      clock.t = t0 + budget + 1 + ms;
+      link.send(f, f.length, SendShed.SAMPLE);
+      clock.t += budget + 1;
+      link.send(f, f.length, SendShed.SAMPLE);
+      pullFrames(link);
+    }
+    equal(link.queuedBytes(), 0);
+    equal(link.level(), 2, 'samples going stale at every take read as a saturated link');
+    // No more drops: after STALE_HOLD_MS the signal is the queue's own, and the level steps down (§10.3).
+    const last = clock.t;
+    clock.t = last + STALE_HOLD_MS - 1;
+    equal(link.level(), 2);
+    clock.t = last + STALE_HOLD_MS;
+    equal(link.level(), 2, 'the hold is over: the queue (empty) is judged from here');
+    clock.t = last + STALE_HOLD_MS + 999;
+    equal(link.level(), 2);
+    clock.t = last + STALE_HOLD_MS + 1000;
+    equal(link.level(), 1, 'below the congested threshold for 1 s: 2 → 1');
   });
 
   it('writes ESTOP ahead, prefixed, even with the queue full', () => {
@@ -632,6 +779,39 @@ describe('bindings/link: estimators', () => {
     ok(later < steady * 0.06, `decays toward 0 when nothing is carried, got ${later}`);
     e.reset(9000);
     equal(e.bps(9500), 0);
+  });
+
+  it('MinRttFilter and WindowedMax: the least / greatest over a window, refreshed when it ages out', () => {
+    const m = new MinRttFilter(1000);
+    equal(m.value(), 0, 'unknown');
+    m.sample(40, 0);
+    m.sample(60, 100);
+    equal(m.value(), 40);
+    m.sample(NaN, 200);
+    m.sample(-1, 200);
+    equal(m.value(), 40);
+    m.sample(70, 1001);
+    equal(m.value(), 70, 'the least aged out: the next sample stands');
+    m.sample(20, 1002);
+    equal(m.value(), 20);
+    const x = new WindowedMax(1000);
+    ok(!x.known);
+    x.sample(0, 0);
+    ok(x.known);
+    equal(x.value(), 0);
+    x.sample(30, 10);
+    x.sample(5, 500);
+    equal(x.value(), 30);
+    x.sample(5, 1011);
+    equal(x.value(), 5);
+  });
+
+  it('sampleBudgetMs: the default when unknown, else half the RTT within the floor and the cap', () => {
+    equal(sampleBudgetMs(0), SAMPLE_BUDGET_DEFAULT_MS);
+    equal(sampleBudgetMs(NaN), SAMPLE_BUDGET_DEFAULT_MS);
+    equal(sampleBudgetMs(3.9), SAMPLE_BUDGET_FLOOR_MS);
+    equal(sampleBudgetMs(37), 18.5);
+    equal(sampleBudgetMs(5000), SAMPLE_BUDGET_MAX_MS);
   });
 
   it('RttEstimator: RFC 6298 smoothing', () => {

@@ -13,7 +13,7 @@ import { encodeData, encodeFrame } from '../../hub/frames.js';
 import type { Link } from '../../hub/ports.js';
 import { Kernel, Prng } from '../../host-sim/kernel.js';
 import { BLE_DEFAULTS, TCP_DEFAULTS } from '../../host-sim/links/index.js';
-import { DataHead, LinkTap, readDataHead } from '../../host-sim/links/tap.js';
+import { DataHead, LATE_EXAMPLES_PER_LINK, LinkTap, readDataHead } from '../../host-sim/links/tap.js';
 import { INVARIANTS, reportJson, type Report } from '../../host-sim/report.js';
 import { loadNamedScenario, scenarioNames, ScenarioError, validateScenario } from '../../host-sim/scenario.js';
 import { Simulation } from '../../host-sim/sim.js';
@@ -147,9 +147,10 @@ describe('simulator invariant checks (the tap)', () => {
     level: () => 0,
     estimate: () => ({ throughputBps: 0, rttMs: 0 }),
     occupancy: () => 0,
+    stalledMs: () => 0,
     close: () => undefined,
   };
-  const ctx = { estopBoundMs: () => 10, impairedNow: () => false };
+  const ctx = { estopBoundMs: () => 10, impairedNow: () => false, idleDeliveryMs: () => 5, judgeable: () => true };
   const w = new CborWriter(new Uint8Array(4608));
   const values = new Float64Array([1.5, -2, 0.1, 0, 0, 0]);
   function data(tap: LinkTap, name: string, seq: number, t: number, gap = false, dropped = 0): void {
@@ -223,6 +224,178 @@ describe('simulator invariant checks (the tap)', () => {
     assert.deepEqual(checks(tap), []);
     ev(7, 1);
     assert.deepEqual(checks(tap), ['eventLossInvisible']);
+  });
+
+  describe('sampleLate (judged at the client, against idle delivery + one link latency)', () => {
+    const head = new DataHead();
+    /** A tap whose link takes 5 ms idle and 10 ms of ESTOP bound: a sample's bound is 15 ms. */
+    function lateTap(atMs: number, judged: () => boolean): { tap: LinkTap; kernel: Kernel } {
+      const kernel = new Kernel(1);
+      kernel.runUntil(atMs * 1000);
+      return { tap: new LinkTap(inner, kernel, catalog, 't#1', { ...ctx, judgeable: judged }), kernel };
+    }
+    /** The client receives `name` seq/t now: what the connection does with a delivered DATA frame. */
+    function receive(tap: LinkTap, name: string, seq: number, t: number): boolean {
+      w.reset();
+      encodeData(w, catalog.byName(name)!.id, seq, t, values, catalog.byName(name)!.fieldCount, false, 0);
+      assert.equal(readDataHead(w.buf, w.pos, head), true);
+      return tap.sampleReceived(head);
+    }
+
+    it('a judged sample older than its bound fires; one within it and an unjudged one do not', () => {
+      let judged = true;
+      const { tap, kernel } = lateTap(100, () => judged);
+      data(tap, 'imu', 1, 100);
+      data(tap, 'imu', 2, 100);
+      data(tap, 'imu', 3, 100);
+      kernel.runUntil(115_000);
+      assert.equal(receive(tap, 'imu', 1, 100), true);
+      assert.deepEqual(checks(tap), [], '15 ms old against a 15 ms bound');
+      kernel.runUntil(115_001);
+      receive(tap, 'imu', 2, 100);
+      assert.deepEqual(checks(tap), ['sampleLate'], '15.001 ms old');
+      assert.match(tap.violations[0]!.detail, /seq 2 .* age 15\.001 ms > bound 15\.000 ms \(idle 5\.000 \+ link latency 10\.000\)/);
+      judged = false;
+      kernel.runUntil(400_000);
+      receive(tap, 'imu', 3, 100);
+      assert.equal(tap.violations.length, 1, 'a fault, a loss or a slow reader in the window: counted, never judged');
+      const l = tap.late;
+      assert.deepEqual([l.samples, l.judged, l.over], [3, 2, 1]);
+      assert.ok(Math.abs(l.worstMs - 0.001) < 1e-9);
+      assert.equal(l.worstBoundMs, 15);
+      assert.ok(Math.abs(l.ratio.percentile(0.95) - 15.001 / 15) < 1e-9);
+    });
+
+    it('only non-critical samples streams: STATE, segments, EVENTs and critical channels are not matched', () => {
+      const { tap, kernel } = lateTap(100, () => true);
+      data(tap, 'joint_states', 1, 100);
+      data(tap, 'path', 1, 100);
+      data(tap, 'control-owner', 1, 100);
+      data(tap, 'odom', 1, 100);
+      kernel.runUntil(900_000);
+      assert.equal(receive(tap, 'joint_states', 1, 100), false);
+      assert.equal(receive(tap, 'path', 1, 100), false);
+      assert.equal(receive(tap, 'control-owner', 1, 100), false);
+      assert.deepEqual(checks(tap), []);
+      assert.equal(receive(tap, 'odom', 1, 100), true);
+      assert.deepEqual(checks(tap), ['sampleLate']);
+    });
+
+    it('samples that never arrived are skipped; a frame the link never handed is not matched', () => {
+      const { tap, kernel } = lateTap(100, () => true);
+      for (let seq = 1; seq <= 40; seq++) data(tap, 'imu', seq, 100);
+      kernel.runUntil(105_000);
+      assert.equal(receive(tap, 'imu', 1000, 100), false, 'not handed on this link');
+      assert.equal(receive(tap, 'imu', 7, 100), true, '1..6 lost on the medium or dropped by the binding');
+      assert.equal(receive(tap, 'imu', 3, 100), false, 'already given up');
+      assert.equal(receive(tap, 'imu', 40, 100), true);
+      assert.deepEqual([tap.late.samples, tap.late.judged, tap.late.over], [2, 2, 0]);
+    });
+
+    it(`lists the first ${LATE_EXAMPLES_PER_LINK} violations of a link and counts every one`, () => {
+      const { tap, kernel } = lateTap(100, () => true);
+      for (let seq = 1; seq <= 10; seq++) data(tap, 'imu', seq, 100);
+      kernel.runUntil(200_000);
+      for (let seq = 1; seq <= 10; seq++) receive(tap, 'imu', seq, 100);
+      assert.equal(tap.late.over, 10);
+      assert.equal(tap.violations.length, LATE_EXAMPLES_PER_LINK);
+      assert.deepEqual(
+        tap.violations.map((v) => v.detail.split(' ')[1]),
+        ['1', '2', '3'],
+      );
+    });
+  });
+});
+
+describe('simulator: sampleLate end to end', function () {
+  this.timeout(60000);
+  const imu = catalog.byName('imu')!.id;
+  function scenario(binding: string, events: unknown[] = []): unknown {
+    return {
+      name: 'late',
+      durationMs: 4000,
+      credentials: { 'operator-key': 'operator' },
+      links: { l: { binding } },
+      clients: [{ name: 'scope', role: 'scope', link: 'l', credential: 'operator-key', subscriptions: [{ channel: 'safety', rateHz: 10 }, { channel: 'imu', rateHz: 100 }] }],
+      events,
+    };
+  }
+  /**
+   * Runs `doc` with a binding that holds every imu sample handed from `fromMs` on back by
+   * `holdMs` before queueing it (the delay-and-burst the check exists to catch: the tap sees the
+   * handoff on time, the client gets the sample late).
+   */
+  async function runHolding(doc: unknown, fromMs: number, holdMs: number): Promise<J> {
+    const h = new DataHead();
+    const sim: Simulation = new Simulation(validateScenario(doc, catalog), {
+      hooks: {
+        onTap: (tap) => {
+          const link = tap.inner;
+          const send = link.send.bind(link);
+          link.send = (frame, length, shed) => {
+            if (sim.nowMs >= fromMs && readDataHead(frame, length, h) && h.channelId === imu) {
+              const copy = frame.slice(0, length);
+              sim.kernel.timeout(holdMs * 1000, () => send(copy, length, shed));
+              return;
+            }
+            send(frame, length, shed);
+          };
+        },
+      },
+    });
+    return JSON.parse(reportJson(await sim.run()));
+  }
+
+  it('an honest binding on a clear link: every sample judged, none over, well inside the bound', async () => {
+    const r = parsed(await runInline(scenario('tcp')));
+    const l = r.links['scope#1'].sampleLate;
+    assert.equal(r.invariants.sampleLate.count, 0);
+    assert.ok(l.judged > 300, `judged ${l.judged}`);
+    assert.equal(l.samples, l.judged);
+    assert.equal(l.over, 0);
+    assert.ok(l.worstMs < 0 && l.p95Ratio < 1, JSON.stringify(l));
+    assert.equal(l.samples, r.clients.scope.subscriptions.imu.frames, 'every imu frame the client got was matched to its handoff');
+  });
+
+  for (const binding of ['tcp', 'ws', 'ble', 'espnow']) {
+    it(`${binding}: a binding that holds samples back 200 ms fires on the held ones, counts them all and lists ${LATE_EXAMPLES_PER_LINK}`, async () => {
+      const r = await runHolding(scenario(binding), 2000, 200);
+      const l = r.links['scope#1'].sampleLate;
+      const inv = r.invariants.sampleLate;
+      assert.equal(r.ok, false);
+      assert.equal(l.samples, l.judged, 'nothing else stood in the way');
+      // 100 Hz: about 200 samples before the hold, about 180 held ones delivered before the end.
+      assert.ok(l.over > 150 && l.judged - l.over > 150, `over ${l.over} of ${l.judged}: the samples from 2 s on`);
+      assert.equal(inv.count, l.over);
+      assert.equal(inv.examples.length, LATE_EXAMPLES_PER_LINK);
+      for (const e of inv.examples) {
+        assert.equal(e.link, 'scope#1');
+        assert.equal(e.channel, 'imu');
+        assert.ok(e.tMs >= 2200, `${e.tMs}: received at least 200 ms after the hold began`);
+      }
+      assert.ok(l.worstAgeMs >= 200 && l.worstAgeMs > l.worstBoundMs, JSON.stringify(l));
+    });
+  }
+
+  it('the same held samples on a link that loses are counted, never judged', async () => {
+    const r = await runHolding(scenario('tcp', [{ atMs: 1500, type: 'loss', client: 'scope', rate: 0.02 }]), 2000, 200);
+    const l = r.links['scope#1'].sampleLate;
+    assert.equal(r.invariants.sampleLate.count, 0);
+    assert.equal(l.over, 0);
+    assert.ok(l.judged > 0, 'the samples before the loss (and its settling second) are judged');
+    assert.ok(l.samples - l.judged > 100, `${l.samples - l.judged} unjudged`);
+    assert.ok(r.clients.scope.subscriptions.imu.age.max >= 200, 'they were late');
+  });
+
+  it('a BLE stall: the samples it holds up are counted and not judged; the check stays quiet', async () => {
+    const r = parsed(await runInline(scenario('ble', [{ atMs: 2000, type: 'stall', client: 'scope', durationMs: 300 }])));
+    const l = r.links['scope#1'].sampleLate;
+    assert.deepEqual(r.links['scope#1'].faults, [[2000, 2300]]);
+    assert.equal(r.invariants.sampleLate.count, 0);
+    assert.ok(l.judged > 0);
+    const age = r.clients.scope.subscriptions.imu.age;
+    // Whatever the binding still delivers from the stall is older than any bound: not judged.
+    if (age.max > l.worstBoundMs) assert.ok(l.samples > l.judged, `max age ${age.max} ms, all ${l.samples} judged`);
   });
 });
 

@@ -369,6 +369,7 @@ for (const kind of ['tcp', 'ws'] as const) {
       for (let i = 0; i < 2000 && a.link.occupancy() < 0.95; i++) await step(fx);
       assert.ok(a.link.occupancy() >= 0.95, `A's egress queue full (${a.link.occupancy()})`);
       const q = a.link.queue;
+      const expiredBefore = q.expired;
       const out = q.recordsOut;
       const inFlight = q.inFlight() ? 1 : 0;
       const queued = q.records;
@@ -382,10 +383,16 @@ for (const kind of ['tcp', 'ws'] as const) {
       assert.equal(e.kind, EstopKind.ASSERT);
       assert.equal(e.source, EstopSource.HUB_BUTTON);
       assert.equal(e.flags & ESTOP_FLAG_LATCHED, ESTOP_FLAG_LATCHED);
-      // The frames that were queued when the ESTOP was written still arrive, after it.
-      await until(() => a.c.got.length - at - 1 >= queued - inFlight, 'the queued frames behind the ESTOP');
-      const overtaken = a.c.got.slice(at + 1).filter((g) => g.frame && g.frame.type === FrameType.DATA && g.frame.t <= estopAt).length;
-      assert.ok(overtaken >= queued - inFlight - 1 && overtaken > 100, `${overtaken} samples published before the ESTOP arrived after it`);
+      // The frames queued when the ESTOP was written come after it, or not at all: a sample that
+      // waited past the link's budget is dropped unsent (docs/protocol.md §13.6), never late.
+      await until(() => q.records === 0 && a.c.got.length - at - 1 + (q.expired - expiredBefore) >= queued - inFlight, 'the queued frames behind the ESTOP');
+      const after = a.c.got.slice(at + 1).filter((g) => g.frame && g.frame.type === FrameType.DATA && g.frame.t <= estopAt);
+      const budget = a.link.sampleBudgetMs();
+      assert.ok(q.expired - expiredBefore > 100, `${q.expired - expiredBefore} samples that went stale behind the shut window were dropped`);
+      for (const g of after) {
+        const f = g.frame as DataFrame;
+        assert.ok(f.channelId !== imu || estopAt - f.t <= budget, `imu seq ${f.seq} from ${f.t} went ${estopAt - f.t} ms after it was published (budget ${budget})`);
+      }
       await until(() => b.c.got.some((g) => g.estop), 'B to read the ESTOP too');
     });
 

@@ -15,7 +15,8 @@
 //   slots, subs-bounded, never-shed-bounded, binding-bounded   what the hub and the binding hold
 //   egress-valid        every frame the hub sends anyone decodes as a hub → client frame
 //   robot               the robot gets well-formed samples, and motion only unlatched, with an owner
-//   rate-limited-throttle, malformed-close   §10.5 / §12.5 (core binding, timed at hand-over)
+//   rate-limited-throttle, malformed-close   §10.5 / §12.5 (core binding, timed at hand-over while
+//                       the core answers the input; a NACK from the never-shed queue is not timed)
 //
 // One run is a sequence of inputs numbered 0, 1, 2, …; inputs are grouped in episodes of
 // EPISODE_INPUTS, each with a fresh hub pair and its own PRNG drawn from (seed, episode), so any
@@ -758,7 +759,7 @@ class ReceiveBook {
     } else if (f.type === FrameType.NACK) {
       this.nacks++;
       this.stats.nacks[f.code] = (this.stats.nacks[f.code] ?? 0) + 1;
-      if (!timed) return;
+      if (!timed || !(now >= 0)) return;
       if (f.code === Nack.RATE_LIMITED && ctx.sessionId > 0) {
         let list = this.rateNacks.get(ctx.sessionId);
         if (!list) this.rateNacks.set(ctx.sessionId, (list = []));
@@ -773,6 +774,7 @@ class ReceiveBook {
   /**
    * §12.5: a frame answered MALFORMED (a second HELLO included), TOO_LARGE or NOT_READY is a
    * malformed frame; more than 10 within one second close the session or the transport.
+   * `now` NaN: a NACK handed over late from the never-shed queue, not timed.
    */
   countMalformed(f: Frame, now: number, closedNow: () => boolean): void {
     const list = this.malformedNacks;
@@ -784,6 +786,7 @@ class ReceiveBook {
     if (f.type !== FrameType.NACK) return;
     if (f.code !== Nack.MALFORMED && f.code !== Nack.TOO_LARGE && f.code !== Nack.NOT_READY) return;
     if (!strictMalformed && f.code === Nack.MALFORMED && (f.frameType === FrameType.HELLO || f.frameType === FrameType.CATALOG) && this.sessionOpen) return;
+    if (!(now >= 0)) return; // not timed (see CoreHarness)
     list.push(now);
     while (list.length > 0 && (list[0] as number) <= now - 1000) list.shift();
     if (list.length > MALFORMED_CLOSE_PER_S + 1 && !closedNow()) {
@@ -832,6 +835,9 @@ class ObserverLink implements Link {
     return this.est;
   }
   occupancy(): number {
+    return 0;
+  }
+  stalledMs(): number {
     return 0;
   }
   close(): void {
@@ -896,13 +902,19 @@ class CoreLink implements Link {
   closed = false;
   queued: Uint8Array[] = [];
   queuedBytes = 0;
+  /** When the client last read, or a backlog last started (Link.stalledMs). */
+  movedAt = 0;
+  /** True while the core handles one of this client's inputs. */
+  answering = false;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
   constructor(
     readonly capacity: number,
     mtu: number,
+    private readonly clock: VirtualClock,
     private readonly onSend: (bytes: Uint8Array, length: number) => void,
   ) {
     this.mtu = mtu;
+    this.movedAt = clock.now();
   }
   canSend(length: number): boolean {
     return !this.closed && this.queuedBytes + length <= this.capacity;
@@ -913,6 +925,7 @@ class CoreLink implements Link {
       return;
     }
     guard(() => this.onSend(frame, length));
+    if (this.queued.length === 0) this.movedAt = this.clock.now();
     this.queued.push(frame.slice(0, length));
     this.queuedBytes += length;
   }
@@ -928,6 +941,9 @@ class CoreLink implements Link {
   }
   occupancy(): number {
     return this.queuedBytes / this.capacity;
+  }
+  stalledMs(): number {
+    return this.queued.length > 0 ? this.clock.now() - this.movedAt : 0;
   }
   close(): void {
     this.closed = true;
@@ -945,12 +961,16 @@ class CoreHarness implements Harness {
     const capacity = rng.pick([1 << 20, 4096, 700, 300]);
     const mtu = rng.pick([MAX_FRAME_BYTES, MAX_DATAGRAM_FRAME]);
     let sink: LinkSink | null = null;
-    const link: CoreLink = new CoreLink(capacity, mtu, (bytes, length) => {
+    const link: CoreLink = new CoreLink(capacity, mtu, env.clock, (bytes, length) => {
       // Checked when handed over, so that the throttles are judged at the hub's own times.
+      // A frame handed over while the core answers an input is timed then: the hub counted its
+      // cause at that instant. One that waited in the never-shed queue (a link without room) is
+      // handed over at a later tick, its cause's instant unknown here: it is not timed (NaN).
       const r = checkHubFrame(bytes, 0, length, 'core link');
-      if (tracer && r.frame) trace(`    ${book.label} ⇐ ${describeFrame(r.frame)} handed over at t=${env.clock.now()}`);
-      if (r.frame) book.countMalformed(r.frame, env.clock.now(), () => link.closed);
-      if (r.frame && r.frame.type === FrameType.NACK && r.frame.code === Nack.RATE_LIMITED) book.take(r, env.clock.now(), true);
+      const at = link.answering ? env.clock.now() : NaN;
+      if (tracer && r.frame) trace(`    ${book.label} ⇐ ${describeFrame(r.frame)} handed over at t=${env.clock.now()}${link.answering ? '' : ' (from the never-shed queue)'}`);
+      if (r.frame) book.countMalformed(r.frame, at, () => link.closed);
+      if (r.frame && r.frame.type === FrameType.NACK && r.frame.code === Nack.RATE_LIMITED) book.take(r, at, true);
     });
     sink = env.attach.attach(link);
     const s = sink;
@@ -967,13 +987,19 @@ class CoreHarness implements Harness {
           const buf = new Uint8Array(pre + f.length + rng2.below(8));
           for (let i = 0; i < buf.length; i++) buf[i] = rng2.chance(0.5) ? 0xe5 : rng2.below(256);
           buf.set(f, pre);
+          link.answering = true;
           s.frame(buf, pre, pre + f.length);
-        } else s.frame(f, 0, f.length);
+        } else {
+          link.answering = true;
+          s.frame(f, 0, f.length);
+        }
+        link.answering = false;
       },
       pump: (rng2) => {
         if (!(rng2.float() < reading)) return;
         const q = link.queued;
         const n = rng2.chance(0.7) ? q.length : rng2.below(q.length + 1);
+        if (n > 0) link.movedAt = env.clock.now();
         for (let i = 0; i < n; i++) {
           const b = q.shift() as Uint8Array;
           if (b[0] !== ESTOP_MAGIC) link.queuedBytes -= b.length;

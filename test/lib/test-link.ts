@@ -54,6 +54,11 @@ export class TestLink implements Link {
   occupancy(): number {
     return this.capacity > 0 ? this.queuedBytes / this.capacity : 0;
   }
+  /** What the test says: how long the client has left its backlog unread. */
+  stalled = 0;
+  stalledMs(): number {
+    return this.queuedBytes > 0 ? this.stalled : 0;
+  }
   close(): void {
     this.closed = true;
   }
