@@ -90,11 +90,12 @@ export class EgressQueue {
   private readonly ring: Uint8Array;
   private readonly lens: Uint32Array;
   private readonly kinds: Uint8Array;
-  private readonly times: Float64Array;
-  // Records are numbered as pushed: the front one is nextId − n. Per channel, the number of its
-  // newest VALUE record (−1: none), so that a newer one supersedes it in O(1).
-  private nextId = 0;
-  private readonly latestValue: Float64Array;
+  // When each record was queued, whole ms modulo 2^32 (ages are taken modulo 2^32 too).
+  private readonly times: Uint32Array;
+  // The channel of each VALUE record, and per channel the slot of its newest VALUE (−1: none),
+  // so that a newer one supersedes it in O(1).
+  private readonly chans: Uint8Array;
+  private readonly latestValue: Int16Array;
   private first = 0;
   private n = 0;
   private head = 0;
@@ -134,8 +135,10 @@ export class EgressQueue {
     this.ring = new Uint8Array(capacity);
     this.lens = new Uint32Array(maxRecords);
     this.kinds = new Uint8Array(maxRecords);
-    this.times = new Float64Array(maxRecords);
-    this.latestValue = new Float64Array(256).fill(-1);
+    if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
+    this.times = new Uint32Array(maxRecords);
+    this.chans = new Uint8Array(maxRecords);
+    this.latestValue = new Int16Array(256).fill(-1);
     this.chunkBuf = this.ring;
   }
 
@@ -177,35 +180,34 @@ export class EgressQueue {
   }
 
   /**
-   * Appends header[0, hlen) + frame[0, flen) as one record, queued at `now` (what `expire`
-   * ages SAMPLE records from); false (nothing changes) when it does not fit. A VALUE record
+   * Appends header[0, hlen) + frame[0, flen) as one record, queued at `now` (whole ms: what
+   * `expire` ages SAMPLE records from); false (nothing changes) when it does not fit. A VALUE record
    * names its `channel` (1..255): the channel's previous VALUE, still queued and not started,
    * becomes SUPERSEDED.
    */
   push(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number, kind: number, now = 0, channel = 0): boolean {
     const total = hlen + flen;
     if (!this.fits(total)) return false;
+    let slot = this.first + this.n;
+    if (slot >= this.maxRecords) slot -= this.maxRecords;
     if (kind === RecordKind.VALUE && channel > 0 && channel < 256) {
       const prev = this.latestValue[channel] as number;
-      const front = this.nextId - this.n;
-      if (prev >= front && !(prev === front && this.headDone > 0)) {
-        let at = this.first + (prev - front);
-        if (at >= this.maxRecords) at -= this.maxRecords;
-        if (this.kinds[at] === RecordKind.VALUE) this.kinds[at] = RecordKind.SUPERSEDED;
+      if (prev >= 0 && this.kinds[prev] === RecordKind.VALUE && this.chans[prev] === channel && !(prev === this.first && this.headDone > 0)) {
+        let offset = prev - this.first;
+        if (offset < 0) offset += this.maxRecords;
+        if (offset < this.n) this.kinds[prev] = RecordKind.SUPERSEDED;
       }
-      this.latestValue[channel] = this.nextId;
+      this.latestValue[channel] = slot;
+      this.chans[slot] = channel;
     }
     let at = this.head + this.used;
     if (at >= this.capacity) at -= this.capacity;
     at = this.put(header, hlen, at);
     this.put(frame, flen, at);
-    let slot = this.first + this.n;
-    if (slot >= this.maxRecords) slot -= this.maxRecords;
     this.lens[slot] = total;
     this.kinds[slot] = kind;
-    this.times[slot] = now;
+    this.times[slot] = now >>> 0;
     this.n++;
-    this.nextId++;
     this.used += total;
     return true;
   }
@@ -352,7 +354,7 @@ export class EgressQueue {
       if (this.n === 0 || this.headDone !== 0) break;
       const kind = this.kinds[this.first] as number;
       if (kind === RecordKind.SUPERSEDED) this.conflated++;
-      else if (kind === RecordKind.SAMPLE && now - (this.times[this.first] as number) > budgetMs) dropped++;
+      else if (kind === RecordKind.SAMPLE && ((now >>> 0) - (this.times[this.first] as number)) >>> 0 > budgetMs) dropped++;
       else break;
       const len = this.lens[this.first] as number;
       this.used -= len;
