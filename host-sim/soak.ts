@@ -78,6 +78,7 @@ export async function runSeed(seed: number, catalog: CatalogIndex): Promise<Seed
       reclaims: k.reclaims,
       estops: k.estops,
       estopDeliveriesJudged: estops.reduce((n, e) => n + e.deliveries.filter((x) => x.judged && x.outcome === 'delivered').length, 0),
+      samplesJudged: links.reduce((n, l) => n + (((l['sampleLate'] as J | undefined)?.['judged'] as number | undefined) ?? 0), 0),
       grantsAnnounced: k.grantsAnnounced,
       decimated: k.decimated,
       shedDrops: k.shedDrops,

@@ -92,11 +92,11 @@ describe(`soak: seeds ${TEST_SEEDS.from}..${TEST_SEEDS.from + TEST_SEEDS.count -
     });
   }
 
-  it('exercised what the faults are for: parks, stale and resumed sessions, reclaims, ESTOPs judged against their bound, level 2, shedding', () => {
+  it('exercised what the faults are for: parks, stale and resumed sessions, reclaims, ESTOPs and samples judged against their bounds, level 2, shedding', () => {
     assert.equal(results.length, TEST_SEEDS.count);
     const s = summarize(TEST_SEEDS.from, results, 0);
     const x = s.exercised;
-    for (const k of ['parks', 'stale', 'resumes', 'reclaims', 'estops', 'estopDeliveriesJudged', 'grantsAnnounced', 'decimated', 'shedDrops', 'level2Links', 'malformedCloses', 'noSlots']) {
+    for (const k of ['parks', 'stale', 'resumes', 'reclaims', 'estops', 'estopDeliveriesJudged', 'samplesJudged', 'grantsAnnounced', 'decimated', 'shedDrops', 'level2Links', 'malformedCloses', 'noSlots']) {
       assert.ok((x[k] ?? 0) > 0, `${k}: ${x[k]} over ${TEST_SEEDS.count} seeds`);
     }
     assert.deepEqual(Object.keys(s.byInvariant), [...INVARIANTS]);
