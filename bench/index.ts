@@ -8,6 +8,7 @@ import {
   routeImuLevel1Bench,
   routeStateLevel1Bench,
   sessionsRetainedBench,
+  tcpLinkBench,
 } from './route.bench.js';
 import { shedDecideBench } from './shed.bench.js';
 
@@ -23,5 +24,6 @@ export const BENCHES: readonly (() => Bench)[] = Object.freeze([
   routeImuLevel0Bench,
   routeImuLevel1Bench,
   routeStateLevel1Bench,
+  tcpLinkBench,
   sessionsRetainedBench,
 ]);

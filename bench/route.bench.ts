@@ -7,7 +7,8 @@ import { deepFreeze, Priority, Tier, type Catalog, type ChannelDef } from '../ca
 import { CborWriter } from '../hub/cbor.js';
 import { encodeFrame, FrameType, PROTOCOL_VERSION, type Frame, type HelloFrame, type SubWish } from '../hub/frames.js';
 import { Hub, type HubConfig } from '../hub/hub.js';
-import type { LinkSink } from '../hub/ports.js';
+import { SendShed, type LinkSink } from '../hub/ports.js';
+import { LinkFraming, TcpLink } from '../bindings/tcp/egress.js';
 import type { OpBench, RetainedBench } from './case.js';
 import { imuValues, IMU_CHANNEL } from './codec.bench.js';
 import { BenchClock, BenchRandom, EmptyStore, IdleRobot, LeanLink } from './fixture.js';
@@ -191,6 +192,46 @@ export function linkCopyBench(): OpBench {
     },
     run(n) {
       for (let i = 0; i < n; i++) link.send(frame, len);
+      return n;
+    },
+  };
+}
+
+/**
+ * The Wi-Fi binding's share of a delivery (docs/protocol.md §13.6): one IMU DATA frame into a
+ * real TcpLink as a sheddable sample (the egress queue's copy, its queue time and the watermark)
+ * and out to a socket buffer (the sample-budget check, the hand-over); the clock moves 1 ms a
+ * frame. Not part of route.*, whose link is the bench's LeanLink.
+ */
+export function tcpLinkBench(): OpBench {
+  const clock = new BenchClock();
+  const sink: LinkSink = { frame() {}, lost() {} };
+  const link = new TcpLink({ hub: { attach: () => sink }, clock, framing: LinkFraming.LENGTH_PREFIX, binding: 'tcp' });
+  const frame = new Uint8Array(128);
+  const out = new Uint8Array(4096);
+  let len = 0;
+  return {
+    kind: 'op',
+    name: 'route.tcp-link',
+    title: 'TcpLink: one IMU DATA frame queued as a sample, then taken by the socket (the binding’s share)',
+    issue: 7,
+    op: 'frame',
+    item: 'frame',
+    xsOps: 2000,
+    setup() {
+      const w = new CborWriter(frame);
+      encodeFrame({ type: FrameType.DATA, channelId: IMU_CHANNEL, seq: 1, t: 1005, values: Array.from(imuValues()) }, w);
+      len = w.pos;
+      link.start({ kick() {}, close() {} });
+    },
+    run(n) {
+      let taken = 0;
+      for (let i = 0; i < n; i++) {
+        clock.t += 1;
+        link.send(frame, len, SendShed.SAMPLE);
+        taken += link.pull(out, 0, out.length);
+      }
+      if (taken !== n * (len + 2)) throw new Error(`bench: the socket took ${taken} bytes of ${n * (len + 2)}`);
       return n;
     },
   };

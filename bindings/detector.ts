@@ -263,8 +263,9 @@ export class WatermarkDetector implements CongestionDetector {
   private takenAt = NaN;
   // The queue turned a frame away since the last take.
   private turnedAway = false;
-  // Until when samples dropped stale hold the signal full (`stale`).
+  // Until when samples dropped stale hold the signal full (`stale`), and the last judgement.
   private staleUntil = -Infinity;
+  private judgedAt = -Infinity;
 
   constructor(now: number, options?: WatermarkOptions) {
     this.machine = new LevelMachine(now);
@@ -327,6 +328,11 @@ export class WatermarkDetector implements CongestionDetector {
     this.judge(now);
   }
 
+  /** Whether samples dropped stale hold the signal full at `now` (`stale`). */
+  staleHeld(now: number): boolean {
+    return now < this.staleUntil;
+  }
+
   /** Frames sent to the client but not yet covered by its cumulative ACK, at `now`. */
   ackLag(frames: number, now: number): void {
     this.lagFrames = frames;
@@ -338,6 +344,7 @@ export class WatermarkDetector implements CongestionDetector {
   }
 
   private judge(now: number): void {
+    this.judgedAt = now;
     let c = classify(now < this.staleUntil && this.queue < SATURATED_SIGNAL ? SATURATED_SIGNAL : this.queue, WATERMARK_THRESHOLDS);
     if (this.lagFrames > this.lagCongested) c |= Condition.ABOVE_CONGESTED;
     if (!(this.lagFrames < this.lagRecovered)) c &= ~Condition.BELOW_RECOVERED;
@@ -348,9 +355,12 @@ export class WatermarkDetector implements CongestionDetector {
     return this.machine.level();
   }
 
-  /** The queue signal as judged: the backlog the link found at its last take, or more since. */
+  /**
+   * The queue signal as judged: the backlog the link found at its last take, or more since;
+   * full while samples dropped stale hold it so (as of the last judgement).
+   */
   ratio(): number {
-    return this.queue;
+    return this.judgedAt < this.staleUntil && this.queue < SATURATED_SIGNAL ? SATURATED_SIGNAL : this.queue;
   }
 
   /** The last ack lag reported, in frames. */

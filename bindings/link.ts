@@ -72,60 +72,68 @@ export const SAMPLE_BUDGET_MAX_MS = 250;
 export const MIN_RTT_WINDOW_MS = 10000;
 
 /**
- * The least round trip over a sliding window (one kept value, refreshed when it ages out): what
- * the link takes without any queue, as close as a link can tell. 0 while unknown.
+ * The least or the greatest value over about the last `windowMs`: two buckets of half the window,
+ * the extreme read over both, so that a value ages out within a window and a half and the next
+ * bucket already holds what came since (a lone small sample never stands in for the window).
+ * `known` once a value has been sampled; `value()` 0 until then.
  */
-export class MinRttFilter {
-  private min = 0;
-  private at = -Infinity;
+class WindowedExtreme {
+  private cur = NaN;
+  private prev = NaN;
+  private curStart = -Infinity;
+  private readonly halfMs: number;
 
-  constructor(private readonly windowMs: number = MIN_RTT_WINDOW_MS) {}
-
-  sample(ms: number, now: number): void {
-    if (!(ms >= 0)) return;
-    if (this.at === -Infinity || ms <= this.min || now - this.at > this.windowMs) {
-      this.min = ms;
-      this.at = now;
-    }
+  constructor(
+    private readonly greatest: boolean,
+    windowMs: number,
+  ) {
+    this.halfMs = windowMs / 2;
   }
 
-  /** The least round trip in ms, 0 while unknown. */
+  sample(v: number, now: number): void {
+    if (!(v >= 0)) return;
+    if (now - this.curStart >= this.halfMs) {
+      // A bucket more than one half old is forgotten outright; else it becomes the previous one.
+      this.prev = now - this.curStart >= 2 * this.halfMs ? NaN : this.cur;
+      this.cur = NaN;
+      this.curStart = now;
+    }
+    if (Number.isNaN(this.cur) || (this.greatest ? v > this.cur : v < this.cur)) this.cur = v;
+  }
+
   value(): number {
-    return this.at === -Infinity ? 0 : this.min;
+    const a = this.cur;
+    const b = this.prev;
+    if (Number.isNaN(a)) return Number.isNaN(b) ? 0 : b;
+    if (Number.isNaN(b)) return a;
+    return this.greatest ? (a > b ? a : b) : a < b ? a : b;
+  }
+
+  get known(): boolean {
+    return !Number.isNaN(this.cur) || !Number.isNaN(this.prev);
   }
 
   reset(): void {
-    this.min = 0;
-    this.at = -Infinity;
+    this.cur = NaN;
+    this.prev = NaN;
+    this.curStart = -Infinity;
+  }
+}
+
+/** The least round trip over about the last MIN_RTT_WINDOW_MS: what the link takes without a queue, as near as it can tell. */
+export class MinRttFilter extends WindowedExtreme {
+  constructor(windowMs: number = MIN_RTT_WINDOW_MS) {
+    super(false, windowMs);
   }
 }
 
 /**
- * The greatest value over a sliding window (one kept value, refreshed when it ages out). 0 while
- * unknown. The BLE link keeps its longest notification service time so: about one connection
- * interval once a notification has waited for the next connection event.
+ * The greatest value over about the last window. The BLE link keeps its longest notification
+ * service time so: about one connection interval once a notification has waited for an event.
  */
-export class WindowedMax {
-  private max = 0;
-  private at = -Infinity;
-
-  constructor(private readonly windowMs: number = MIN_RTT_WINDOW_MS) {}
-
-  sample(v: number, now: number): void {
-    if (!(v >= 0)) return;
-    if (this.at === -Infinity || v >= this.max || now - this.at > this.windowMs) {
-      this.max = v;
-      this.at = now;
-    }
-  }
-
-  value(): number {
-    return this.at === -Infinity ? 0 : this.max;
-  }
-
-  /** A value has been sampled (0 is then a value, not unknown). */
-  get known(): boolean {
-    return this.at !== -Infinity;
+export class WindowedMax extends WindowedExtreme {
+  constructor(windowMs: number = MIN_RTT_WINDOW_MS) {
+    super(true, windowMs);
   }
 }
 

@@ -1505,7 +1505,7 @@ export class Hub {
       else occupancy += o;
     }
     load.readerStalledLinks = readerStalled;
-    // A session whose link took what it was handed within the last second, with room to spare, shows
+    // A session whose link carries what it was handed within the last second, with room to spare, shows
     // the hub's egress is not the bottleneck: the backlog elsewhere is those links' (§10.3, §10.4).
     let keepingUp = 0;
     for (let i = 0; i < this.slots.length; i++) {
@@ -1515,7 +1515,10 @@ export class Hub {
         s.loadMark = s.sentFrames;
         s.handedAt = now;
       }
-      if (now - s.handedAt <= LADDER_READER_STALL_MS && s.link.occupancy() < LADDER_KEEPING_UP_OCCUPANCY) keepingUp++;
+      // Keeping up: handed frames lately, clear of congestion (a queue bounded in time reads
+      // congested, not full), little queued, and its transport moving.
+      const link = s.link;
+      if (now - s.handedAt <= LADDER_READER_STALL_MS && link.level() === 0 && link.occupancy() < LADDER_KEEPING_UP_OCCUPANCY && link.stalledMs() < LADDER_READER_STALL_MS) keepingUp++;
     }
     load.keepingUpLinks = keepingUp;
     load.egressOccupancy = keepingUp > 0 ? 0 : aggregateOccupancy(occupancy, this.config.slots);
@@ -1584,7 +1587,7 @@ export class Hub {
         binding: s.link ? s.link.binding : '',
         level: s.link ? s.link.level() : 0,
         neverShedBytes: s.neverShed.bytes,
-        ackLag: s.ackLag,
+        ackLag: s.link && s.link.unsent ? s.ackLagLess(s.link.unsent()) : s.ackLag,
         subs,
       });
     }
@@ -1659,7 +1662,7 @@ export class Hub {
       active++;
       const level = link.level();
       // ESP-NOW acknowledges by bitmap (§13.3): no ack lag, its level only.
-      a.add(link.binding === 'espnow' ? NaN : s.ackLag, level);
+      a.add(link.binding === 'espnow' ? NaN : link.unsent ? s.ackLagLess(link.unsent()) : s.ackLag, level);
       links.push({ slot: s.slot, binding: link.binding, level, loss: link.lossRate ? link.lossRate() : NaN, occupancy: link.occupancy() });
     }
     a.finish();

@@ -113,6 +113,12 @@ export interface Link {
    */
   stalledMs(): number;
   /**
+   * Frames the binding dropped unsent since this transport began (`shed`, docs/protocol.md §13.6).
+   * The client never receives them, so they are not in its ACK: the hub's ack lag leaves them
+   * out. Absent on a binding that never drops what it was handed.
+   */
+  unsent?(): number;
+  /**
    * Datagram loss 0..1 over the binding's recent window, for health (ESP-NOW's bitmap ACKs,
    * §13.3). Absent, or NaN, on a binding that does not measure loss: health then reads -1,
    * never a healthy 0. (Not `loss`: the ESP-NOW link already names its LossDetector so; its

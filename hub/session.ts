@@ -250,6 +250,12 @@ export class Session {
     return d >= HALF ? 0 : d;
   }
 
+  /** The ack lag less `unsent` frames the binding dropped without sending them (Link.unsent). */
+  ackLagLess(unsent: number): number {
+    const d = distanceMod((this.sentFrames - unsent) >>> 0, this.ackedFrames);
+    return d >= HALF ? 0 : d;
+  }
+
   /**
    * A cumulative ACK: taken when it acknowledges more than the last one. A count ahead of what
    * was handed (a client claiming frames it cannot have had) reads as everything acknowledged.

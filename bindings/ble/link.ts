@@ -266,7 +266,14 @@ export class BleLink implements BindingLink {
     return b < SAMPLE_BUDGET_MAX_MS ? b : SAMPLE_BUDGET_MAX_MS;
   }
 
+  /** Frames this link dropped unsent (stale samples): docs/protocol.md §13.6. */
+  unsent(): number {
+    return this.queue.counters.expired;
+  }
+
+  /** The queue's fill; full while samples dropped stale hold the signal so (a queue full in time, §13.6). */
   occupancy(): number {
+    if (this.detector.staleHeld(this.clock.now())) return 1;
     const r = this.queue.ratio(this.size);
     return r < 1 ? r : 1;
   }
@@ -302,7 +309,11 @@ export class BleLink implements BindingLink {
         if (this.queue.retryPending && now < this.retryAt) break;
         // §10.4 "never delay and burst", at the binding (docs/protocol.md §13.6): samples that
         // waited past the budget go unsent, and that reads as a full queue (§13.5.5).
-        if (this.queue.expire(now, this.sampleBudgetMs(), this.size) > 0) this.detector.stale(now);
+        const ahead = this.queue.ratio(this.size);
+        if (this.queue.expire(now, this.sampleBudgetMs(), this.size) > 0) {
+          this.detector.stale(now);
+          if (found < 0) found = ahead;
+        }
         const before = this.queue.ratio(this.size);
         const n = this.queue.next(this.size);
         if (n === 0) break;
@@ -322,6 +333,7 @@ export class BleLink implements BindingLink {
     }
     if (this.shutDown) return;
     const r = this.queue.ratio(this.size);
+    // A pump that only dropped stale frames drained the queue too: what is left is judged.
     if (found >= 0) this.detector.drained(found, r, this.clock.now());
     // The detector holds a signal until the next input, so only a rise needs one.
     else if (r > this.sampled) this.detector.queued(r, this.clock.now());

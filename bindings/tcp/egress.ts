@@ -522,6 +522,7 @@ export class TcpLink implements BindingLink {
   private st: number;
   private lossReported = false;
   private expiredSeen = 0;
+  private droppedSeen = 0;
   private readonly reassembler: FrameReassembler | null;
   private readonly wsParser: WsFrameParser | null;
   private readonly handshake: WsHandshake | null;
@@ -611,7 +612,7 @@ export class TcpLink implements BindingLink {
     let kind: number = RecordKind.CONTROL;
     if (peekFrameType(frame, 0, length) === FrameType.DATA) kind = shed === SendShed.SAMPLE ? RecordKind.SAMPLE : channel > 0 ? RecordKind.VALUE : RecordKind.DATA;
     const now = this.clock.now();
-    if (this.queue.pendingBytes() === 0) this.drain.moved(now);
+    this.backlogStarts();
     this.queue.push(this.hdr, h, frame, length, kind, now, channel);
     this.detector.queued(this.queue.ratio(), this.clock.now());
     this.kick();
@@ -621,7 +622,7 @@ export class TcpLink implements BindingLink {
     if (this.st !== LinkState.OPEN) return;
     const len = frame.length < ESTOP_FRAME_BYTES ? frame.length : ESTOP_FRAME_BYTES;
     const h = this.writeHeader(WsOpcode.BINARY, len);
-    if (this.queue.pendingBytes() === 0) this.drain.moved(this.clock.now());
+    this.backlogStarts();
     this.queue.writeAhead(this.hdr, h, frame, len);
     this.kick();
   }
@@ -637,8 +638,9 @@ export class TcpLink implements BindingLink {
     return this.est;
   }
 
+  /** The queue's fill; full while samples dropped stale hold the signal so (a queue full in time, §13.6). */
   occupancy(): number {
-    return this.queue.ratio();
+    return this.detector.staleHeld(this.clock.now()) ? 1 : this.queue.ratio();
   }
 
   stalledMs(): number {
@@ -697,13 +699,15 @@ export class TcpLink implements BindingLink {
    */
   pull(dst: Uint8Array, at: number, max: number): number {
     if (this.st === LinkState.CLOSED) return 0;
-    this.expireSamples();
+    // A message transport takes the record `nextMessageLength` sized: the samples were judged
+    // stale then, and judging them again at a later instant could drop that very record.
+    if (this.framing !== LinkFraming.MESSAGE) this.expireSamples();
     const q = this.queue;
     const before = q.framesStarted;
     const found = q.ratio();
     const n = q.copyOut(dst, at, max, this.allowance());
     if (n > 0) this.handed(n, before, found);
-    this.expiryJudged();
+    this.expiryJudged(found, n);
     return n;
   }
 
@@ -711,8 +715,9 @@ export class TcpLink implements BindingLink {
   nextMessageLength(): number {
     if (this.st === LinkState.CLOSED) return 0;
     this.expireSamples();
+    const found = this.queue.ratio();
     const n = this.queue.nextRecordLength(this.allowance());
-    this.expiryJudged();
+    this.expiryJudged(found, n);
     return n;
   }
 
@@ -742,6 +747,11 @@ export class TcpLink implements BindingLink {
     if (this.sink) this.sink.lost();
   }
 
+  /** Called before anything joins the queue: a backlog that starts now has waited 0 ms (stalledMs). */
+  private backlogStarts(): void {
+    if (this.queue.pendingBytes() === 0) this.drain.moved(this.clock.now());
+  }
+
   /** How long a STREAM sample may wait here (docs/protocol.md §13.6): half the least RTT lately. */
   sampleBudgetMs(): number {
     return sampleBudgetMs(this.minRtt.value());
@@ -753,13 +763,30 @@ export class TcpLink implements BindingLink {
    * is handed, which is what the detector exists to say.
    */
   private expireSamples(): void {
-    this.expiredSeen = this.queue.expired;
     this.queue.setExpiry(this.clock.now(), this.sampleBudgetMs());
   }
 
-  /** Samples dropped stale on the way to the transport: the detector hears of it (§13.6). */
-  private expiryJudged(): void {
-    if (this.queue.expired !== this.expiredSeen) this.detector.stale(this.clock.now());
+  /**
+   * After a take (`taken` bytes or a record length, 0: none) that found the queue at `found`:
+   * samples dropped stale on the way tell the detector (§13.6). A take that dropped frames and
+   * handed nothing over still drained the queue: the detector reads what is left, so that a
+   * link that falls idle right after is not judged on the backlog it no longer has.
+   */
+  private expiryJudged(found: number, taken: number): void {
+    const q = this.queue;
+    const expired = q.expired;
+    const dropped = expired + q.conflated;
+    if (dropped === this.droppedSeen) return;
+    const now = this.clock.now();
+    if (taken === 0) this.detector.drained(found, q.ratio(), now);
+    if (expired !== this.expiredSeen) this.detector.stale(now);
+    this.expiredSeen = expired;
+    this.droppedSeen = dropped;
+  }
+
+  /** Frames this link dropped unsent (stale samples, superseded STATE values): §13.6. */
+  unsent(): number {
+    return this.queue.expired + this.queue.conflated;
   }
 
   private allowance(): number {
@@ -829,6 +856,7 @@ export class TcpLink implements BindingLink {
       const len = end - start;
       const h = writeWsHeader(WsOpcode.PONG, len, this.hdr, 0);
       if (this.queue.fits(h + len)) {
+        this.backlogStarts();
         this.queue.push(this.hdr, h, bytes.subarray(start, end), len, RecordKind.RAW);
         this.kick();
       }
@@ -884,6 +912,7 @@ export class TcpLink implements BindingLink {
     w.reset();
     encodeFrame({ type: FrameType.NACK, code }, w);
     const h = this.writeHeader(WsOpcode.BINARY, w.pos);
+    this.backlogStarts();
     if (this.queue.push(this.hdr, h, w.buf, w.pos, RecordKind.CONTROL)) this.kick();
   }
 
@@ -891,6 +920,7 @@ export class TcpLink implements BindingLink {
   private pushAscii(text: string): void {
     const bytes = new Uint8Array(text.length);
     writeAscii(text, bytes, 0);
+    this.backlogStarts();
     if (this.queue.push(this.hdr, 0, bytes, bytes.length, RecordKind.RAW)) this.kick();
   }
 

@@ -199,7 +199,12 @@ class WsTransport implements LinkTransport {
       const len = link.nextMessageLength();
       if (len === 0) break;
       const buf = Buffer.allocUnsafe(len);
-      link.pull(buf, 0, len);
+      // One whole record per message: anything else would cut a frame in two, so the
+      // connection ends instead (1011: the server met a condition it cannot go on from).
+      if (link.pull(buf, 0, len) !== len) {
+        ws.close(1011);
+        break;
+      }
       ws.send(buf, { binary: true }, this.sentBound);
     }
   }

@@ -95,6 +95,9 @@ export class LevelOverrideLink implements Link {
   stalledMs(): number {
     return this.inner.stalledMs();
   }
+  unsent(): number {
+    return this.inner.unsent ? this.inner.unsent() : 0;
+  }
   close(): void {
     this.inner.close();
   }

@@ -344,6 +344,9 @@ export class LinkTap implements Link {
   stalledMs(): number {
     return this.inner.stalledMs();
   }
+  unsent(): number {
+    return this.inner.unsent ? this.inner.unsent() : 0;
+  }
 
   close(): void {
     this.isClosed = true;

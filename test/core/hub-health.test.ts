@@ -487,6 +487,34 @@ describe('hub health (BRIEF §8)', () => {
       equal(metrics(fx).egress.readerStalledLinks, 0);
     });
 
+    it('a link that is not carrying what it is handed is no witness: its reader stalled, or the link congested', () => {
+      for (const how of ['stalled', 'congested'] as const) {
+        const fx = makeHub({ slots: 3 });
+        const slow = new TestClient(fx.hub, new TestLink('tcp', 400));
+        slow.hello();
+        const slow2 = new TestClient(fx.hub, new TestLink('tcp', 400));
+        slow2.hello();
+        // A link with room to spare, handed imu at 10 Hz, that does not carry it.
+        const dead = new TestClient(fx.hub, new TestLink('tcp', 1 << 20));
+        dead.hello({ subWishes: [{ channelId: IMU, wishedRateHz: 10 }] });
+        while (slow.link.occupancy() < 0.95) slow.send({ type: FrameType.PING, t0: 1 });
+        while (slow2.link.occupancy() < 0.95) slow2.send({ type: FrameType.PING, t0: 1 });
+        if (how === 'stalled') dead.link.stalled = LADDER_READER_STALL_MS;
+        else dead.link.lvl = 1;
+        const imu = new Float64Array(6);
+        for (let i = 0; i < 30; i++) {
+          fx.clock.advance(10);
+          fx.hub.publishSample(IMU, fx.clock.now(), imu, 6);
+          fx.hub.tick();
+        }
+        const m = metrics(fx);
+        equal(m.egress.keepingUpLinks, 0, how);
+        ok(dead.link.occupancy() < 0.2, `${how}: little queued (${dead.link.occupancy()})`);
+        ok(fx.hub.ladder.rung >= LadderRung.THIN, `${how}: rung ${fx.hub.ladder.rung}`);
+        equal(fx.hub.ladder.state.trigger, LadderTrigger.EGRESS, how);
+      }
+    });
+
     it('reads 0 while another link keeps up with what it is handed within a second, and the sum once none does', () => {
       const fx = makeHub({ slots: 3 });
       const slow = new TestClient(fx.hub, new TestLink('tcp', 400));

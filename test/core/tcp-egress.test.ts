@@ -2,7 +2,7 @@
 // write-ahead and the ack window) and the TcpLink around it, driven by a fake transport and a
 // fake hub; bindings/link.ts estimators.
 import { deepEqual, equal, fail, ok, throws } from '../lib/assert.js';
-import { ACK_LAG_CONGESTED_FRAMES, STALE_HOLD_MS } from '../../bindings/detector.js';
+import { ACK_LAG_CONGESTED_FRAMES, SATURATED_SIGNAL, STALE_HOLD_MS } from '../../bindings/detector.js';
 import { MIN_RTT_WINDOW_MS, MinRttFilter, RttEstimator, SAMPLE_BUDGET_DEFAULT_MS, SAMPLE_BUDGET_FLOOR_MS, SAMPLE_BUDGET_MAX_MS, sampleBudgetMs, ThroughputEstimator, WindowedMax } from '../../bindings/link.js';
 import { WsOpcode, writeLengthPrefix } from '../../bindings/tcp/framing.js';
 import {
@@ -530,6 +530,43 @@ describe('tcp egress: TcpLink', () => {
     equal(link.level(), 1, 'below the congested threshold for 1 s: 2 → 1');
   });
 
+  it('a message transport gets the very record nextMessageLength sized, though the clock moved on (§13.6)', () => {
+    const { link, clock } = rig(LinkFraming.MESSAGE);
+    const a = data(1);
+    const b = data(2);
+    const c = enc({ type: FrameType.PONG, t0: 1, t1: 2 });
+    link.send(a, a.length, SendShed.SAMPLE);
+    clock.t += SAMPLE_BUDGET_DEFAULT_MS;
+    link.send(b, b.length, SendShed.SAMPLE);
+    link.send(c, c.length, SendShed.NEVER);
+    const len = link.nextMessageLength();
+    equal(len, a.length, 'A waited exactly the budget: it goes');
+    clock.t += 1;
+    const buf = new Uint8Array(len);
+    equal(link.pull(buf, 0, len), len);
+    deepEqual(buf, a, 'A whole, not B and the head of C');
+    equal(link.queue.expired, 0);
+    equal(link.nextMessageLength(), b.length);
+  });
+
+  it('a take that only drops stale samples leaves the detector with the queue as it is: an idle link recovers (§13.6)', () => {
+    const { link, clock } = rig(LinkFraming.LENGTH_PREFIX, { queueBytes: 8192 });
+    const f = data(1);
+    while (link.canSend(f.length)) link.send(f, f.length, SendShed.SAMPLE);
+    clock.t += SAMPLE_BUDGET_DEFAULT_MS + 1;
+    equal(link.pull(new Uint8Array(4096), 0, 4096), 0, 'every sample stale: nothing handed over');
+    equal(link.queuedBytes(), 0);
+    const dropped = clock.t;
+    equal(link.signal(), SATURATED_SIGNAL, 'held full while the drops are fresh');
+    clock.t = dropped + STALE_HOLD_MS;
+    link.level();
+    equal(link.signal(), 0, 'then the queue, empty');
+    equal(link.occupancy(), 0);
+    clock.t = dropped + 60000;
+    equal(link.level(), 0, 'an idle link is not left congested');
+    equal(link.unsent(), link.queue.expired);
+  });
+
   it('writes ESTOP ahead, prefixed, even with the queue full', () => {
     const { link } = rig();
     const f = data(7);
@@ -781,7 +818,7 @@ describe('bindings/link: estimators', () => {
     equal(e.bps(9500), 0);
   });
 
-  it('MinRttFilter and WindowedMax: the least / greatest over a window, refreshed when it ages out', () => {
+  it('MinRttFilter and WindowedMax: the least / greatest over two half-window buckets', () => {
     const m = new MinRttFilter(1000);
     equal(m.value(), 0, 'unknown');
     m.sample(40, 0);
@@ -804,6 +841,14 @@ describe('bindings/link: estimators', () => {
     equal(x.value(), 30);
     x.sample(5, 1011);
     equal(x.value(), 5);
+    // A long value ages out while shorter ones keep coming: the window still holds them, and a
+    // lone small sample after it does not stand for the whole window.
+    const y = new WindowedMax(1000);
+    y.sample(50, 0);
+    for (let t = 100; t <= 1400; t += 100) y.sample(10 + (t % 400) / 10, t);
+    equal(y.value(), 40, 'the greatest of the last buckets (the 50 aged out)');
+    y.sample(2, 1500);
+    equal(y.value(), 40, 'not 2');
   });
 
   it('sampleBudgetMs: the default when unknown, else half the RTT within the floor and the cap', () => {
@@ -927,6 +972,30 @@ async function settleAll(): Promise<void> {
 }
 
 describe('tcp egress: the client’s ACK count against the link’s (§13.2, key 28)', () => {
+  it('the hub\'s ack lag leaves out the frames the binding dropped unsent (Link.unsent, §13.6)', () => {
+    const fx = makeHub();
+    const link = new TcpLink({ hub: fx.hub, clock: fx.clock, framing: LinkFraming.LENGTH_PREFIX, binding: 'tcp' });
+    link.start(new FakeTransport());
+    const imu = fx.catalog.byName('imu')!.id;
+    const hello = prefixed(enc({ type: FrameType.HELLO, version: 1, name: 'x', subWishes: [{ channelId: imu, wishedRateHz: 50 }] }));
+    link.input(hello, 0, hello.length);
+    const socket = new Uint8Array(1 << 16);
+    link.pull(socket, 0, socket.length);
+    const six = new Float64Array(6);
+    // The socket takes nothing for 200 ms: the samples queued meanwhile go stale.
+    for (let i = 0; i < 10; i++) {
+      fx.clock.advance(20);
+      fx.hub.publishSample(imu, fx.clock.now(), six, 6);
+    }
+    link.pull(socket, 0, socket.length);
+    ok(link.queue.expired >= 9, `${link.queue.expired} dropped stale`);
+    const ack = prefixed(enc({ type: FrameType.ACK, acked: link.queue.framesStarted }));
+    link.input(ack, 0, ack.length);
+    equal(link.outstanding(), 0, 'the client has every frame the socket took');
+    const view = fx.hub.sessions()[0]!;
+    equal(view.ackLag, 0, 'nor does the hub count the dropped ones as owed');
+  });
+
   it('a calm session over a real Hub: the ack lag stays below the congestion threshold for 60 s, and every ACK counts every frame', async () => {
     const fx = makeHub();
     const timers = new Timers(fx.clock);
