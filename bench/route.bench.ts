@@ -172,6 +172,13 @@ export function routeStateLevel1Bench(): OpBench {
   });
 }
 
+/** One IMU DATA frame encoded into `buf`; returns its length. */
+function imuDataFrame(buf: Uint8Array): number {
+  const w = new CborWriter(buf);
+  encodeFrame({ type: FrameType.DATA, channelId: IMU_CHANNEL, seq: 1, t: 1005, values: Array.from(imuValues()) }, w);
+  return w.pos;
+}
+
 /** The link's own share of a delivery: the byte copy every route case includes once per delivery. */
 export function linkCopyBench(): OpBench {
   const link = new LeanLink();
@@ -186,9 +193,7 @@ export function linkCopyBench(): OpBench {
     item: 'frame',
     xsOps: 2000,
     setup() {
-      const w = new CborWriter(frame);
-      encodeFrame({ type: FrameType.DATA, channelId: IMU_CHANNEL, seq: 1, t: 1005, values: Array.from(imuValues()) }, w);
-      len = w.pos;
+      len = imuDataFrame(frame);
     },
     run(n) {
       for (let i = 0; i < n; i++) link.send(frame, len);
@@ -219,9 +224,7 @@ export function tcpLinkBench(): OpBench {
     item: 'frame',
     xsOps: 2000,
     setup() {
-      const w = new CborWriter(frame);
-      encodeFrame({ type: FrameType.DATA, channelId: IMU_CHANNEL, seq: 1, t: 1005, values: Array.from(imuValues()) }, w);
-      len = w.pos;
+      len = imuDataFrame(frame);
       link.start({ kick() {}, close() {} });
     },
     run(n) {
