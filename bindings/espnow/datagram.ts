@@ -288,6 +288,15 @@ export class Egress {
   seq = 0;
   /** Frames dropped because their retransmission budget ran out or the slots were full. */
   abandoned = 0;
+  /**
+   * The newest ESTOP frame whose resends all failed, owed to the peer until it is heard again
+   * (`takeOwedEstop`), unless a newer ESTOP is written meanwhile: a peer out of reach for longer
+   * than the resends last must still learn the latch once it is back (§11.2).
+   */
+  private readonly owed = new Uint8Array(ESTOP_FRAME_BYTES);
+  private owedEstop = false;
+  /** ESTOP frames written again to a peer heard after their resends had failed. */
+  estopsReowed = 0;
   private readonly estops = new Uint8Array(ESTOP_SLOTS * ESTOP_FRAME_BYTES);
   private estopCount = 0;
   private readonly estopResend = new Resend(ESTOP_SLOTS * (LENGTH_BYTES + ESTOP_FRAME_BYTES));
@@ -332,6 +341,7 @@ export class Egress {
   /** The 12-byte ESTOP frame, ahead of everything queued; the oldest waiting one yields when full. */
   writeAhead(frame: Uint8Array): void {
     const n = ESTOP_FRAME_BYTES;
+    this.owedEstop = false;
     if (this.estopCount === ESTOP_SLOTS) {
       this.estops.copyWithin(0, n, ESTOP_SLOTS * n);
       this.estopCount--;
@@ -435,6 +445,10 @@ export class Egress {
       if (!isEstop && !reliable(datagram, fs, fe)) continue;
       if (gen > RETRANSMIT_LIMIT) {
         this.abandoned++;
+        if (isEstop) {
+          for (let i = 0; i < ESTOP_FRAME_BYTES; i++) this.owed[i] = datagram[fs + i] as number;
+          this.owedEstop = true;
+        }
         continue;
       }
       // An ESTOP datagram holds nothing else (pack), so its first frame says which resend it is.
@@ -451,6 +465,17 @@ export class Egress {
     r.gen = gen;
   }
 
+  /**
+   * The peer was heard: an ESTOP it is owed (its resends all failed, nothing newer written
+   * since) goes ahead again. Returns whether one did.
+   */
+  takeOwedEstop(): boolean {
+    if (!this.owedEstop) return false;
+    this.writeAhead(this.owed);
+    this.estopsReowed++;
+    return true;
+  }
+
   // A failed ESTOP datagram goes before everything; any other after the ESTOP frames waiting.
   private nextResend(): Resend | null {
     if (this.estopResend.bytes > 0) return this.estopResend;
@@ -459,6 +484,7 @@ export class Egress {
 
   clear(): void {
     this.queue.clear();
+    this.owedEstop = false;
     this.estopCount = 0;
     this.estopResend.bytes = this.resend.bytes = 0;
     this.pResend = null;

@@ -557,6 +557,8 @@ export class EspNowBinding implements RadioHandler {
       c.open(data, length);
     }
     link.lastHeard = now;
+    // §11.2: the peer is back within reach; an ESTOP whose resends failed while it was not goes again.
+    if (link.egress.takeOwedEstop()) this.pump();
     // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
     if (!c.bare && link.inbound.seen(c.seq, now)) {
       this.counters.duplicates++;

@@ -630,6 +630,44 @@ describe('bindings/espnow: the link over the simulated air', () => {
     ok(peer.inbox.slice(got).filter((x) => x.bytes.length === 200).length > 0);
   });
 
+  it('an ESTOP whose resends all failed while the peer was out of reach goes again when the peer is heard (§11.2)', () => {
+    const r = rig();
+    const { peer, link } = openPeer(r, 1);
+    r.run(100, 1);
+    const el = r.binding.linkOf(peerMac(1))!;
+    const heard = peer.inbox.length;
+    r.air.loss = 1; // the peer is out of reach: nothing arrives, no MAC acknowledgement comes back
+    r.air.ackLoss = 1;
+    const e = estop(91);
+    link.writeAhead(e);
+    r.run(200, 1);
+    ok(el.egress.abandoned >= 1, 'the resends ran out');
+    equal(peer.inbox.slice(heard).filter((x) => isEstopFrame(x.bytes, 0)).length, 0);
+    r.air.loss = 0;
+    r.air.ackLoss = 0;
+    r.run(200, 1);
+    equal(peer.inbox.slice(heard).filter((x) => isEstopFrame(x.bytes, 0)).length, 0, 'nothing sends it until the peer is heard');
+    peer.send(enc({ type: FrameType.PING, t0: 1 }));
+    r.run(50, 1);
+    const got = peer.inbox.slice(heard).filter((x) => isEstopFrame(x.bytes, 0));
+    equal(got.length, 1, 'heard again: the ESTOP it is owed goes ahead');
+    deepEqual(hex(got[0]!.bytes), hex(e));
+    equal(el.egress.estopsReowed, 1);
+    // A newer ESTOP written while the first was owed replaces it: only the newest state is sent.
+    r.air.loss = 1;
+    r.air.ackLoss = 1;
+    link.writeAhead(estop(92));
+    r.run(200, 1);
+    link.writeAhead(estop(93));
+    r.run(200, 1);
+    r.air.loss = 0;
+    r.air.ackLoss = 0;
+    const before = peer.inbox.length;
+    peer.send(enc({ type: FrameType.PING, t0: 2 }));
+    r.run(50, 1);
+    deepEqual(peer.inbox.slice(before).filter((x) => isEstopFrame(x.bytes, 0)).map((x) => hex(x.bytes)), [hex(estop(93))]);
+  });
+
   it('ESTOP goes before other peers’ queued traffic too (urgent streams are served first, round-robin after)', () => {
     const r = rig();
     const a = openPeer(r, 1);
