@@ -217,6 +217,23 @@ interface EstopDelivery {
   judged: boolean;
 }
 
+/** Time within [fromUs, toUs] that no fault of the connection covers, µs. */
+function clearUs(conn: Connection, fromUs: number, toUs: number): number {
+  if (!(toUs > fromUs)) return 0;
+  let covered = 0;
+  let reach = fromUs;
+  const faults = [...conn.faults()].sort((a, b) => a[0] - b[0]);
+  for (const [a, b] of faults) {
+    const start = a > reach ? a : reach;
+    const end = b < toUs ? b : toUs;
+    if (end > start) {
+      covered += end - start;
+      reach = end;
+    }
+  }
+  return toUs - fromUs - covered;
+}
+
 /** Every latch the hub announced, with its cause and its delivery on every link it was written to. */
 function estopReport(sim: Simulation, violations: Violation[]): unknown[] {
   const latches = sim.log.filter((r) => r.code === 'estop');
@@ -242,8 +259,11 @@ function estopReport(sim: Simulation, violations: Violation[]): unknown[] {
       }
       // The link ends when the connection does or when the hub closes it (ESP-NOW re-admits a peer on the same connection).
       const closedUs = Math.min(Number.isNaN(conn.closedUs) ? endUs : conn.closedUs, Number.isNaN(tapClosedUs) ? endUs : tapClosedUs);
-      if (latency === null && closedUs - r.handoffUs >= ESTOP_MISSED_AFTER_MS * US_PER_MS) {
-        violations.push({ check: 'estopMissed', tMs: latch.tMs, link, channel: 'estop', detail: `not received (${r.outcome}); the link stayed open` });
+      // Owed only when the link stayed open and reachable that long after the write, all faults
+      // (a stall, a partition, a medium gone silent) taken out: a lossy link that goes dead soon
+      // after had no fair chance, one that heals and stays up has.
+      if (latency === null && clearUs(conn, r.handoffUs, closedUs) >= ESTOP_MISSED_AFTER_MS * US_PER_MS) {
+        violations.push({ check: 'estopMissed', tMs: latch.tMs, link, channel: 'estop', detail: `not received (${r.outcome}); the link stayed open and reachable` });
       }
     }
     const cause = [...sim.estopCauses].reverse().find((c) => c.tMs <= latch.tMs && c.source === source);

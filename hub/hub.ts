@@ -355,6 +355,8 @@ export class Hub {
         return;
       }
       s.lastHeard = now;
+      // A client speaks after HELLO only once it has its WELCOME: the prior token is spent.
+      if (f.type !== FrameType.HELLO) s.priorValid = false;
       if (s === this.owner) this.ownerHeard(now);
       this.dispatch(conn, s, f, now);
     } catch (e) {
@@ -467,7 +469,7 @@ export class Hub {
         this.nackConn(conn, Nack.UNKNOWN_SESSION, f.type);
         return;
       }
-      this.resume(conn, s, now);
+      this.resume(conn, s, now, f.resumeToken);
       // §6.3: a resume is always admitted (counted, never evaluated).
       this.admission.check(true, this.load);
     } else {
@@ -537,13 +539,16 @@ export class Hub {
     for (let i = 0; i < this.slots.length; i++) {
       const s = this.slots[i];
       if (!s) continue;
-      if (constantTimeEqual(s.resumeToken, token) && !found) found = s;
+      // Both compared every time, in constant time: which one matched is not observable.
+      const current = constantTimeEqual(s.resumeToken, token);
+      const prior = constantTimeEqual(s.priorToken, token) && s.priorValid;
+      if ((current || prior) && !found) found = s;
     }
     return found;
   }
 
   /** §6.6 → ACTIVE on any binding: grants kept and re-stated, first pushes re-sent (row 3). */
-  private resume(conn: Conn, s: Session, now: number): void {
+  private resume(conn: Conn, s: Session, now: number, token: Uint8Array): void {
     const old = this.connOf(s);
     if (old && old !== conn) {
       // The same client came back on another transport before the old one was noticed dead.
@@ -564,6 +569,9 @@ export class Hub {
     s.sentFrames = conn.sent;
     s.ackedFrames = 0;
     s.healthText = null;
+    // §6.6: the token presented stays good until the client is heard with the new one's WELCOME.
+    s.priorToken.set(token);
+    s.priorValid = true;
     this.random.fill(s.resumeToken);
     const t = this.table;
     for (let i = 0; i < t.routeCount[s.slot]!; i++) {

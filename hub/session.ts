@@ -192,6 +192,13 @@ export class Session {
   link: Link | null = null;
   /** Refilled in place on every resume. */
   readonly resumeToken: Uint8Array;
+  /**
+   * §6.6: the token the client last resumed with, still good while `priorValid`: until the
+   * client is heard on the resumed session, nothing shows it got the WELCOME with the new token,
+   * and a transport lost before that WELCOME arrived must not leave the session unresumable.
+   */
+  readonly priorToken: Uint8Array;
+  priorValid = false;
   /** Granted publications, in the order first granted (a few per session: found by a scan). */
   readonly pubs: Publication[] = [];
   /** §10.4 the never-shed queue: critical frames the link could not take at once. */
@@ -221,6 +228,7 @@ export class Session {
     this.slot = slot;
     this.tier = tier;
     this.resumeToken = token;
+    this.priorToken = new Uint8Array(token.length);
     this.lastHeard = now;
     this.neverShed = new FrameRing(neverShedBytes, NEVER_SHED_FRAMES);
     this.intentBucket = new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now);

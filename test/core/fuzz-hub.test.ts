@@ -14,7 +14,7 @@ import { runs } from '../lib/env.js';
 const SEED = 0x0f022ed7;
 // 10,000 inputs on Node: six episodes on each binding, then a run that rotates through them all.
 const PER_BINDING = runs(6, 2) * EPISODE_INPUTS;
-const MIXED = runs(10000 - 6 * EPISODE_INPUTS * BINDINGS.length, 2 * EPISODE_INPUTS);
+const MIXED = runs(10000 - 6 * EPISODE_INPUTS * BINDINGS.length, 4 * EPISODE_INPUTS);
 
 function run(binding: BindingName): FuzzStats {
   try {

@@ -171,10 +171,37 @@ describe('hub sessions (BRIEF §3)', () => {
     equal((fx.hub.counters.rows[3] as number) - row3, 1);
     // Pushes 4..11: 4 goes by row 3, then row 14 sends the newest of every 4 (5–8 → 8).
     deepEqual(seqs, [4, 8], 'row 3, then decimate 4×');
-    // The old token is spent.
+    // The old token is spent once the client is heard with its new WELCOME.
+    b.send({ type: FrameType.PING, t0: 1 });
     const c = new TestClient(fx.hub);
     c.send({ type: FrameType.HELLO, version: 1, name: 'old', resumeToken: w1.resumeToken });
     equal(c.nacks()[0]?.code, Nack.UNKNOWN_SESSION);
+  });
+
+  it('a resume whose WELCOME was lost with its transport: the token the client still holds resumes it again (§6.6)', () => {
+    const fx = makeHub();
+    const a = new TestClient(fx.hub);
+    const w1 = a.hello({ subWishes: [{ channelId: IMU, wishedRateHz: 10 }] });
+    a.sink.lost();
+    // The client resumes; the hub answers with a new token, but the transport dies before the
+    // client reads that WELCOME: it still holds w1's token.
+    const b = new TestClient(fx.hub, new TestLink('tcp'));
+    b.send({ type: FrameType.HELLO, version: 1, name: 'again', resumeToken: w1.resumeToken });
+    b.sink.lost();
+    equal(stateOf(fx, w1.sessionId), SessionState.STALE);
+    const c = new TestClient(fx.hub, new TestLink('ble'));
+    const w3 = c.hello({ resumeToken: w1.resumeToken });
+    equal(w3.sessionId, w1.sessionId, 'resumed, not refused UNKNOWN_SESSION');
+    ok(!sameBytes(w3.resumeToken, w1.resumeToken));
+    equal(fx.hub.counters.resumes, 2);
+    // Heard on the resumed session: now the old token is spent, and the new one works.
+    c.send({ type: FrameType.PING, t0: 1 });
+    c.sink.lost();
+    const d = new TestClient(fx.hub);
+    d.send({ type: FrameType.HELLO, version: 1, name: 'old', resumeToken: w1.resumeToken });
+    equal(d.nacks()[0]?.code, Nack.UNKNOWN_SESSION);
+    const e = new TestClient(fx.hub);
+    equal(e.hello({ resumeToken: w3.resumeToken }).sessionId, w1.sessionId);
   });
 
   it('moves an ACTIVE session to the link it resumes on and tells the old link why', () => {
