@@ -7,8 +7,8 @@
 //               each a fresh Simulation with every invariant checked after every instant;
 //   estop       ESTOP latency (the latch → the client received the frame) per binding, in
 //               `estop-under-congestion` (every link at level 2; the button and a client's ESTOP)
-//               and in `congested-ble` with a button press added at 20 s (the slow BLE link at
-//               level 2): p50/p95/max over every delivery, with the largest bound;
+//               and in `congested-ble` with a button press added at 20 s (the slow BLE link was at
+//               level 2 until 6.8 s): p50/p95/max over every delivery, with the largest bound;
 //   age         sample age at the client (receipt − the sample's t) of every STREAM/STATE sample,
 //               per binding, in the same two runs.
 //
@@ -117,7 +117,7 @@ export async function simBench(runs: number): Promise<SimBenchReport> {
   };
   const euc = loadNamedScenario('estop-under-congestion', catalog);
   const cb = loadNamedScenario('congested-ble', catalog);
-  // congested-ble has no ESTOP of its own: the button is pressed at 20 s, the slow link at level 2.
+  // congested-ble has no ESTOP of its own: the button is pressed at 20 s, after the slow link recovered.
   const cbDoc = JSON.parse(JSON.stringify(cb)) as { events: unknown[] };
   cbDoc.events.push({ atMs: 20000, type: 'button', held: true }, { atMs: 20500, type: 'button', held: false });
   const congestion = {
