@@ -13,6 +13,7 @@ import { DEFAULT_CATALOG } from '../catalog/default.js';
 import { reportJson, type Report } from './report.js';
 import { loadNamedScenario, loadScenarioFile, ScenarioError, scenarioNames, type Scenario } from './scenario.js';
 import { Simulation } from './sim.js';
+import { ArgReader, notAFlag, seedOf, UsageError } from './args.js';
 
 interface Args {
   scenario?: string;
@@ -26,45 +27,31 @@ const USAGE = 'usage: sim (--scenario NAME | --scenario-file PATH) [--seed N] [-
 
 function parse(argv: readonly string[]): Args {
   const a: Args = { json: false, list: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new UsageError(`${arg} needs a value`);
-      return v;
-    };
+  const r = new ArgReader(argv);
+  for (let arg = r.next(); arg !== undefined; arg = r.next()) {
     switch (arg) {
       case '--scenario':
-        a.scenario = value();
+        a.scenario = r.value(arg);
         break;
       case '--scenario-file':
-        a.file = value();
+        a.file = r.value(arg);
         break;
-      case '--seed': {
-        const v = value();
-        const n = Number(v);
-        if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new UsageError(`--seed must be a non-negative integer, got ${JSON.stringify(v)}`);
-        a.seed = n;
+      case '--seed':
+        a.seed = seedOf(r.value(arg));
         break;
-      }
       case '--json':
         a.json = true;
         break;
       case '--list':
         a.list = true;
         break;
-      case '-h':
-      case '--help':
-        throw new UsageError('');
       default:
-        throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
+        notAFlag(arg);
     }
   }
   if (!a.list && (a.scenario === undefined) === (a.file === undefined)) throw new UsageError('give exactly one of --scenario and --scenario-file');
   return a;
 }
-
-class UsageError extends Error {}
 
 function summary(r: Report): string {
   const inv = r['invariants'] as Record<string, { count: number }>;

@@ -12,6 +12,7 @@ import { HttpHealthServer } from '../bindings/tcp/http-node.js';
 import { DEFAULT_CATALOG } from '../catalog/default.js';
 import { DEFAULT_PORT, DEFAULT_TCP_PORT, DEFAULT_WS_PORT, startDashboard, type Dashboard } from './dashboard/server.js';
 import { loadNamedScenario, ScenarioError } from './scenario.js';
+import { ArgReader, notAFlag, seedOf, UsageError } from './args.js';
 
 interface Args {
   scenario: string;
@@ -32,8 +33,6 @@ const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no
   --ws-port N      external clients over WebSocket (default ${DEFAULT_WS_PORT}; 0: any free port)
   --loop           start the scenario again when it is over (default: it runs on)`;
 
-class UsageError extends Error {}
-
 function portOf(flag: string, v: string): number {
   const n = Number(v);
   if (!/^\d+$/.test(v) || n > 65535) throw new UsageError(`${flag} must be a port number 0–65535, got ${JSON.stringify(v)}`);
@@ -49,32 +48,23 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
     wsPort: DEFAULT_WS_PORT,
     loop: false,
   };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new UsageError(`${arg} needs a value`);
-      return v;
-    };
+  const r = new ArgReader(argv);
+  for (let arg = r.next(); arg !== undefined; arg = r.next()) {
     switch (arg) {
       case '--scenario':
-        a.scenario = value();
+        a.scenario = r.value(arg);
         break;
-      case '--seed': {
-        const v = value();
-        const n = Number(v);
-        if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new UsageError(`--seed must be a non-negative integer, got ${JSON.stringify(v)}`);
-        a.seed = n;
+      case '--seed':
+        a.seed = seedOf(r.value(arg));
         break;
-      }
       case '--port':
-        a.port = portOf(arg, value());
+        a.port = portOf(arg, r.value(arg));
         break;
       case '--tcp-port':
-        a.tcpPort = portOf(arg, value());
+        a.tcpPort = portOf(arg, r.value(arg));
         break;
       case '--ws-port':
-        a.wsPort = portOf(arg, value());
+        a.wsPort = portOf(arg, r.value(arg));
         break;
       case '--no-external':
         a.external = false;
@@ -82,11 +72,8 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
       case '--loop':
         a.loop = true;
         break;
-      case '-h':
-      case '--help':
-        throw new UsageError('');
       default:
-        throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
+        notAFlag(arg);
     }
   }
   return a;

@@ -12,11 +12,12 @@ import { performance } from 'node:perf_hooks';
 import { CHANNEL_CLASS_NAMES, ChannelClass, Direction, PRIORITY_NAMES, STREAM_KIND_NAMES, StreamKind, TIER_NAMES } from '../../catalog/schema.js';
 import type { HubAttach } from '../../bindings/link.js';
 import { EstopSource } from '../../hub/estop-frame.js';
-import type { Link, LinkEstimate, LinkSink } from '../../hub/ports.js';
+import type { Link, LinkSink } from '../../hub/ports.js';
 import { SESSION_STATE_NAMES } from '../../hub/session.js';
 import type { DataFrame } from '../../hub/frames.js';
 import type { SimClient } from '../clients.js';
 import { US_PER_MS, usOf } from '../kernel.js';
+import { ForwardingLink } from '../links/forwarding.js';
 import type { LinkTap } from '../links/index.js';
 import type { EventSpec, Scenario } from '../scenario.js';
 import { Simulation } from '../sim.js';
@@ -61,45 +62,16 @@ function sleep(ms: number): Promise<void> {
  * A Link whose level the dashboard may override: what the hub reads (the shedding table, the
  * re-grant controller) is the forced level; everything else is the binding's own.
  */
-export class LevelOverrideLink implements Link {
-  readonly binding: string;
-  readonly mtu: number;
-  readonly broadcast: boolean;
+export class LevelOverrideLink extends ForwardingLink {
   constructor(
-    readonly inner: Link,
+    inner: Link,
     private readonly forced: () => number | null,
   ) {
-    this.binding = inner.binding;
-    this.mtu = inner.mtu;
-    this.broadcast = inner.broadcast;
+    super(inner);
   }
-  canSend(length: number): boolean {
-    return this.inner.canSend(length);
-  }
-  send(frame: Uint8Array, length: number, shed?: number): void {
-    this.inner.send(frame, length, shed);
-  }
-  writeAhead(frame: Uint8Array): void {
-    this.inner.writeAhead(frame);
-  }
-  level(): number {
+  override level(): number {
     const f = this.forced();
     return f === null ? this.inner.level() : f;
-  }
-  estimate(): LinkEstimate {
-    return this.inner.estimate();
-  }
-  occupancy(): number {
-    return this.inner.occupancy();
-  }
-  stalledMs(): number {
-    return this.inner.stalledMs();
-  }
-  unsent(): number {
-    return this.inner.unsent ? this.inner.unsent() : 0;
-  }
-  close(): void {
-    this.inner.close();
   }
 }
 

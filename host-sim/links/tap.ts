@@ -16,9 +16,10 @@
 
 import type { CatalogIndex, ChannelInfo } from '../../catalog/index.js';
 import { ChannelClass, StreamKind } from '../../catalog/schema.js';
-import type { Link, LinkEstimate } from '../../hub/ports.js';
+import type { Link } from '../../hub/ports.js';
 import { type Kernel, US_PER_MS } from '../kernel.js';
 import { Samples } from '../stats.js';
+import { ForwardingLink } from './forwarding.js';
 
 /** One write-ahead ESTOP frame on one link and what became of it. */
 export interface EstopRecord {
@@ -255,10 +256,7 @@ class ChannelTrack {
   pending: HandoffRing | null = null;
 }
 
-export class LinkTap implements Link {
-  readonly binding: string;
-  readonly mtu: number;
-  readonly broadcast: boolean;
+export class LinkTap extends ForwardingLink {
   readonly stats = new TapStats();
   readonly estops: EstopRecord[] = [];
   /** Congestion level over time: [tMs, level] whenever it changed. */
@@ -271,7 +269,7 @@ export class LinkTap implements Link {
   private isClosed = false;
 
   constructor(
-    readonly inner: Link,
+    inner: Link,
     private readonly kernel: Kernel,
     private readonly catalog: CatalogIndex,
     /** The connection's id, for the report. */
@@ -285,22 +283,20 @@ export class LinkTap implements Link {
       judgeable(fromUs: number, toUs: number): boolean;
     },
   ) {
-    this.binding = inner.binding;
-    this.mtu = inner.mtu;
-    this.broadcast = inner.broadcast;
+    super(inner);
   }
 
   get closedByHub(): boolean {
     return this.isClosed;
   }
 
-  canSend(length: number): boolean {
+  override canSend(length: number): boolean {
     const ok = this.inner.canSend(length);
     if (!ok) this.stats.refused++;
     return ok;
   }
 
-  send(frame: Uint8Array, length: number, shed?: number): void {
+  override send(frame: Uint8Array, length: number, shed?: number): void {
     const st = this.stats;
     st.frames++;
     st.bytes += length;
@@ -312,7 +308,7 @@ export class LinkTap implements Link {
     this.inner.send(frame, length, shed);
   }
 
-  writeAhead(frame: Uint8Array): void {
+  override writeAhead(frame: Uint8Array): void {
     const f = frame;
     this.stats.estops++;
     this.estops.push({
@@ -330,25 +326,7 @@ export class LinkTap implements Link {
     this.inner.writeAhead(frame);
   }
 
-  level(): number {
-    return this.inner.level();
-  }
-
-  estimate(): LinkEstimate {
-    return this.inner.estimate();
-  }
-
-  occupancy(): number {
-    return this.inner.occupancy();
-  }
-  stalledMs(): number {
-    return this.inner.stalledMs();
-  }
-  unsent(): number {
-    return this.inner.unsent ? this.inner.unsent() : 0;
-  }
-
-  close(): void {
+  override close(): void {
     this.isClosed = true;
     this.inner.close();
   }
