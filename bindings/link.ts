@@ -1,4 +1,4 @@
-// The binding interface (BRIEF §2, §7): what every binding hands the core and what every binding
+// The binding interface (docs/architecture.md, §7): what every binding hands the core and what every binding
 // shares. The core sees one `Link` per transport to one client and feeds nothing back but the
 // `LinkSink` it returns from `attach`; a binding owns the framing, the egress queue, the §10.3
 // congestion detector and the "link estimate" of §10.2 (delivered throughput and RTT).

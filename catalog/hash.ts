@@ -1,4 +1,4 @@
-// BRIEF §3/§4: WELCOME carries the catalog hash so that a client can tell whether the catalog it
+// §6/§9: WELCOME carries the catalog hash so that a client can tell whether the catalog it
 // cached is the hub's, and fetch it (the CATALOG frame, this canonical text) only when not.
 // The hash must be the same on Node, on XS and in any client: it is 64-bit FNV-1a over the
 // UTF-8 bytes of the canonical JSON text, computed in 32-bit halves (no BigInt, no crypto,

@@ -1,4 +1,4 @@
-// §9.2 (BRIEF §4): the channel catalog as data, and the numeric codes the hot path uses in
+// §9.2: the channel catalog as data, and the numeric codes the hot path uses in
 // place of its names. Platform-free; imported by hub/, so it imports nothing but itself.
 
 export const ChannelClass = Object.freeze({ STREAM: 0, STATE: 1, EVENT: 2, INTENT: 3 } as const);

@@ -1,4 +1,4 @@
-// BRIEF §4 (§9.2): the catalog is data, checked once at load. Every error is reported with the
+// §9.2: the catalog is data, checked once at load. Every error is reported with the
 // path of the offending value, so that a team fixing a hand-edited catalog sees all of its
 // mistakes in one run. On success the caller gets a deep-frozen copy it can trust and keep.
 

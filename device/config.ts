@@ -20,11 +20,11 @@ export type PullName = (typeof Pull)[keyof typeof Pull];
 export const DEVICE_DEFAULTS = Object.freeze({
   /** The identity WELCOME carries. */
   hub_id: 'robot-hub',
-  /** Session slots (BRIEF §3). */
+  /** Session slots (§6). */
   slots: DEFAULT_SLOTS,
   /** Period of the Timer that calls hub.tick() and the bindings' ticks. */
   tick_ms: 10,
-  /** BRIEF §5: the control owner must be heard from within this. */
+  /** §11: the control owner must be heard from within this. */
   deadman_ms: DEADMAN_MS,
   /** Tier of a client with no or an unknown credential: observer, operator, maintainer, or none (refused). */
   anonymous_tier: 'observer',

@@ -1,4 +1,4 @@
-// The device entry (BRIEF §2): the only place that wires Moddable modules to the core.
+// The device entry (docs/architecture.md): the only place that wires Moddable modules to the core.
 // `creation.main` in manifest.json names this module; after the SDK's setup modules have run,
 // the runtime calls its default export (xs/platforms/mc/xsHosts.c). Not preloaded: it opens
 // pins, radios and sockets. device/boot.ts, which is, brings the configuration and the catalog.

@@ -1,4 +1,4 @@
-// The hub's side of the robot's real-time core (BRIEF §1, hub/ports.ts RobotPort): a stop line
+// The hub's side of the robot's real-time core (README.md, hub/ports.ts RobotPort): a stop line
 // and a small serial framing. Platform-free: device/robot.ts binds the line to a GPIO output
 // and the byte stream to a UART; the host tests bind them to arrays.
 //

@@ -292,7 +292,7 @@ export class Watch {
     }
   }
 
-  // ---------------------------------------------------------------- memory (BRIEF §3 fixed sizes)
+  // ---------------------------------------------------------------- memory (§6 fixed sizes)
 
   private heap(sessions: readonly SessionView[]): void {
     const hub = this.sim.hub;

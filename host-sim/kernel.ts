@@ -1,4 +1,4 @@
-// The simulator's kernel (BRIEF §9, STYLE "Time and simulation"): a virtual clock, one event
+// The simulator's kernel (docs/simulator.md): a virtual clock, one event
 // queue ordered by (time, sequence) and one PRNG seeded by one integer, the only source of
 // randomness in a run. Nothing in host-sim reads the wall clock or Math.random; the same scenario
 // and seed therefore replay event for event.

@@ -1,4 +1,4 @@
-// The ack-lag summary (BRIEF §8; after reference 000's backpressure summary): per session the
+// The ack-lag summary (docs/operations.md "Health, admission and overload"): per session the
 // frames sent on its current transport minus the frames its client has acknowledged (ACK key
 // 28, §5.12 stream form), and over all sessions the max and the p95, classified none / watch /
 // throttling / shedding. It is observational: it labels the hub for operators (health) and
@@ -11,10 +11,10 @@
 // numbers the Wi-Fi binding already reasons with (docs/protocol.md §13.5.6):
 //   watch       ≥ 48  ACK_LAG_RECOVERED_FRAMES: no longer inside one healthy ACK cycle
 //   throttling  ≥ 64  ACK_LAG_CONGESTED_FRAMES: the lag at which the §10.3 detector counts congestion
-//   shedding    ≥ 128 DEFAULT_ACK_WINDOW_FRAMES: DATA waits in the egress queue; reference 000's top
+//   shedding    ≥ 128 DEFAULT_ACK_WINDOW_FRAMES: DATA waits in the egress queue; the top
 // (test/core/acklag.test.ts holds each by value and against the binding's constants.)
 //
-// The second signal, as in reference 000, is the links already degraded. Ours read their §10.3
+// The second signal, is the links already degraded. Ours read their §10.3
 // level, and the label says what the §10.4 table is doing to them: level 1 decimates and
 // conflates (throttling), level ≥ 2 drops (shedding). The summary's state is the worse of the two.
 //

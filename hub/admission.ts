@@ -1,4 +1,4 @@
-// Admission (BRIEF §8; after reference 001's admission policy): a HELLO that opens a new
+// Admission (docs/operations.md "Health, admission and overload"): a HELLO that opens a new
 // session is refused with NACK HUB_PRESSURE and `retry_after_ms` while the hub is under
 // pressure. Resumes of existing sessions are always admitted (docs/protocol.md §6.3): a client
 // that was parked or lost its transport gets back the session it holds, whatever the load, so
@@ -8,7 +8,7 @@
 // The conditions, each enough on its own, checked in this order (the first that holds is the
 // reason reported and NACKed; `mask` carries every one that holds):
 //   event-loop          the loop delay's max over the last ADMISSION_WINDOW_S seconds exceeds
-//                       ADMISSION_LOOP_DELAY_MS (reference 001: 250 ms over the ten newest buckets)
+//                       ADMISSION_LOOP_DELAY_MS (250 ms over the ten newest buckets)
 //   tick                the tick duration's p95 over the same seconds exceeds the tick budget,
 //                       with at least ADMISSION_MIN_TICK_OBSERVATIONS ticks in them (001: 30)
 //   never-shed-backlog  the bytes waiting in all never-shed queues exceed the limit (001's
@@ -31,8 +31,8 @@ export const DEFAULT_TICK_BUDGET_MS = 25;
 /** Our decision: the share of the hub's never-shed capacity (slots × never-shed bytes) that may wait. */
 export const NEVER_SHED_BACKLOG_RATIO = 0.25;
 /**
- * Our decision (provisional): a soft heap budget of 128 KiB, about 80 % of the 157,696 bytes the
- * ESP32 target gives XS (a 78,848-byte chunk heap and 4,928 slots of 16 bytes). Not a measured
+ * Our decision (provisional): a soft heap budget of 128 KiB, about 80 % of the 157,184 bytes
+ * manifest.json's `creation` gives XS (a 94,208-byte chunk heap and 3,936 slots of 16 bytes). Not a measured
  * capacity; a host hub configures its own.
  */
 export const DEFAULT_HEAP_LIMIT_BYTES = 131072;
@@ -40,7 +40,7 @@ export const DEFAULT_HEAP_LIMIT_BYTES = 131072;
 export const ADMISSION_RETRY_AFTER_MS = 1000;
 /** The retry hint while the ladder refuses joins: it steps down at most once per LADDER_RELIEF_MS (5000). */
 export const ADMISSION_LADDER_RETRY_AFTER_MS = 5000;
-/** The NACK a refused HELLO gets (BRIEF §6: retryable, with retry_after_ms). */
+/** The NACK a refused HELLO gets (§12: retryable, with retry_after_ms). */
 export const ADMISSION_NACK = Nack.HUB_PRESSURE;
 
 export const AdmissionReason = Object.freeze({

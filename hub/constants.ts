@@ -48,18 +48,18 @@ export { MAX_BURST_MULTIPLE } from '../catalog/schema.js';
 // §10.5: one STREAM bundle batches at most this many samples.
 export const MAX_BUNDLE_SAMPLES = 32;
 
-// BRIEF §3: session slots; a full hub reclaims the oldest STALE session.
+// §6: session slots; a full hub reclaims the oldest STALE session.
 export const DEFAULT_SLOTS = 8;
 
-// BRIEF §3 (§6.6): a STALE session keeps its grants this long, then closes.
+// §6.6: a STALE session keeps its grants this long, then closes.
 export const STALE_TTL_MS = 30000;
 
-// BRIEF §5 (§11.2): the control-owner must be heard from within this, or the hub latches ESTOP.
+// §11.2: the control-owner must be heard from within this, or the hub latches ESTOP.
 export const DEADMAN_MS = 500;
 
-// BRIEF §4 (§9.3): per-session intent token bucket: refill rate and depth.
+// §9.3: per-session intent token bucket: refill rate and depth.
 export const INTENT_RATE_PER_S = 20;
 export const INTENT_BUCKET_DEPTH = 20;
 
-// BRIEF §6 (§12): a session sending more malformed frames than this in one second is closed.
+// §12: a session sending more malformed frames than this in one second is closed.
 export const MALFORMED_CLOSE_PER_S = 10;

@@ -1,4 +1,4 @@
-// Credentials and their tiers, kept in the Store (BRIEF §3; docs/operations.md "Credentials").
+// Credentials and their tiers, kept in the Store (§6; docs/operations.md "Credentials").
 // Stored as one record: repeated [tier (1 byte), length (1 byte), credential bytes].
 import { Tier } from '../catalog/schema.js';
 import { constantTimeEqual } from './limits.js';

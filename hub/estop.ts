@@ -1,4 +1,4 @@
-// The ESTOP latch and the control-owner deadman (BRIEF §5, §11.2; §10.4 last paragraph).
+// The ESTOP latch and the control-owner deadman (§11, §11.2; §10.4 last paragraph).
 // The latch knows sources, not sessions: who may clear (the control owner at operator tier)
 // is the hub's rule. It does not depend on any subscriber observing it, and it survives a
 // hub restart through the Store.
@@ -34,7 +34,7 @@ export const ESTOP_DEDUP_PAIRS = 16;
 const MAX_HOLD_SOURCE = 31;
 
 /**
- * BRIEF §5 latch. Any assertion latches; the robot is told to stop before anything else is
+ * §11 latch. Any assertion latches; the robot is told to stop before anything else is
  * done (persisting included), and again on every assertion, duplicates too: the latch never
  * relies on the robot having acted on an earlier call.
  *
@@ -257,7 +257,7 @@ export class EstopLatch {
 }
 
 /**
- * BRIEF §5: the control owner must be heard from within `timeoutMs` (default DEADMAN_MS =
+ * §11: the control owner must be heard from within `timeoutMs` (default DEADMAN_MS =
  * 500). "Within" includes the edge: heard at t, a frame at exactly t + timeoutMs is still in
  * time, so `expired` is true only when now − lastHeard > timeoutMs (at 500 ms not, at
  * 501 ms yes, on an integer clock). The hub arms it when a control owner exists, feeds it

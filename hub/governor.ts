@@ -1,10 +1,9 @@
-// The ingress byte governor (BRIEF §8; after reference 000's state-stream budget and 004's
-// per-client limits). On top of §10.5's per-publication token buckets, which meter samples per
+// The ingress byte governor (docs/operations.md "Health, admission and overload"). On top of §10.5's per-publication token buckets, which meter samples per
 // granted publication, it bounds the bytes each session and the hub as a whole take in over a
 // sliding one-second window, so that no client — and no crowd of clients — can spend the comms
 // core's time on decoding more than the hub budgets for.
 //
-// Scopes, checked in this order, the first exceeded one rejecting (reference 000):
+// Scopes, checked in this order, the first exceeded one rejecting:
 //   session  the session's bytes in the last second + this frame > sessionBytesPerS
 //            ⇒ REJECT_SESSION, reason `session_byte_budget_exceeded`
 //   hub      every client's bytes in the last second + this frame > hubBytesPerS
@@ -13,7 +12,7 @@
 // for this frame to fit (the hub sends it as NACK INGRESS_BUDGET's retry_after_ms) and the hint
 // `downsample`. An accepted frame after which either scope's use has reached
 // GOVERNOR_DOWNSAMPLE_RATIO of its budget is ACCEPT_DOWNSAMPLE: accepted, with the same hint,
-// so that a well-behaved client backs off before it starts losing frames (reference 000's
+// so that a well-behaved client backs off before it starts losing frames (our design's
 // DEGRADE_RATIO). Rejected bytes are not counted; accepted ones are, in both scopes.
 //
 // What the hub meters (docs/operations.md "Health, admission and overload" "Ingress governor"): every client frame but
@@ -53,7 +52,7 @@ export const GovernorVerdict = Object.freeze({
 export type GovernorVerdictCode = (typeof GovernorVerdict)[keyof typeof GovernorVerdict];
 /** Verdict → the typed reason a rejection carries ('' for accepts). */
 export const GOVERNOR_REASONS = Object.freeze(['', '', 'session_byte_budget_exceeded', 'hub_byte_budget_exceeded'] as const);
-/** Verdict → hint. Byte rejections and high-utilisation accepts hint downsample (reference 000). */
+/** Verdict → hint. Byte rejections and high-utilisation accepts hint downsample. */
 export const GOVERNOR_HINTS = Object.freeze(['', 'downsample', 'downsample', 'downsample'] as const);
 
 export interface GovernorOptions {

@@ -1,4 +1,4 @@
-// Measured health, `metrics.version: 1` (BRIEF §8; after reference 001). Durations are kept in
+// Measured health, `metrics.version: 1` (docs/operations.md "Health, admission and overload"). Durations are kept in
 // sixty one-second buckets with fixed histogram boundaries: count, mean, max and p95, the p95 a
 // conservative bucket upper bound capped by the observed max. Counters come from the hub. The
 // report holds numbers under fixed keys only: no client names, credentials, tokens or payloads,
@@ -418,7 +418,7 @@ export class HealthMetrics {
 
   /**
    * At the start of every hub tick. The loop delay is how much later than one period after the
-   * previous tick this one began (reference 001's maintenance-timer delay); the first tick has
+   * previous tick this one began (the maintenance-timer delay); the first tick has
    * no previous one and records none.
    */
   tickBegan(now: number): void {

@@ -1,5 +1,5 @@
 // The hub core: sessions, grants, the shedding table and its actions, parking, ingress
-// limits, intents, control ownership and the ESTOP latch (§10; BRIEF §3–§6).
+// limits, intents, control ownership and the ESTOP latch (§10; §6–§12).
 // Platform-free: everything it needs arrives through the interfaces in ports.ts.
 import type { CatalogIndex, ChannelInfo } from '../catalog/index.js';
 import { ChannelClass, Direction, StreamKind, Tier } from '../catalog/schema.js';
@@ -59,7 +59,7 @@ import { decimate, DECIMATION_STATE, decimationFactor, resetDecimation, SHED_DEC
 export interface HubConfig {
   /** Text the hub names itself with in WELCOME. */
   readonly hubId: string;
-  /** Session slots (BRIEF §3). */
+  /** Session slots (§6). */
   readonly slots: number;
   readonly staleTtlMs: number;
   readonly deadmanMs: number;
@@ -70,7 +70,7 @@ export interface HubConfig {
   /** Bytes of each session's never-shed queue (§10.4). */
   readonly neverShedBytes: number;
   /**
-   * The period the host calls tick() at, ms: the loop delay (BRIEF §8) is how much later than
+   * The period the host calls tick() at, ms: the loop delay (docs/operations.md "Health, admission and overload") is how much later than
    * that a tick begins. 0 (the default) measures no loop delay: a host that ticks irregularly
    * (the tests' virtual clock) would read its gaps as delay.
    */
@@ -147,7 +147,7 @@ class Conn implements LinkSink {
   session: Session | null = null;
   closed = false;
   /**
-   * BRIEF §6: malformed frames before HELLO. The session this transport opens takes the counter
+   * §12: malformed frames before HELLO. The session this transport opens takes the counter
    * over, restarted, rather than a counter of its own (a resumed session keeps the one it has).
    */
   readonly malformed = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
@@ -220,7 +220,7 @@ export class Hub {
   private readonly ownerCh: ChannelInfo | undefined;
   private readonly safetyEventsCh: ChannelInfo | undefined;
   private buttonHeld = false;
-  /** BRIEF §8: the measurements, and what admission and the ladder read (one object, refilled). */
+  /** docs/operations.md "Health, admission and overload": the measurements, and what admission and the ladder read (one object, refilled). */
   readonly health: HealthMetrics;
   private readonly load: HubLoad = createHubLoad();
   readonly admission: Admission;
@@ -317,7 +317,7 @@ export class Hub {
         this.onEstopFrame(conn, bytes, start, end - start, now);
         return;
       }
-      // BRIEF §8 ingress governor, before any decoding (the ESTOP frame is never metered): a
+      // docs/operations.md "Health, admission and overload" ingress governor, before any decoding (the ESTOP frame is never metered): a
       // session's BUNDLEs meet both byte budgets, its other frames the session's only; a frame
       // before HELLO has no session and meets the hub's. The control owner's BUNDLEs meet its
       // session's budget only: others' traffic (a sessionless flood included) filling the hub's
@@ -381,7 +381,7 @@ export class Hub {
     this.nackConn(conn, code, frameType !== undefined && frameType >= 0 ? frameType : undefined, channelId);
     const s = conn.session;
     const count = s ? s.malformed.add(now) : conn.malformed.add(now);
-    // BRIEF §6: a session that sends malformed frames persistently is closed.
+    // §12: a session that sends malformed frames persistently is closed.
     if (count > MALFORMED_CLOSE_PER_S) {
       this.log.event('malformed-close', s ? s.id : 0, count);
       if (s) this.closeSession(s, GoodbyeReason.MISBEHAVING);
@@ -496,7 +496,7 @@ export class Hub {
       const slot = this.freeSlot();
       const token = new Uint8Array(RESUME_TOKEN_BYTES);
       this.random.fill(token);
-      // The transport's malformed-frame counter becomes the session's, restarted (BRIEF §6).
+      // The transport's malformed-frame counter becomes the session's, restarted (§12).
       conn.malformed.reset();
       s = new Session(this.nextSessionId++, slot, tier, token, now, this.config.neverShedBytes, conn.malformed);
       this.slots[slot] = s;
@@ -599,7 +599,7 @@ export class Hub {
   /** The slot a new session takes; the caller checked hasSlot(). */
   private freeSlot(): number {
     for (let i = 0; i < this.slots.length; i++) if (!this.slots[i]) return i;
-    // BRIEF §3: slot pressure reclaims the oldest STALE session — the only way a parked one yields.
+    // §6: slot pressure reclaims the oldest STALE session — the only way a parked one yields.
     let oldest: Session | null = null;
     for (let i = 0; i < this.slots.length; i++) {
       const s = this.slots[i] as Session;
@@ -831,7 +831,7 @@ export class Hub {
       let g = granted[i] as number;
       if (ch.kind === SEGMENTS && !ch.critical) g = g >= ch.maxRateHz ? ch.maxRateHz : 0;
       if (!ch.critical) {
-        // BRIEF §8 ladder rungs 2–5: the planned grant × the rung's factor, after the pie split
+        // docs/operations.md "Health, admission and overload" ladder rungs 2–5: the planned grant × the rung's factor, after the pie split
         // (the share given up is not handed to others); critical rows are never touched (§10.2).
         const f = this.ladder.grantFactor(t.priority[k] as number, ch.kind === SEGMENTS);
         if (f !== 1) g = floorToGrantStep(g * f);
@@ -919,7 +919,7 @@ export class Hub {
     // STATE: the values last sent, an array per subscriber's slot, made when it subscribed.
     const lastValues = route.last;
     const first = r * tab.slots;
-    // BRIEF §8 ladder rung 1: the table reads every link at this level at least.
+    // docs/operations.md "Health, admission and overload" ladder rung 1: the table reads every link at this level at least.
     const floor = this.ladder.levelFloor;
     // The count is read each time round: a link may re-enter the hub from inside send().
     for (let i = 0; i < (subscriberCount[r] as number); i++) {
@@ -1149,7 +1149,7 @@ export class Hub {
     this.sendControl(s, nackFrame(code, frameType, channelId, requestId, retryAfterMs));
   }
 
-  /** BRIEF §6: RATE_LIMITED is back-pressure, at most STREAM_INGRESS_OVERAGE_NACK_PER_S per session. */
+  /** §12: RATE_LIMITED is back-pressure, at most STREAM_INGRESS_OVERAGE_NACK_PER_S per session. */
   private rateLimited(s: Session, frameType: number, channelId: number, requestId: number | undefined, retryMs: number, now: number): void {
     if (!s.rateNacks.allow(now)) return;
     this.nackSession(s, Nack.RATE_LIMITED, frameType, channelId, requestId, Number.isFinite(retryMs) ? retryMs : undefined);
@@ -1231,12 +1231,12 @@ export class Hub {
     if (s.rateNacks.allow(now)) this.nackSession(s, code, FrameType.BUNDLE, channelId);
   }
 
-  // ------------------------------------------------------------------ intents, ownership (BRIEF §4)
+  // ------------------------------------------------------------------ intents, ownership (§9)
 
   /**
    * Every INTENT is answered once: ECHO when the hub carried it out (the robot's result in
    * key 20), NACK with its request_id when a hub rule refused it. RATE_LIMITED answers are
-   * throttled (BRIEF §6), so a flood beyond the limit is partly unanswered.
+   * throttled (§12), so a flood beyond the limit is partly unanswered.
    */
   private onIntent(s: Session, channelId: number, requestId: number, args: readonly (number | string)[], now: number): void {
     const ch = this.catalog.byId(channelId);
@@ -1269,7 +1269,7 @@ export class Hub {
     if (refusal !== 0) this.nackSession(s, refusal, FrameType.INTENT, channelId, requestId);
     else {
       this.sendControl(s, { type: FrameType.ECHO, channelId, requestId, result: result >= 0 && result <= 0xff ? result : 0xff });
-      // BRIEF §8: from the INTENT's arrival to its ECHO (the robot's own time included).
+      // docs/operations.md "Health, admission and overload": from the INTENT's arrival to its ECHO (the robot's own time included).
       const at = this.clock.now();
       this.health.recordIntentEcho(at - now, at);
     }
@@ -1375,7 +1375,7 @@ export class Hub {
   }
 
   /**
-   * BRIEF §5 clear: the control owner, at operator tier, when no source asserts. A clear
+   * §11 clear: the control owner, at operator tier, when no source asserts. A clear
    * that names an ESTOP sequence (key 39) other than the latch's current one was made for an
    * older stop than the one in force and is refused. With nothing latched the answer is the
    * current (CLEARED) ESTOP frame, written ahead to the asker alone.
@@ -1463,7 +1463,7 @@ export class Hub {
         if (route.events && route.events.size(s.slot) > 0) this.flushEvents(route, s);
       }
     }
-    // BRIEF §8: the hub's own load moves the ladder; a new rung re-plans and announces grants.
+    // docs/operations.md "Health, admission and overload": the hub's own load moves the ladder; a new rung re-plans and announces grants.
     this.measureLoad(now);
     if (this.ladder.update(this.load, now)) replan = true;
     this.load.refuseJoins = this.ladder.refusesJoins;
@@ -1478,7 +1478,7 @@ export class Hub {
         this.ladder.markParked(now);
       }
     }
-    // BRIEF §5: the control owner must be heard from within deadman_ms.
+    // §11: the control owner must be heard from within deadman_ms.
     if (this.owner && this.deadman.expired(now) && !this.latch.isAsserting(EstopSource.DEADMAN)) {
       this.latch.setSourceAsserting(EstopSource.DEADMAN, true);
       if (this.assertLocal(EstopSource.DEADMAN)) this.announceEstop(true);
@@ -1640,7 +1640,7 @@ export class Hub {
   }
 
   /**
-   * The detailed health report (BRIEF §8, `metrics.version: 1`): the HEALTH frame's text and
+   * The detailed health report (docs/operations.md "Health, admission and overload", `metrics.version: 1`): the HEALTH frame's text and
    * the operators' HTTP endpoint. Numbers under fixed keys only; no names, credentials, tokens
    * or payloads. Allocates: on request only.
    */

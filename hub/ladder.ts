@@ -1,4 +1,4 @@
-// The hub-wide degradation ladder (BRIEF §8; after reference 000's per-shard ladder). The hub's
+// The hub-wide degradation ladder (docs/operations.md "Health, admission and overload"). The hub's
 // own load — tick time against its budget, heap against its limit, and the aggregate egress
 // occupancy — selects one rung; every rung has an actuator in the hub (unlike the reference's
 // declared-but-inert rungs), and this module says exactly what each applies:
@@ -18,7 +18,7 @@
 //   5 park_lowest          as 4, and the lowest-priority session is parked (§6.6 STALE, the
 //                          §10.4 transition), one every LADDER_PARK_INTERVAL_MS
 //
-// Selection (reference 000's piecewise rule, budget-relative so it holds at any tick rate): each
+// Selection (the piecewise rule, budget-relative so it holds at any tick rate): each
 // signal's ratio is placed against its five thresholds and the highest rung any signal reaches
 // wins. The tick ratio counts only with at least ADMISSION_MIN_TICK_OBSERVATIONS ticks in view;
 // an unknown heap (NaN) reads 0.

@@ -1,6 +1,6 @@
-// Ingress limits: the §10.5 per-publication token bucket (and the BRIEF §4 intent limiter,
+// Ingress limits: the §10.5 per-publication token bucket (and the §9 intent limiter,
 // which has the same shape), the RATE_LIMITED NACK throttle, the sliding one-second event
-// counter behind "persistently malformed ⇒ close" (BRIEF §6), the §10.5 burst clamp and
+// counter behind "persistently malformed ⇒ close" (§12), the §10.5 burst clamp and
 // the constant-time credential comparison. Plain numbers and typed arrays sized at
 // construction: nothing here allocates per call.
 
@@ -26,7 +26,7 @@ const MS_PER_S = 1000;
  * 1 Hz (capacity = granted rate < 1) would otherwise refuse every single sample of a sender
  * that keeps to its rate, and §10.5 wants legal-rate bundles delivered.
  *
- * Intent limiter (BRIEF §4, §9.3): `new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH,
+ * Intent limiter (§9, §9.3): `new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH,
  * now)`, one per session, `take(1, now)` per INTENT; see `intentBucket`. A publication
  * (§10.5): `new TokenBucket(grantedRate, burstFor(grantedRate, wishedBurst), now)`,
  * `take(samplesInBundle, now)`.
@@ -68,7 +68,7 @@ export class TokenBucket {
 
   /**
    * Milliseconds until a take of n would succeed (0: now), for a NACK's retry_after_ms
-   * (BRIEF §6). Infinity when it never can: n above the capacity, or a zero rate.
+   * (§12). Infinity when it never can: n above the capacity, or a zero rate.
    */
   msUntil(n: number, now: number): number {
     this.refill(now);
@@ -105,7 +105,7 @@ export class TokenBucket {
   }
 }
 
-/** BRIEF §4 (§9.3): one per session; take(1, now) per INTENT, NACK RATE_LIMITED on false. */
+/** §9.3: one per session; take(1, now) per INTENT, NACK RATE_LIMITED on false. */
 export function intentBucket(now: number): TokenBucket {
   return new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now);
 }
@@ -116,7 +116,7 @@ export function intentBucket(now: number): TokenBucket {
  * exact up to `capacity` and saturates there (an event beyond it pushes out the oldest):
  * to detect "more than L in the window", size the ring L + 1.
  *
- * BRIEF §6: `new WindowCounter(MALFORMED_CLOSE_PER_S + 1)`; close the session when
+ * §12: `new WindowCounter(MALFORMED_CLOSE_PER_S + 1)`; close the session when
  * `add(now) > MALFORMED_CLOSE_PER_S`.
  */
 export class WindowCounter {

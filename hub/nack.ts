@@ -1,4 +1,4 @@
-// NACK codes (docs/protocol.md "NACK codes", BRIEF §6). The numbers are wire values:
+// NACK codes (docs/protocol.md "NACK codes", §12). The numbers are wire values:
 // never renumber one, only add new ones at the end.
 
 export const Nack = Object.freeze({

@@ -1,5 +1,5 @@
 // Everything the hub core needs from the world comes through these interfaces
-// (BRIEF §2). The device entry, the simulator and the tests each supply their own;
+// (docs/architecture.md). The device entry, the simulator and the tests each supply their own;
 // the core never imports a platform.
 
 /** Monotonic milliseconds. The device uses Moddable's `time` ticks; the simulator a virtual clock. */
@@ -14,7 +14,7 @@ export interface Random {
 }
 
 /**
- * Heap in use, bytes, for admission and the hub ladder (BRIEF §8). The device reads XS's
+ * Heap in use, bytes, for admission and the hub ladder (docs/operations.md "Health, admission and overload"). The device reads XS's
  * instrumentation; a build without it returns NaN (or the port is left out), which never
  * refuses a client nor lifts the ladder, and health reads -1.
  */
@@ -103,7 +103,7 @@ export interface Link {
   /** Current congestion level from the binding's own detector (§10.3): 0, 1, ≥ 2. */
   level(): number;
   estimate(): LinkEstimate;
-  /** Egress-queue occupancy 0..1, for health and the hub ladder's aggregate egress signal (BRIEF §8). */
+  /** Egress-queue occupancy 0..1, for health and the hub ladder's aggregate egress signal (docs/operations.md "Health, admission and overload"). */
   occupancy(): number;
   /**
    * How long, in ms, the egress queue has held bytes without the transport taking any; 0 while

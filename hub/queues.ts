@@ -33,7 +33,7 @@ export class FrameRing {
   private used = 0; // bytes of frames held (gaps not counted)
   private gapAt = -1; // where the gap before the end begins while the frames wrap; -1 when they do not
   // When each frame was pushed, whole ms modulo 2^32, parallel to `lengths` (health's egress
-  // wait, BRIEF §8): 4 bytes a frame, 256 per never-shed queue. Whole ms are all the device's
+  // wait, docs/operations.md "Health, admission and overload"): 4 bytes a frame, 256 per never-shed queue. Whole ms are all the device's
   // clock has, and the histogram's smallest bound is 1 ms.
   private readonly pushedAt: Uint32Array;
 

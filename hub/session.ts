@@ -1,7 +1,7 @@
-// Sessions, subscriptions and publications: the per-client state of the core (BRIEF §3).
+// Sessions, subscriptions and publications: the per-client state of the core (§6).
 // Everything the hot path touches is allocated when the hub starts or a session opens, never per
 // sample. A subscription is a row of the hub's SubscriptionTable, not an object: on the ESP32's
-// 4,928-slot XS heap an object per subscription (with its Map entry, its decimator and its
+// 3,936-slot XS heap (manifest.json) an object per subscription (with its Map entry, its decimator and its
 // arrays) cost more than the whole device has for 8 sessions × 16 subscriptions
 // (docs/architecture.md "Memory").
 import type { ChannelInfo } from '../catalog/index.js';
@@ -207,7 +207,7 @@ export class Session {
   readonly budget = new LinkBudget();
   readonly intentBucket: TokenBucket;
   readonly rateNacks = new NackThrottle(STREAM_INGRESS_OVERAGE_NACK_PER_S);
-  /** BRIEF §6: the counter of the transport that opened the session, restarted at HELLO (hub.ts). */
+  /** §12: the counter of the transport that opened the session, restarted at HELLO (hub.ts). */
   readonly malformed: WindowCounter;
   lastHeard: number;
   staleSince = 0;

@@ -1,4 +1,4 @@
-// UTF-8 by hand: the device has no TextEncoder/TextDecoder (docs MODDABLE.md).
+// UTF-8 by hand: the device has no TextEncoder/TextDecoder (docs/architecture.md "The device runtime").
 // Well-formedness follows RFC 3629 §4 (Unicode Table 3-7): no overlong forms, no
 // surrogate code points (U+D800..U+DFFF), nothing above U+10FFFF.
 

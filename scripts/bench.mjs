@@ -37,7 +37,7 @@ const only = onlyArg ? onlyArg.slice('--only='.length).split(',').filter(Boolean
 // names is `sim`; --no-sim or --no-node leave it out.
 const runSim = runNode && !args.includes('--no-sim') && (!only || only.includes('sim'));
 
-// A slot is 16 bytes on the ESP32 (MODDABLE.md "Memory"); the host build's are 32.
+// A slot is 16 bytes on the ESP32 (docs/architecture.md "The device runtime"); the host build's are 32.
 const DEVICE_SLOT_BYTES = 16;
 // Slots an N-op XS run may allocate: well under the 256 K-slot initial heap that xsnap gives, so
 // that no collection runs mid-measurement (one would hide allocations from currentHeapCount).

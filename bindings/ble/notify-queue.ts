@@ -1,4 +1,4 @@
-// The hub's own notification queue for one BLE connection (§10.3, BRIEF §7). The Moddable SDK
+// The hub's own notification queue for one BLE connection (§10.3, §13). The Moddable SDK
 // queues notifications without bound and reports each one's completion; the hub keeps this
 // bounded queue in front of it with one notification in flight, so that a slow link shows up
 // here as depth (the §10.3 congestion signal) and as `canSend` saying no, never as memory

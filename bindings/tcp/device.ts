@@ -1,4 +1,4 @@
-// Device adapters for the Wi-Fi binding (BRIEF §7) over the ECMA-419 sockets of the Moddable
+// Device adapters for the Wi-Fi binding (§13) over the ECMA-419 sockets of the Moddable
 // SDK (lwIP on the ESP32): a listener per port, one TcpLink per accepted connection, attached
 // to the hub. TCP carries length-prefixed frames; WebSocket is the RFC 6455 server subset of
 // framing.ts spoken over the same TCP socket, its upgrade hashed with the SDK's `crypt` SHA-1.

@@ -1,4 +1,4 @@
-// The Wi-Fi egress path (BRIEF §7, §10.3, §10.4): the bounded per-client egress queue whose
+// The Wi-Fi egress path (§13, §10.3, §10.4): the bounded per-client egress queue whose
 // watermark is the TCP and WebSocket congestion signal, the ESTOP write-ahead, and the Link
 // that the host (node.ts) and the device (device.ts) adapters wrap around their sockets.
 // Platform-free: the adapters bring the socket; time comes from the hub's Clock.

@@ -1,4 +1,4 @@
-// Wi-Fi framing (BRIEF §7; docs/protocol.md "Framing", TCP and WebSocket). Platform-free and
+// Wi-Fi framing (§13; docs/protocol.md "Framing", TCP and WebSocket). Platform-free and
 // apart from any connection: these state machines never touch a socket.
 //
 //   TCP        every frame (CBOR or the 12-byte ESTOP) is preceded by its length, 2 bytes

@@ -1,7 +1,7 @@
 // The device adapter of the health endpoints (bindings/tcp/http.ts) over the ECMA-419 sockets:
-// `embedded:io/socket/listener` and `embedded:io/socket/tcp` (lwIP on the ESP32, MODDABLE.md
-// "Links"). Their constructors are handed in, as the SDK's own mqttclient takes its socket
-// (STYLE.md): device/main.ts passes `Listener` and `TCP`, and this file imports no platform, so
+// `embedded:io/socket/listener` and `embedded:io/socket/tcp` (lwIP on the ESP32, docs/architecture.md
+// "The device runtime"). Their constructors are handed in, as the SDK's own mqttclient takes its socket:
+// device/main.ts passes `Listener` and `TCP`, and this file imports no platform, so
 // the Node build compiles it and a test can drive it with fakes.
 //
 // lwIP facts this relies on (modules/io/socket/lwip/tcp.c): `onWritable(free)` fires when the

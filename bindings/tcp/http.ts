@@ -1,4 +1,4 @@
-// Health over HTTP on the Wi-Fi binding (BRIEF §8, docs/operations.md "Health"): a coarse public
+// Health over HTTP on the Wi-Fi binding (docs/operations.md "Health, admission and overload", docs/operations.md "Health"): a coarse public
 // `GET /health` and the detailed `GET /api/operations/health` behind a bearer operator token.
 // Platform-free: the same request parser and answers run on Node (http-node.ts over node:net) and
 // on the device (http-device.ts over the ECMA-419 sockets). Not a web server: GET only, one
@@ -455,7 +455,7 @@ export interface HealthSource {
 
 /**
  * Why a configured operator token is refused (the endpoint then stays disabled), or '' when it
- * is usable or none is set. 32–256 characters (reference 001), each visible ASCII: the bearer
+ * is usable or none is set. 32–256 characters, each visible ASCII: the bearer
  * credential travels in a header value, where anything else would not survive unchanged.
  */
 export function operatorTokenProblem(token: string | undefined): string {

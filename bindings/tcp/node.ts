@@ -1,4 +1,4 @@
-// Host adapters for the Wi-Fi binding (BRIEF §7): real TCP (node:net) and WebSocket (the `ws`
+// Host adapters for the Wi-Fi binding (§13): real TCP (node:net) and WebSocket (the `ws`
 // package) listeners, loopback by default, one TcpLink per connection attached to the hub.
 // Node only: the simulator and the host tests use these; the device uses device.ts.
 //

@@ -243,7 +243,7 @@ export class LiveSim {
 
   // ---------------------------------------------------------------- actions
 
-  /** A momentary press of the hub's own ESTOP button (BRIEF §5): latches; releasing it allows a clear. */
+  /** A momentary press of the hub's own ESTOP button (§11): latches; releasing it allows a clear. */
   pressEstop(): void {
     const sim = this.sim;
     sim.estopCauses.push({ tMs: sim.nowMs, source: EstopSource.HUB_BUTTON, client: null });

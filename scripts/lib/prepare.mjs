@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { xsnapWorkerPath } from './xsnap.mjs';
 
-/** Debian's Chromium: the browser the dashboard suite drives through playwright-core (BRIEF §9). */
+/** Debian's Chromium: the browser the dashboard suite drives through playwright-core (docs/simulator.md). */
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 
 function chromiumVersion() {

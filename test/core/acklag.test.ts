@@ -15,13 +15,13 @@ import { DEFAULT_ACK_WINDOW_FRAMES } from '../../bindings/tcp/egress.js';
 import { deepEqual, equal, ok, throws } from '../lib/assert.js';
 
 describe('hub/acklag: constants', () => {
-  it('reference 000 classification none < watch < throttling < shedding, as codes 0–3', () => {
+  it('classification none < watch < throttling < shedding, as codes 0–3', () => {
     deepEqual({ ...Backpressure }, { NONE: 0, WATCH: 1, THROTTLING: 2, SHEDDING: 3 });
     deepEqual([...BACKPRESSURE_NAMES], ['none', 'watch', 'throttling', 'shedding']);
     ok(Object.isFrozen(Backpressure) && Object.isFrozen(BACKPRESSURE_NAMES));
   });
 
-  it('our decision after reference 000 (8 / 32 / 128): 48 / 64 / 128, on the binding\'s own numbers', () => {
+  it('our decision: 48 / 64 / 128, on the binding\'s own numbers', () => {
     equal(ACK_LAG_WATCH, 48);
     equal(ACK_LAG_THROTTLING, 64);
     equal(ACK_LAG_SHEDDING, 128);

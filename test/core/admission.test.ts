@@ -38,7 +38,7 @@ function verdict(patch: Partial<AdmissionSignals>) {
 }
 
 describe('hub/admission: constants', () => {
-  it('reference 001: ten buckets, loop delay 250 ms, 30 tick observations, tick budget 25 ms', () => {
+  it('ten buckets, loop delay 250 ms, 30 tick observations, tick budget 25 ms', () => {
     equal(ADMISSION_WINDOW_S, 10);
     equal(ADMISSION_LOOP_DELAY_MS, 250);
     equal(ADMISSION_MIN_TICK_OBSERVATIONS, 30);
@@ -52,7 +52,7 @@ describe('hub/admission: constants', () => {
     equal(ADMISSION_LADDER_RETRY_AFTER_MS, 5000);
   });
 
-  it('BRIEF §6 / §8: a refused HELLO is NACK HUB_PRESSURE (10), which is retryable', () => {
+  it('§12 / docs/operations.md: a refused HELLO is NACK HUB_PRESSURE (10), which is retryable', () => {
     equal(ADMISSION_NACK, Nack.HUB_PRESSURE);
     equal(ADMISSION_NACK, 10);
     ok(isRetryable(ADMISSION_NACK));

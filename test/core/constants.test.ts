@@ -58,24 +58,24 @@ describe('hub/constants: numbers the protocol pins', () => {
     equal(C.MAX_BUNDLE_SAMPLES, 32);
   });
 
-  it('BRIEF §3 session slots default to 8', () => {
+  it('§6 session slots default to 8', () => {
     equal(C.DEFAULT_SLOTS, 8);
   });
 
-  it('BRIEF §3 stale_ttl_ms defaults to 30 s', () => {
+  it('§6 stale_ttl_ms defaults to 30 s', () => {
     equal(C.STALE_TTL_MS, 30000);
   });
 
-  it('BRIEF §4 intent bucket: 20/s, depth 20', () => {
+  it('§9 intent bucket: 20/s, depth 20', () => {
     equal(C.INTENT_RATE_PER_S, 20);
     equal(C.INTENT_BUCKET_DEPTH, 20);
   });
 
-  it('BRIEF §5 deadman_ms defaults to 500 ms', () => {
+  it('§11 deadman_ms defaults to 500 ms', () => {
     equal(C.DEADMAN_MS, 500);
   });
 
-  it('BRIEF §6 more than 10 malformed frames in 1 s closes the session', () => {
+  it('§12 more than 10 malformed frames in 1 s closes the session', () => {
     equal(C.MALFORMED_CLOSE_PER_S, 10);
   });
 });

@@ -60,7 +60,7 @@ function fresh(): { store: MapStore; robot: FakeRobot; clk: Clock & { t: number 
   return { store, robot, clk, latch: new EstopLatch(store, robot, clk) };
 }
 
-describe('hub/estop: EstopLatch (BRIEF §5)', () => {
+describe('hub/estop: EstopLatch (§11)', () => {
   it('a fresh hub is not latched and does not touch the robot', () => {
     const { latch, robot, store } = fresh();
     ok(!latch.latched);
@@ -331,7 +331,7 @@ describe('hub/estop: EstopLatch (BRIEF §5)', () => {
   });
 });
 
-describe('hub/estop: Deadman (BRIEF §5)', () => {
+describe('hub/estop: Deadman (§11)', () => {
   it(`defaults to DEADMAN_MS (${DEADMAN_MS})`, () => {
     equal(new Deadman().timeoutMs, DEADMAN_MS);
   });

@@ -23,7 +23,7 @@ const S = DEFAULT_SESSION_BYTES_PER_S; // 32768
 const H = DEFAULT_HUB_BYTES_PER_S; // 98304
 
 describe('hub/governor: constants', () => {
-  it('reference 000: one-second windows, downsample hint from 0.8', () => {
+  it('one-second windows, downsample hint from 0.8', () => {
     equal(GOVERNOR_WINDOW_MS, 1000);
     equal(GOVERNOR_DOWNSAMPLE_RATIO, 0.8);
   });
@@ -69,7 +69,7 @@ describe('hub/governor: the session scope', () => {
     equal(g.retryAfterMs, 0);
   });
 
-  it('at exactly 80 % the hint is given (≥, reference 000\'s "reached")', () => {
+  it('at exactly 80 % the hint is given (≥, our design\'s "reached")', () => {
     const g = new IngressGovernor(8, { sessionBytesPerS: 5000, hubBytesPerS: 50_000 });
     equal(g.admit(0, 3999, 0), ACCEPT);
     equal(g.admit(0, 1, 0), ACCEPT_DOWNSAMPLE);

@@ -47,7 +47,7 @@ function trueP95(xs: readonly number[]): number {
 }
 
 describe('hub/health: constants', () => {
-  it('reference 001: metrics.version 1, sixty one-second buckets, p95', () => {
+  it('metrics.version 1, sixty one-second buckets, p95', () => {
     equal(METRICS_VERSION, 1);
     equal(WINDOW_BUCKETS, 60);
     equal(BUCKET_MS, 1000);
@@ -62,7 +62,7 @@ describe('hub/health: constants', () => {
     for (const b of [250, 25, 20, 31.25, 37.5, 50]) ok(DURATION_BOUNDS_MS.includes(b), `${b} is a bound`);
   });
 
-  it('reference 001: operator token 32–256 characters; our decision: 5 requests per address per 10 s, 16 addresses kept', () => {
+  it('operator token 32–256 characters; our decision: 5 requests per address per 10 s, 16 addresses kept', () => {
     equal(OPERATOR_TOKEN_MIN_CHARS, 32);
     equal(OPERATOR_TOKEN_MAX_CHARS, 256);
     equal(OPERATIONS_RATE_LIMIT, 5);
@@ -111,7 +111,7 @@ describe('hub/health: Histogram', () => {
   });
 });
 
-describe('hub/health: Window60 ageing on a virtual clock (reference 001 buckets)', () => {
+describe('hub/health: Window60 ageing on a virtual clock (our design buckets)', () => {
   it('a spike leaves the 10-second view at (k + 10) × 1000 and the 60-second window at (k + 60) × 1000', () => {
     const w = new Window60();
     w.record(300, 5000); // second 5, at its very start
@@ -245,7 +245,7 @@ describe('hub/health: Window60 ageing on a virtual clock (reference 001 buckets)
   });
 });
 
-describe('hub/health: conservative p95 (reference 001)', () => {
+describe('hub/health: conservative p95', () => {
   it('is the upper bound of the bin holding the 95th-percentile sample', () => {
     const w = new Window60();
     for (let i = 0; i < 95; i++) w.record(3, 1000);

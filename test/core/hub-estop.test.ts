@@ -1,4 +1,4 @@
-// BRIEF §5 / §11.2 through the hub: any ESTOP latches and stops the robot, reaches every
+// §11.2 through the hub: any ESTOP latches and stops the robot, reaches every
 // transport ahead of every queued frame, refuses motion, survives a restart, clears only by the
 // control owner at operator tier with no source asserting, and the deadman latches on its own.
 import { ESTOP_FRAME_BYTES, EstopKind, EstopSource, ESTOP_FLAG_LATCHED, ESTOP_NACK_FRAME_TYPE } from '../../hub/estop-frame.js';
@@ -30,7 +30,7 @@ function safetyValues(c: TestClient): number[][] {
   return (c.take(FrameType.DATA) as DataFrame[]).filter((f) => f.channelId === SAFETY).map((f) => f.values);
 }
 
-describe('hub ESTOP (BRIEF §5)', () => {
+describe('hub ESTOP (§11)', () => {
   it('latches on an ESTOP frame from any client, stops the robot and writes the frame to every transport ahead of its queue', () => {
     const fx = makeHub();
     const observer = new TestClient(fx.hub);

@@ -1,4 +1,4 @@
-// BRIEF §8 wired into the hub: the health report from the hub's own counters (HEALTH frame and
+// docs/operations.md "Health, admission and overload" wired into the hub: the health report from the hub's own counters (HEALTH frame and
 // healthReport()), its privacy, admission (HUB_PRESSURE with retry_after_ms; resumes always
 // admitted), every ladder rung up and back down with its actuation, the ingress governor, and
 // the four core fixes that came with it (PONG t1, ack counting, BUNDLE refusal throttle,
@@ -115,7 +115,7 @@ function helloRefused(fx: Fixture): number[][] {
   return got.filter((f) => f.type === FrameType.NACK).map((f) => [(f as { code: number }).code, (f as { retryAfterMs?: number }).retryAfterMs ?? -1]);
 }
 
-describe('hub health (BRIEF §8)', () => {
+describe('hub health (docs/operations.md "Health, admission and overload")', () => {
   describe('the report', () => {
     it('has metrics.version 1 and counts table rows, NACKs, parks, resumes and ESTOPs from a run', () => {
       const fx = makeHub();

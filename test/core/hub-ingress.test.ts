@@ -1,6 +1,6 @@
 // §10.5 ingress: a token bucket per granted publication counting samples, whole-bundle drops,
 // RATE_LIMITED at most 5 per second per session, legal-rate bundles still delivered; the intent
-// limiter (BRIEF §4: 20/s, depth 20).
+// limiter (§9: 20/s, depth 20).
 import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S, STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
 import { FrameType, type EchoFrame, type NackFrame, type PubWish } from '../../hub/frames.js';
 import { Nack } from '../../hub/nack.js';
@@ -148,7 +148,7 @@ describe('hub ingress (§10.5)', () => {
     equal(fx.robot.published.length, 0);
   });
 
-  describe('intent limiter (BRIEF §4)', () => {
+  describe('intent limiter (§9)', () => {
     it('accepts 20 at once, refuses the rest with RATE_LIMITED, refills at 20 per second', () => {
       equal(INTENT_RATE_PER_S, 20);
       equal(INTENT_BUCKET_DEPTH, 20);

@@ -1,4 +1,4 @@
-// BRIEF §4 intents and control ownership: ECHO with the robot's result, take/release control
+// §9 intents and control ownership: ECHO with the robot's result, take/release control
 // announced on `control-owner`, NOT_OWNER for motion from anyone but the owner.
 import { FrameType, type DataFrame, type EchoFrame, type NackFrame } from '../../hub/frames.js';
 import { Nack } from '../../hub/nack.js';
@@ -31,7 +31,7 @@ function ownerAnnouncements(c: TestClient): number[] {
   return (c.take(FrameType.DATA) as DataFrame[]).filter((f) => f.channelId === CONTROL_OWNER).map((f) => f.values[0]!);
 }
 
-describe('hub intents and control ownership (BRIEF §4)', () => {
+describe('hub intents and control ownership (§9)', () => {
   it('answers an intent with ECHO carrying its request id and the robot\'s result', () => {
     const fx = makeHub();
     const { c } = operator(fx);

@@ -1,4 +1,4 @@
-// BRIEF §6: bad input gets a NACK with a stable code and never throws; one session's garbage
+// §12: bad input gets a NACK with a stable code and never throws; one session's garbage
 // never reaches another session's deliveries or grants; persistent garbage closes only the
 // session that sends it.
 import { CborWriter } from '../../hub/cbor.js';
@@ -38,7 +38,7 @@ class Rng {
   }
 }
 
-describe('hub isolation and bad input (BRIEF §6)', () => {
+describe('hub isolation and bad input (§12)', () => {
   describe('each bad frame gets a NACK with a stable code', () => {
     const cases: [string, () => Uint8Array, number, number | undefined][] = [
       ['junk bytes', () => new Uint8Array([0xff, 0x00, 0x13, 0x37]), Nack.MALFORMED, undefined],

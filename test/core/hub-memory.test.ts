@@ -310,7 +310,7 @@ describe('hub memory: what the hub holds is fixed by its config and catalog', ()
     equal(fx.hub.footprint().stateValueArraysMax, stateChannels.length * 4);
   });
 
-  it('the session a transport opens takes over its malformed-frame counter restarted: no count carries over HELLO (BRIEF §6)', () => {
+  it('the session a transport opens takes over its malformed-frame counter restarted: no count carries over HELLO (§12)', () => {
     const fx = makeHub();
     const c = new TestClient(fx.hub);
     for (let i = 0; i < MALFORMED_CLOSE_PER_S; i++) c.sendBytes(new Uint8Array([0xff]));

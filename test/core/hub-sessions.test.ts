@@ -1,4 +1,4 @@
-// BRIEF §3 sessions: HELLO → WELCOME, slots and slot-pressure reclaim, resume on another link,
+// §6 sessions: HELLO → WELCOME, slots and slot-pressure reclaim, resume on another link,
 // stale expiry, GOODBYE teardown, tiers from the stored credentials.
 import { Priority, Tier } from '../../catalog/schema.js';
 import { decodeValue, type CborMap, type CborValue } from '../../hub/cbor.js';
@@ -30,7 +30,7 @@ function stateOf(fx: Fixture, id: number): number {
   return SessionState.CLOSED;
 }
 
-describe('hub sessions (BRIEF §3)', () => {
+describe('hub sessions (§6)', () => {
   it('answers HELLO with WELCOME: session id, a fresh resume token, limits, catalog hash, grants under keys 35 and 36', () => {
     const fx = makeHub();
     const c = new TestClient(fx.hub);

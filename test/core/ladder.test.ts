@@ -49,7 +49,7 @@ function triggerOf(s: LadderSignals): number {
 }
 
 describe('hub/ladder: constants', () => {
-  it('rung codes and actions (reference 000\'s ladder, our rungs)', () => {
+  it('rung codes and actions (our design\'s ladder, our rungs)', () => {
     deepEqual({ ...LadderRung }, { CALM: 0, THIN: 1, REDUCE_RATES: 2, PAUSE_NON_ESSENTIAL: 3, REFUSE_JOINS: 4, PARK_LOWEST: 5 });
     deepEqual([...LADDER_ACTIONS], ['calm', 'thin', 'reduce_rates', 'pause_non_essential', 'refuse_joins', 'park_lowest']);
     equal(LADDER_TOP, 5);
@@ -57,7 +57,7 @@ describe('hub/ladder: constants', () => {
     deepEqual([...LADDER_TRIGGER_NAMES], ['none', 'tick', 'heap', 'egress', 'sustained']);
   });
 
-  it('reference 000: tick ratios 0.8 / 1 / 1.25 / 1.5 / 2 and ring ratios 0.5 / 0.7 / 0.85 / 0.95 / 1', () => {
+  it('tick ratios 0.8 / 1 / 1.25 / 1.5 / 2 and ring ratios 0.5 / 0.7 / 0.85 / 0.95 / 1', () => {
     deepEqual([...LADDER_TICK_RATIOS], [0.8, 1, 1.25, 1.5, 2]);
     deepEqual([...LADDER_EGRESS_RATIOS], [0.5, 0.7, 0.85, 0.95, 1]);
   });
@@ -76,7 +76,7 @@ describe('hub/ladder: constants', () => {
     equal(LADDER_SUSTAINED_MS, REGRANT_AFTER_CONGESTED_MS);
   });
 
-  it('default budgets follow admission (reference 001)', () => {
+  it('default budgets follow admission', () => {
     deepEqual({ ...DEFAULT_LADDER_BUDGETS }, { tickBudgetMs: 25, heapLimitBytes: 131072, minTickObservations: 30 });
   });
 

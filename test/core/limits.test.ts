@@ -154,7 +154,7 @@ describe('hub/limits: TokenBucket (§10.5)', () => {
     );
   });
 
-  it('intentBucket: BRIEF §4 INTENT_RATE_PER_S refill, INTENT_BUCKET_DEPTH depth', () => {
+  it('intentBucket: §9 INTENT_RATE_PER_S refill, INTENT_BUCKET_DEPTH depth', () => {
     const b = intentBucket(0);
     equal(b.ratePerS, INTENT_RATE_PER_S);
     equal(b.capacity, INTENT_BUCKET_DEPTH);
@@ -190,7 +190,7 @@ describe('hub/limits: burstFor (§10.5 burst clamp)', () => {
   });
 });
 
-describe('hub/limits: WindowCounter (BRIEF §6 malformed frames)', () => {
+describe('hub/limits: WindowCounter (§12 malformed frames)', () => {
   it('counts events inside the sliding second; an event leaves it exactly 1000 ms later', () => {
     const w = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
     equal(w.add(0), 1);

@@ -1,4 +1,4 @@
-// Differential tests of hub/cbor.ts against cbor-x, the independent reference (BRIEF §9), and of
+// Differential tests of hub/cbor.ts against cbor-x, the independent reference (docs/simulator.md), and of
 // hub/utf8.ts against Node's TextEncoder/TextDecoder.
 //
 // Where the two CBOR decoders legitimately differ: cbor-x decodes more than our subset and checks

@@ -1,5 +1,5 @@
 // The device build's manifest, checked without a Moddable SDK: what mcconfig would only find
-// out on the build machine, or the device only at runtime (MODDABLE.md "Build").
+// out on the build machine, or the device only at runtime (docs/architecture.md "The device runtime").
 //   - the manifest parses, targets esp32 and refuses every other platform;
 //   - every module it lists exists, with the kind of file its name promises;
 //   - every import the device code makes resolves, the way XS resolves it (against the

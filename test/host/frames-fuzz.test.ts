@@ -1,4 +1,4 @@
-// Nothing a client sends can crash the decoder (BRIEF §6): mutated and truncated copies of
+// Nothing a client sends can crash the decoder (§12): mutated and truncated copies of
 // the conformance vectors either decode to a frame that re-encodes canonically, or throw
 // FrameError with one of the decoder's NACK codes. Seeded; FUZZ_SEED=<n> replays a run.
 import assert from 'node:assert/strict';

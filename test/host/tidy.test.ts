@@ -1,4 +1,4 @@
-// The layering rules of the project, enforced (BRIEF §2): the core that runs on the
+// The layering rules of the project, enforced (docs/architecture.md): the core that runs on the
 // ESP32 must not be able to reach Node, the DOM, Moddable or the simulator.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -115,5 +115,37 @@ describe('tidy: the platform-free core', () => {
     assert.ok(BANNED[0]![0].test(text));
     assert.ok(!BANNED[1]![0].test(text));
     assert.ok(BANNED[3]![0].test(text), 'code after a line comment holding /* is still checked');
+  });
+});
+
+// The project speaks of itself: every reference a reader follows lands inside the repository.
+// Documents kept outside it (design notes, reference designs) are never cited.
+const OUTSIDE = /\bBRIEF\b|\bSTYLE\.md\b|\bMODDABLE\.md\b|\breference 00\d\b|\.\.\/shared\//;
+
+function projectFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(join(repo, dir))) {
+    if (name === 'node_modules' || name === 'build' || name === '.git' || name === 'test-results') continue;
+    const rel = dir ? join(dir, name) : name;
+    const p = join(repo, rel);
+    if (statSync(p).isDirectory()) out.push(...projectFiles(rel));
+    else if (/\.(ts|mjs|js|json|md|html|css|c|h|py|txt)$/.test(name) && name !== 'package-lock.json') out.push(rel);
+  }
+  return out;
+}
+
+describe('tidy: the project cites only itself', () => {
+  it('no file names a document that is not in the repository', () => {
+    const self = 'test/host/tidy.test.ts';
+    const problems = projectFiles('')
+      .filter((rel) => rel !== self)
+      .filter((rel) => OUTSIDE.test(readFileSync(join(repo, rel), 'utf8')))
+      .map((rel) => `${rel}: ${readFileSync(join(repo, rel), 'utf8').split('\n').find((l) => OUTSIDE.test(l))!.trim().slice(0, 100)}`);
+    assert.deepEqual(problems, []);
+  });
+  it('the check catches such a reference', () => {
+    assert.ok(OUTSIDE.test('see BRIEF §3'));
+    assert.ok(OUTSIDE.test('(MODDABLE.md "Links")'));
+    assert.ok(!OUTSIDE.test('docs/protocol.md §6'));
   });
 });

@@ -765,7 +765,7 @@ class ReceiveBook {
         if (!list) this.rateNacks.set(ctx.sessionId, (list = []));
         list.push(now);
         while (list.length > 0 && (list[0] as number) <= now - 1000) list.shift();
-        // §10.5, BRIEF §6: RATE_LIMITED NACKs of a session are throttled to 5 per second.
+        // §10.5, §12: RATE_LIMITED NACKs of a session are throttled to 5 per second.
         if (list.length > STREAM_INGRESS_OVERAGE_NACK_PER_S) violate('rate-limited-throttle', `session ${ctx.sessionId} got ${list.length} RATE_LIMITED NACKs within 1 s`);
       }
     }
@@ -2039,7 +2039,7 @@ class Episode {
     }
     oa.clearStep();
     ob.clearStep();
-    // Bounds on what the hub retains (§7, §10.4, BRIEF §3).
+    // Bounds on what the hub retains (§7, §10.4, §6).
     const slots = this.config.slots as number;
     if (sa.length > slots) violate('slots', `${sa.length} sessions in ${slots} slots`);
     let subs = 0;
