@@ -51,6 +51,8 @@ export class SimBleConnection implements BleTransport {
   /** Notifications delivered to the client, writes delivered to the hub. */
   notificationsDelivered = 0;
   writesDelivered = 0;
+  /** Notifications a stalled event completed with SIM_STATUS_NO_BUFFERS. */
+  notificationsFailed = 0;
   /** The link was closed by the hub (park or session close). */
   closedByHub = false;
   private readonly clock: Clock;
@@ -170,6 +172,7 @@ export class SimBleConnection implements BleTransport {
     for (let k = 0; k < this.perEvent && this.connected && this.flightLength > 0; k++) {
       if (this.stalled) {
         this.flightLength = 0;
+        this.notificationsFailed++;
         this.link.notified(SIM_STATUS_NO_BUFFERS);
         break;
       }

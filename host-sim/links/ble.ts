@@ -10,6 +10,7 @@
 // Frames reach the client `latencyMs` (host stack) after their event.
 
 import { fragmentCount } from '../../bindings/ble/fragment.js';
+import { BLE_NOTIFY_RETRY_MS } from '../../bindings/ble/link.js';
 import { SimBleConnection } from '../../bindings/ble/sim.js';
 import { type Task, US_PER_MS } from '../kernel.js';
 import { Connection, type ConnectionEnv } from './connection.js';
@@ -58,6 +59,10 @@ export class BleConnection extends Connection implements Task {
   private readonly intervalUs: number;
   private readonly inbound = new FrameDeque();
   private closing = false;
+  /** When a fault last failed the notification in flight (kernel µs; NaN: never). */
+  private faultFailedUs = NaN;
+  /** [heal, end of the retry pause] of a notification a fault failed just before it healed, µs. */
+  private readonly retryPauses: [number, number][] = [];
 
   constructor(env: ConnectionEnv, id: string, client: string, profile: string, params: BleParams) {
     super(env, id, client, profile);
@@ -91,11 +96,14 @@ export class BleConnection extends Connection implements Task {
     if (this.ended || this.closing || !this.conn.isConnected) return;
     this.kernel.after(this.intervalUs, this, EVENT);
     const now = this.kernel.nowUs;
-    const bad = this.partitioned || this.downBlocked || this.upBlocked || this.kernel.rng.chance(this.lossRate);
+    const faulted = this.partitioned || this.downBlocked || this.upBlocked;
+    const bad = faulted || this.kernel.rng.chance(this.lossRate);
     this.conn.stalled = bad;
+    const failed = this.conn.notificationsFailed;
     // A microsecond of slack: the connection counts its events in fractional ms.
     this.conn.advance(now / US_PER_MS + 0.001);
     this.conn.stalled = false;
+    if (faulted && this.conn.notificationsFailed !== failed) this.faultFailedUs = now;
     if (bad) {
       if (now - this.lastGoodUs >= this.params.supervisionTimeoutMs * US_PER_MS) this.supervisionTimeout();
       return;
@@ -157,8 +165,26 @@ export class BleConnection extends Connection implements Task {
     this.lossRate = p;
   }
 
+  /**
+   * Traffic moves again at the next connection event, except for the notification a fault failed
+   * last: the binding hands it out again only BLE_NOTIFY_RETRY_MS after the failure (§13.4.4),
+   * and every ESTOP written ahead goes after it. Until then the fault still stands in the way.
+   */
   protected resume(): void {
-    // Traffic moves again at the next connection event.
+    const now = this.kernel.nowUs;
+    const until = this.faultFailedUs + BLE_NOTIFY_RETRY_MS * US_PER_MS;
+    if (until > now) this.retryPauses.push([now, until]);
+  }
+
+  /**
+   * A fault, or the retry pause it left behind (`resume`), overlapped [fromUs, toUs]: for the
+   * ESTOP bound and sampleLate alike. Once the pause is over, the failed notification goes at the
+   * next hand-out like any notification in flight, which the bound already counts.
+   */
+  override impairedDuring(fromUs: number, toUs: number): boolean {
+    if (super.impairedDuring(fromUs, toUs)) return true;
+    for (const [a, b] of this.retryPauses) if (a <= toUs && b >= fromUs) return true;
+    return false;
   }
 
   /**

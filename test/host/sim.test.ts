@@ -399,6 +399,57 @@ describe('simulator: sampleLate end to end', function () {
   });
 });
 
+describe('simulator: the ESTOP bound after a BLE fault heals', function () {
+  this.timeout(60000);
+  // A 7.5 ms BLE link, two notifications an event, a scope streaming at its wishes. While the
+  // partition lasts, every event fails the notification in flight (SIM_STATUS_NO_BUFFERS) and the
+  // binding hands it out again 20 ms after each failure (§13.4.4): the events fall at 1995 and
+  // 2002.5 ms, so a partition to 2005 ms fails the last one at 2002.5 and its retry waits to
+  // 2022.5 ms; one to 2000 ms failed its last at 1972.5 and was over by 1992.5 ms.
+  async function pressAfterHeal(healMs: number, pressMs: number): Promise<J> {
+    const r = parsed(
+      await runInline({
+        name: 'ble-heal',
+        durationMs: 3000,
+        credentials: { 'operator-key': 'operator' },
+        links: { ble: { binding: 'ble', connIntervalMs: 7.5, perEvent: 2 } },
+        clients: [{ name: 'scope', role: 'scope', link: 'ble', credential: 'operator-key' }],
+        events: [
+          { atMs: 1500, type: 'partition', client: 'scope', durationMs: healMs - 1500 },
+          { atMs: pressMs, type: 'button', held: true },
+        ],
+      }),
+    );
+    assertInvariants(r, 'ble-heal');
+    assert.deepEqual(r.links['scope#1'].faults, [[1500, healMs]]);
+    assert.equal(r.estops.length, 1);
+    assert.equal(r.estops[0].latchMs, pressMs);
+    assert.equal(r.estops[0].deliveries.length, 1);
+    return r.estops[0].deliveries[0];
+  }
+
+  it('an ESTOP written while the notification the partition failed waits out its retry is held up by the fault: not judged', async () => {
+    const d = await pressAfterHeal(2005, 2006);
+    assert.equal(d.outcome, 'delivered');
+    // It goes after the retry, handed out at the first event past 2022.5 ms and sent at the next.
+    assert.ok(d.latencyMs > d.boundMs, `${d.latencyMs} ms: the pause stood in the way`);
+    assert.equal(d.impaired, true);
+    assert.equal(d.judged, false);
+  });
+
+  it('one written after the pause, or after a heal whose last failure was retried already, is judged and in bound', async () => {
+    for (const [healMs, pressMs] of [
+      [2005, 2023],
+      [2000, 2003],
+    ] as const) {
+      const d = await pressAfterHeal(healMs, pressMs);
+      assert.equal(d.impaired, false, `heal ${healMs}, press ${pressMs}`);
+      assert.equal(d.judged, true, `heal ${healMs}, press ${pressMs}`);
+      assert.ok(d.latencyMs <= d.boundMs, `heal ${healMs}, press ${pressMs}: ${d.latencyMs} ms > ${d.boundMs} ms`);
+    }
+  });
+});
+
 describe('simulator: the scenario library', function () {
   this.timeout(300000);
 
