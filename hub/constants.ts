@@ -74,3 +74,8 @@ export const HANDSHAKE_TIMEOUT_MS = 3000;
 // HELLO cannot starve another client's HELLO or resume.
 export const PRE_SESSION_BYTES_DEPTH = 4096;
 export const PRE_SESSION_BYTES_PER_S = 2048;
+
+// §6.5: an ACTIVE session whose client has sent nothing for this long becomes STALE (its transport
+// is closed), so that slot pressure can reclaim it. Five of the client library's PING periods
+// (client/core.ts PING_INTERVAL_MS, 1000 ms).
+export const LIVENESS_TIMEOUT_MS = 5000;

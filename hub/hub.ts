@@ -8,6 +8,7 @@ import {
   DEADMAN_MS,
   DEFAULT_SLOTS,
   HANDSHAKE_TIMEOUT_MS,
+  LIVENESS_TIMEOUT_MS,
   MALFORMED_CLOSE_PER_S,
   PRE_SESSION_BYTES_DEPTH,
   PRE_SESSION_BYTES_PER_S,
@@ -87,6 +88,8 @@ export interface HubConfig {
   readonly hubIngressBytesPerS: number;
   /** §6.1: a transport without a session after this long is closed, ms. */
   readonly handshakeTimeoutMs: number;
+  /** §6.5: an ACTIVE session not heard from for this long becomes STALE, ms. */
+  readonly livenessTimeoutMs: number;
 }
 
 export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
@@ -103,6 +106,7 @@ export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
   sessionIngressBytesPerS: DEFAULT_SESSION_BYTES_PER_S,
   hubIngressBytesPerS: DEFAULT_HUB_BYTES_PER_S,
   handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+  livenessTimeoutMs: LIVENESS_TIMEOUT_MS,
 });
 
 export interface HubPorts {
@@ -1495,6 +1499,12 @@ export class Hub {
       }
       const link = s.link;
       if (!link) continue;
+      // §6.5: a client that has sent nothing for the liveness timeout is treated as gone.
+      if (now - s.lastHeard >= this.config.livenessTimeoutMs) {
+        this.log.event('session-silent', s.id);
+        this.makeStale(s, false);
+        continue;
+      }
       this.drainNeverShed(s, now);
       if (s.state !== SessionState.ACTIVE || !s.link) continue;
       // §10.3: sustained congestion cuts the grants to the throughput; recovery probes upward.
