@@ -63,3 +63,19 @@ export const INTENT_BUCKET_DEPTH = 20;
 
 // §12: a session sending more malformed frames than this in one second is closed.
 export const MALFORMED_CLOSE_PER_S = 10;
+
+// §6.1: a transport that has not completed HELLO within this is closed by the hub, so that a
+// connection that never speaks cannot hold a listener's place (the device's TCP listener has one).
+export const HANDSHAKE_TIMEOUT_MS = 3000;
+
+// §6.1 / §12.5: what a transport may send before HELLO, bytes: a bucket this deep, refilled at
+// this rate. A transport that overdraws it is answered INGRESS_BUDGET and closed. Frames before
+// HELLO are counted in the hub's ingress window but never refused by it, so that a flood before
+// HELLO cannot starve another client's HELLO or resume.
+export const PRE_SESSION_BYTES_DEPTH = 4096;
+export const PRE_SESSION_BYTES_PER_S = 2048;
+
+// §6.5: an ACTIVE session whose client has sent nothing for this long becomes STALE (its transport
+// is closed), so that slot pressure can reclaim it. Five of the client library's PING periods
+// (client/core.ts PING_INTERVAL_MS, 1000 ms).
+export const LIVENESS_TIMEOUT_MS = 5000;

@@ -19,6 +19,7 @@ import type { AckLagSummary } from './acklag.js';
 import type { IngressGovernor } from './governor.js';
 import type { Ladder, LadderSignals } from './ladder.js';
 import { NACK_MAX_CODE, nackName } from './nack.js';
+import { WindowCounter } from './limits.js';
 
 export const METRICS_VERSION = 1;
 /** Reference 001: sixty one-second buckets. */
@@ -623,6 +624,13 @@ export const OPERATIONS_RATE_WINDOW_MS = 10000;
 /** ... tracking at most 16 addresses (the least recently seen is forgotten first). */
 export const OPERATIONS_TRACKED_ADDRESSES = 16;
 
+/**
+ * ... and over every address together, at most 20 failed (401) attempts in any 10 s: once that
+ * many failed, every request is answered 429 without its token being evaluated until the oldest
+ * failure leaves the window, so that rotating source addresses buys no more guesses.
+ */
+export const OPERATIONS_FAILED_LIMIT = 20;
+
 /** HTTP statuses the gate answers with. */
 export const OperatorStatus = Object.freeze({ OK: 200, UNAUTHORIZED: 401, NOT_FOUND: 404, TOO_MANY: 429 } as const);
 export type OperatorStatusCode = (typeof OperatorStatus)[keyof typeof OperatorStatus];
@@ -663,6 +671,8 @@ export class OperatorGate {
   private readonly seen: number[] = [];
   private readonly times: Float64Array;
   private readonly counts: Uint8Array;
+  /** Failed attempts from every address, over the rate window. */
+  private readonly failures = new WindowCounter(OPERATIONS_FAILED_LIMIT, OPERATIONS_RATE_WINDOW_MS);
 
   constructor(token: string | undefined) {
     this.enabled = operatorTokenUsable(token);
@@ -674,7 +684,10 @@ export class OperatorGate {
   check(address: string, authorization: string | undefined, now: number): OperatorStatusCode {
     if (!this.enabled) return OperatorStatus.NOT_FOUND;
     if (!this.take(address, now)) return OperatorStatus.TOO_MANY;
-    return bearerMatches(authorization, this.token) ? OperatorStatus.OK : OperatorStatus.UNAUTHORIZED;
+    if (this.failures.count(now) >= OPERATIONS_FAILED_LIMIT) return OperatorStatus.TOO_MANY;
+    if (bearerMatches(authorization, this.token)) return OperatorStatus.OK;
+    this.failures.add(now);
+    return OperatorStatus.UNAUTHORIZED;
   }
 
   /** Seconds a 429 should name in Retry-After. */

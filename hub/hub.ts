@@ -7,7 +7,11 @@ import { CborError, CborWriter } from './cbor.js';
 import {
   DEADMAN_MS,
   DEFAULT_SLOTS,
+  HANDSHAKE_TIMEOUT_MS,
+  LIVENESS_TIMEOUT_MS,
   MALFORMED_CLOSE_PER_S,
+  PRE_SESSION_BYTES_DEPTH,
+  PRE_SESSION_BYTES_PER_S,
   STALE_TTL_MS,
 } from './constants.js';
 import { decodeCredentials, tierFor, type Credential, CREDENTIALS_KEY } from './credentials.js';
@@ -49,7 +53,7 @@ import { DEFAULT_HUB_BYTES_PER_S, DEFAULT_SESSION_BYTES_PER_S, GovernorVerdict, 
 import { floorToGrantStep, frameBytesFor, grantedPriority, planGrants, tierCapHz, type SubWish } from './grants.js';
 import { createHubLoad, HealthMetrics, type HealthReport, type HubLoad, type LinkHealth } from './health.js';
 import { aggregateOccupancy, Ladder, LADDER_KEEPING_UP_OCCUPANCY, LADDER_READER_STALL_MS, parkCandidate, type LadderSessionView, type LadderSubView } from './ladder.js';
-import { burstFor, constantTimeEqual, NackThrottle, WindowCounter } from './limits.js';
+import { burstFor, constantTimeEqual, NackThrottle, TokenBucket, WindowCounter } from './limits.js';
 import { Nack } from './nack.js';
 import { utf8ByteLength } from './utf8.js';
 import { NULL_LOG, SendShed, type Clock, type HeapUsed, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
@@ -82,6 +86,10 @@ export interface HubConfig {
   /** The ingress governor's budgets, bytes per second: one session's, and the whole hub's. */
   readonly sessionIngressBytesPerS: number;
   readonly hubIngressBytesPerS: number;
+  /** §6.1: a transport without a session after this long is closed, ms. */
+  readonly handshakeTimeoutMs: number;
+  /** §6.5: an ACTIVE session not heard from for this long becomes STALE, ms. */
+  readonly livenessTimeoutMs: number;
 }
 
 export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
@@ -97,6 +105,8 @@ export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
   heapLimitBytes: DEFAULT_HEAP_LIMIT_BYTES,
   sessionIngressBytesPerS: DEFAULT_SESSION_BYTES_PER_S,
   hubIngressBytesPerS: DEFAULT_HUB_BYTES_PER_S,
+  handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+  livenessTimeoutMs: LIVENESS_TIMEOUT_MS,
 });
 
 export interface HubPorts {
@@ -155,11 +165,18 @@ class Conn implements LinkSink {
   sent = 0;
   /** INGRESS_BUDGET answers before HELLO, throttled like a session's (no NACK flood). */
   readonly nackThrottle = new NackThrottle();
+  /** §6.1: when the transport was attached, and the bytes it may still send before HELLO. */
+  readonly attachedAt: number;
+  readonly preSession: TokenBucket;
 
   constructor(
     private readonly handler: ConnHandler,
     readonly link: Link,
-  ) {}
+    now: number,
+  ) {
+    this.attachedAt = now;
+    this.preSession = new TokenBucket(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now);
+  }
 
   frame(bytes: Uint8Array, start: number, end: number): void {
     this.handler.frame(this, bytes, start, end);
@@ -277,7 +294,7 @@ export class Hub {
 
   /** A binding hands the core a new transport; the core answers with where to feed its frames. */
   attach(link: Link): LinkSink {
-    const conn = new Conn(this.connHandler, link);
+    const conn = new Conn(this.connHandler, link, this.clock.now());
     this.conns.push(conn);
     return conn;
   }
@@ -323,7 +340,14 @@ export class Hub {
       // session's budget only: others' traffic (a sessionless flood included) filling the hub's
       // window must not refuse the motion of the one driving the robot (§12.6 isolation).
       const type = s ? peekFrameType(bytes, start, Math.min(end, start + 16)) : -1;
-      const hubScope = !s || (type === FrameType.BUNDLE && s !== this.owner);
+      // Before HELLO a transport meets its own byte bucket, and is closed when it overdraws it;
+      // its frames are counted in the hub's window but never refused by it (HELLOs and resumes
+      // are not starved by a flood on another transport).
+      if (!s && !conn.preSession.take(end - start, now)) {
+        this.preSessionFlood(conn, bytes, start, end);
+        return;
+      }
+      const hubScope = !!s && type === FrameType.BUNDLE && s !== this.owner;
       if (this.governor.admit(s ? s.slot : -1, end - start, now, hubScope) >= GovernorVerdict.REJECT_SESSION) {
         this.ingressRefused(conn, s ? type : peekFrameType(bytes, start, Math.min(end, start + 16)), now);
         return;
@@ -375,6 +399,26 @@ export class Hub {
     const s = conn.session;
     if (!(s ? s.rateNacks : conn.nackThrottle).allow(now)) return;
     this.nackConn(conn, Nack.INGRESS_BUDGET, frameType >= 0 && frameType <= 0xff ? frameType : undefined, undefined, this.governor.retryAfterMs);
+  }
+
+  /** A transport that overdrew its pre-HELLO byte bucket: answered INGRESS_BUDGET, closed. */
+  private preSessionFlood(conn: Conn, bytes: Uint8Array, start: number, end: number): void {
+    const type = peekFrameType(bytes, start, Math.min(end, start + 16));
+    this.nackConn(conn, Nack.INGRESS_BUDGET, type >= 0 && type <= 0xff ? type : undefined, undefined, 1000);
+    this.log.event('pre-session-flood-close', 0);
+    this.dropConn(conn);
+    conn.link.close();
+  }
+
+  /** §6.1: transports that have not completed HELLO within the handshake timeout are closed. */
+  private expireHandshakes(now: number): void {
+    for (let i = this.conns.length - 1; i >= 0; i--) {
+      const c = this.conns[i] as Conn;
+      if (c.session || now - c.attachedAt < this.config.handshakeTimeoutMs) continue;
+      this.log.event('handshake-timeout', 0);
+      this.dropConn(c);
+      c.link.close();
+    }
   }
 
   private malformed(conn: Conn, code: number, frameType: number | undefined, now: number, channelId?: number): void {
@@ -1444,6 +1488,7 @@ export class Hub {
   tick(): void {
     const now = this.clock.now();
     this.health.tickBegan(now);
+    this.expireHandshakes(now);
     let replan = false;
     for (let i = 0; i < this.slots.length; i++) {
       const s = this.slots[i];
@@ -1454,6 +1499,12 @@ export class Hub {
       }
       const link = s.link;
       if (!link) continue;
+      // §6.5: a client that has sent nothing for the liveness timeout is treated as gone.
+      if (now - s.lastHeard >= this.config.livenessTimeoutMs) {
+        this.log.event('session-silent', s.id);
+        this.makeStale(s, false);
+        continue;
+      }
       this.drainNeverShed(s, now);
       if (s.state !== SessionState.ACTIVE || !s.link) continue;
       // §10.3: sustained congestion cuts the grants to the throughput; recovery probes upward.

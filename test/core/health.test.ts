@@ -20,6 +20,7 @@ import {
   METRICS_VERSION,
   nonNumericLeaves,
   OperatorGate,
+  OPERATIONS_FAILED_LIMIT,
   OperatorStatus,
   operatorTokenUsable,
   OPERATIONS_RATE_LIMIT,
@@ -603,11 +604,20 @@ describe('hub/health: operator inspection gate', () => {
     equal(g.retryAfterS, 10);
   });
 
+  it('limits failed attempts over every address together: rotating addresses buys no more guesses', () => {
+    const g = new OperatorGate(TOKEN);
+    let unauthorized = 0;
+    for (let a = 0; a < 200; a++) if (g.check(`10.0.${a >> 8}.${a & 0xff}`, 'Bearer guess', a) === 401) unauthorized++;
+    equal(unauthorized, OPERATIONS_FAILED_LIMIT);
+    equal(g.check('10.9.9.9', `Bearer ${TOKEN}`, 500), 429, 'not evaluated while the failures fill the window');
+    equal(g.check('10.9.9.9', `Bearer ${TOKEN}`, OPERATIONS_RATE_WINDOW_MS), 200, 'the oldest failure left the window');
+  });
+
   it('keeps at most 16 addresses, forgetting the least recently seen', () => {
     const g = new OperatorGate(TOKEN);
     for (let i = 0; i < 5; i++) g.check('first', 'Bearer x', i);
     equal(g.check('first', `Bearer ${TOKEN}`, 10), 429);
-    for (let a = 0; a < 16; a++) g.check(`addr-${a}`, 'Bearer x', 100 + a);
+    for (let a = 0; a < 16; a++) g.check(`addr-${a}`, `Bearer ${TOKEN}`, 100 + a);
     // 'first' was the least recently seen when addr-15 arrived: its history is gone.
     equal(g.check('first', `Bearer ${TOKEN}`, 200), 200);
   });

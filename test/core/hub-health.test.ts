@@ -686,6 +686,6 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
 /** A hub whose heap port the test sets (limit 100000 bytes). */
 function heapHub(heap: () => number): Fixture {
   const fx = makeHub({ heapLimitBytes: 100000 });
-  const hub = new Hub({ clock: fx.clock, random: new SeededRandom(11), store: fx.store, robot: fx.robot, catalog: fx.catalog, heap }, { heapLimitBytes: 100000 });
+  const hub = new Hub({ clock: fx.clock, random: new SeededRandom(11), store: fx.store, robot: fx.robot, catalog: fx.catalog, heap }, { heapLimitBytes: 100000, livenessTimeoutMs: Infinity });
   return { ...fx, hub };
 }

@@ -8,7 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { HttpHealthServer } from '../../bindings/tcp/http-node.js';
 import type { HealthSource } from '../../bindings/tcp/http.js';
-import { findInReport, OPERATIONS_RATE_LIMIT, OPERATIONS_RATE_WINDOW_MS } from '../../hub/health.js';
+import { findInReport, OPERATIONS_FAILED_LIMIT, OPERATIONS_RATE_LIMIT, OPERATIONS_RATE_WINDOW_MS } from '../../hub/health.js';
 import { makeHub, OPERATOR_CREDENTIAL, TestClient, type Fixture } from '../lib/hub-fixture.js';
 
 const WAIT_MS = 5000; // every real-time wait fails after this
@@ -197,6 +197,26 @@ describe('health over HTTP on loopback (node:net server, node:http client)', fun
     assert.equal((await get(s, '/health')).status, 200);
     fx.clock.advance(OPERATIONS_RATE_WINDOW_MS);
     assert.equal((await get(s, '/api/operations/health', auth)).status, 200);
+  });
+
+  it('rate limit over every address: wrong tokens from 60 rotated loopback sources stop at the failed-attempt limit', async () => {
+    const s = await serve(TOKEN);
+    const statuses: number[] = [];
+    for (let a = 2; a < 62; a++) {
+      const p = new Promise<number>((ok, bad) => {
+        const req = http.get(
+          { host: s.host, port: s.port, path: '/api/operations/health', localAddress: `127.0.0.${a}`, headers: { Authorization: 'Bearer guess' }, agent: false },
+          (res) => {
+            res.resume();
+            res.on('end', () => ok(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', bad);
+      });
+      statuses.push(await bounded(p, `GET from 127.0.0.${a}`));
+    }
+    assert.equal(statuses.filter((x) => x === 401).length, OPERATIONS_FAILED_LIMIT);
+    assert.equal(statuses.filter((x) => x === 429).length, 60 - OPERATIONS_FAILED_LIMIT);
   });
 
   it('refuses what `http` will not send, over a raw socket fed a byte at a time, and closes', async () => {

@@ -1747,7 +1747,7 @@ class HubSide {
   observerId = 0;
   constructor(catalog: CatalogIndex, config: Partial<HubConfig>, robotRng: Prng) {
     this.robot = new CheckingRobot(catalog, robotRng);
-    this.hub = new Hub({ clock: this.clock, random: new SeededRandom(7), store: credentialStore(), robot: this.robot, catalog, log: this.log }, config);
+    this.hub = new Hub({ clock: this.clock, random: new SeededRandom(7), store: credentialStore(), robot: this.robot, catalog, log: this.log }, { livenessTimeoutMs: Infinity, ...config }); // the observer only listens (§6.5 off)
     this.robot.hub = this.hub;
     this.observerSink = this.hub.attach(this.observer);
     const w = new CborWriter(new Uint8Array(1024));

@@ -158,10 +158,14 @@ export interface Fixture {
   catalog: CatalogIndex;
 }
 
-/** A hub on a virtual clock; the default store holds the operator and maintainer credentials. */
+/**
+ * A hub on a virtual clock; the default store holds the operator and maintainer credentials.
+ * The test clients here speak only when a test makes them, so the §6.5 liveness timeout is off
+ * unless the config sets it (test/core/hub-liveness.test.ts and the loopback suites do).
+ */
 export function makeHub(config: Partial<HubConfig> = {}, store: MemoryStore = credentialStore(), clock = new VirtualClock()): Fixture {
   const catalog = loadCatalog(DEFAULT_CATALOG);
   const robot = new RecordingRobot();
-  const hub = new Hub({ clock, random: new SeededRandom(7), store, robot, catalog }, config);
+  const hub = new Hub({ clock, random: new SeededRandom(7), store, robot, catalog }, { livenessTimeoutMs: Infinity, ...config });
   return { hub, clock, store, robot, catalog };
 }
