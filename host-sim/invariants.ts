@@ -237,8 +237,10 @@ export class Watch {
     const reclaimed = reclaims > this.reclaimsSeen;
     this.reclaimsSeen = reclaims;
     const ttl = this.sim.scenario.hub.staleTtlMs;
-    for (; this.logRead < log.length; this.logRead++) {
-      const r = log[this.logRead] as (typeof log)[number];
+    const base = this.sim.logDropped;
+    if (this.logRead < base) this.logRead = base;
+    for (; this.logRead < base + log.length; this.logRead++) {
+      const r = log[this.logRead - base] as (typeof log)[number];
       const id = r.a ?? 0;
       switch (r.code) {
         case 'session-park':

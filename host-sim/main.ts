@@ -1,4 +1,4 @@
-// npm start [-- --scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop]
+// npm start [-- --scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop] [--state PATH]
 //
 // Runs a scenario (default: `default`) in real time: the simulator stepped by the wall clock, the
 // hub core, the simulated robot and the simulated clients, with the dashboard on
@@ -13,6 +13,7 @@ import { DEFAULT_CATALOG } from '../catalog/default.js';
 import { DEFAULT_PORT, DEFAULT_TCP_PORT, DEFAULT_WS_PORT, startDashboard, type Dashboard } from './dashboard/server.js';
 import { loadNamedScenario, ScenarioError } from './scenario.js';
 import { ArgReader, notAFlag, seedOf, UsageError } from './args.js';
+import { defaultStatePath, FileStore } from './file-store.js';
 
 interface Args {
   scenario: string;
@@ -22,16 +23,20 @@ interface Args {
   tcpPort: number;
   wsPort: number;
   loop: boolean;
+  /** The hub's Store file (the latch survives a restart); undefined: defaultStatePath. */
+  state?: string;
 }
 
-const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop]
+const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop] [--state PATH]
   --scenario NAME  a scenario of host-sim/scenarios (default: default)
   --seed N         overrides the scenario's seed
   --port N         the dashboard's port (default: $PORT or ${DEFAULT_PORT}; 0: any free port)
   --no-external    no TCP/WebSocket listeners for external clients
   --tcp-port N     external clients over TCP (default ${DEFAULT_TCP_PORT}; 0: any free port)
   --ws-port N      external clients over WebSocket (default ${DEFAULT_WS_PORT}; 0: any free port)
-  --loop           start the scenario again when it is over (default: it runs on)`;
+  --loop           start the scenario again when it is over (default: it runs on)
+  --state PATH     the hub's Store file, where the ESTOP latch survives a restart
+                   (default: robot-hub-sim/SCENARIO.state.json under the OS temp dir)`;
 
 function portOf(flag: string, v: string): number {
   const n = Number(v);
@@ -72,6 +77,9 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
       case '--loop':
         a.loop = true;
         break;
+      case '--state':
+        a.state = r.value(arg);
+        break;
       default:
         notAFlag(arg);
     }
@@ -102,8 +110,12 @@ async function main(): Promise<number> {
     process.stderr.write(`start: ${e.message}\n`);
     return 2;
   }
+  const store = new FileStore(args.state ?? defaultStatePath(scenario.name));
+  if (store.problem) process.stderr.write(`start: ${store.path} could not be read (${store.problem}): set aside; the hub starts latched (WATCHDOG)\n`);
   const dash: Dashboard = await startDashboard({
     scenario,
+    store,
+    ...(process.env['HUB_OPERATIONS_TOKEN'] !== undefined ? { operationsToken: process.env['HUB_OPERATIONS_TOKEN'] } : {}),
     ...(args.seed !== undefined ? { seed: args.seed } : {}),
     port: args.port,
     external: args.external,
@@ -133,6 +145,7 @@ async function main(): Promise<number> {
     source: { healthReport: () => dash.live.sim.hub.healthReport(), ready: () => dash.live.sim.hub.ready() },
   });
   say(`  health over HTTP http://${health.host}:${health.port}/health   (detailed: /api/operations/health, ${token === undefined ? 'off: set HUB_OPERATIONS_TOKEN' : health.tokenProblem ? `off: ${health.tokenProblem}` : 'bearer token required'})`);
+  say(`  state            ${store.path}   (the ESTOP latch ${dash.live.sim.hub.latch.latched ? 'is restored: LATCHED' : 'is kept here'}; --state PATH)`);
   say(`  serving ${Math.round(dash.startupMs)} ms after start; Ctrl-C stops`);
 
   return new Promise<number>((resolveExit) => {
@@ -143,7 +156,7 @@ async function main(): Promise<number> {
         process.exit(130);
       }
       stopping = true;
-      say(`\n${signal}: stopping at ${(dash.live.sim.nowMs / 1000).toFixed(1)} s simulated`);
+      say(`\n${signal}: stopping at ${(dash.live.sim.nowMs / 1000).toFixed(1)} s simulated; every session is told GOODBYE SHUTDOWN`);
       Promise.all([dash.close(), health.close()]).then(
         () => resolveExit(0),
         (e: unknown) => {

@@ -10,7 +10,7 @@ import type { SimClient, SubStats } from './clients.js';
 import { US_PER_MS } from './kernel.js';
 import type { Connection, EstopRecord, SampleLateStats, Violation } from './links/index.js';
 import { WATCH_INVARIANTS } from './invariants.js';
-import type { Simulation } from './sim.js';
+import type { EstopCause, Simulation } from './sim.js';
 import type { Samples } from './stats.js';
 
 export const REPORT_SCHEMA = 'robot-hub-sim-report/1';
@@ -22,6 +22,8 @@ export type Report = Record<string, unknown>;
 const EXAMPLES = 5;
 /** An ESTOP not received this long after it was written on a link that stayed open counts as missed. */
 export const ESTOP_MISSED_AFTER_MS = 1000;
+/** Latches the report lists with their deliveries; every latch is still judged (docs/simulator.md "The report"). */
+export const ESTOP_REPORT_LATCHES = 200;
 
 export const INVARIANTS = Object.freeze([
   'criticalShed',
@@ -234,19 +236,46 @@ function clearUs(conn: Connection, fromUs: number, toUs: number): number {
   return toUs - fromUs - covered;
 }
 
-/** Every latch the hub announced, with its cause and its delivery on every link it was written to. */
-function estopReport(sim: Simulation, violations: Violation[]): unknown[] {
-  const latches = sim.log.filter((r) => r.code === 'estop');
+/**
+ * Every latch the hub announced, with its cause and its delivery on every link it was written to.
+ * The k-th latch of an instant is paired with each link's k-th ASSERT written at that instant, so
+ * the work is linear in latches and records. Every latch is judged; the first
+ * ESTOP_REPORT_LATCHES are listed with their deliveries, the rest only counted (`estopsUnlisted`).
+ */
+function estopReport(sim: Simulation, violations: Violation[]): { listed: unknown[]; unlisted: number } {
   const endUs = sim.kernel.nowUs;
   const out: unknown[] = [];
-  const records: { conn: Connection; link: string; r: EstopRecord; tapClosedUs: number }[] = [];
-  for (const conn of sim.connections) for (const tap of conn.taps) for (const r of tap.estops) records.push({ conn, link: tap.id, r, tapClosedUs: sim.watch.closedAtUs(tap) });
-  for (const latch of latches) {
+  type Rec = { conn: Connection; link: string; r: EstopRecord; tapClosedUs: number };
+  // instant → ordinal within (link, instant) → the records.
+  const byInstant = new Map<number, Rec[][]>();
+  for (const conn of sim.connections) {
+    for (const tap of conn.taps) {
+      const tapClosedUs = sim.watch.closedAtUs(tap);
+      let lastUs = NaN;
+      let ord = 0;
+      for (const r of tap.estops) {
+        if (r.kind !== EstopKind.ASSERT) continue;
+        ord = r.handoffUs === lastUs ? ord + 1 : 0;
+        lastUs = r.handoffUs;
+        let ords = byInstant.get(r.handoffUs);
+        if (!ords) byInstant.set(r.handoffUs, (ords = []));
+        (ords[ord] ??= []).push({ conn, link: tap.id, r, tapClosedUs });
+      }
+    }
+  }
+  let unlisted = 0;
+  let lastLatchUs = NaN;
+  let latchOrd = 0;
+  let causeAt = 0;
+  const causes = sim.estopCauses;
+  for (const latch of sim.log) {
+    if (latch.code !== 'estop') continue;
     const atUs = Math.round(latch.tMs * US_PER_MS);
+    latchOrd = atUs === lastLatchUs ? latchOrd + 1 : 0;
+    lastLatchUs = atUs;
     const source = latch.a ?? 0;
     const deliveries: EstopDelivery[] = [];
-    for (const { conn, link, r, tapClosedUs } of records) {
-      if (r.handoffUs !== atUs || r.kind !== EstopKind.ASSERT) continue;
+    for (const { conn, link, r, tapClosedUs } of byInstant.get(atUs)?.[latchOrd] ?? []) {
       const latency = r.outcome === 'delivered' ? ms(r.deliveredUs - r.handoffUs) : null;
       // Judged only where nothing else stood in the way: no fault, no slow reader, and (for a miss) the link open long enough.
       const impaired = r.impaired || conn.impairedDuring(r.handoffUs, r.handoffUs + r.boundMs * US_PER_MS);
@@ -266,8 +295,22 @@ function estopReport(sim: Simulation, violations: Violation[]): unknown[] {
         violations.push({ check: 'estopMissed', tMs: latch.tMs, link, channel: 'estop', detail: `not received (${r.outcome}); the link stayed open and reachable` });
       }
     }
-    const cause = [...sim.estopCauses].reverse().find((c) => c.tMs <= latch.tMs && c.source === source);
-    const lat = deliveries.filter((d) => d.latencyMs !== null).map((d) => d.latencyMs as number);
+    if (out.length >= ESTOP_REPORT_LATCHES) {
+      unlisted++;
+      continue;
+    }
+    // The latest cause of this source at or before the latch (causes are in time order).
+    while (causeAt < causes.length && (causes[causeAt] as EstopCause).tMs <= latch.tMs) causeAt++;
+    let cause: EstopCause | undefined;
+    for (let i = causeAt - 1; i >= 0; i--) {
+      const c = causes[i] as EstopCause;
+      if (c.source === source) {
+        cause = c;
+        break;
+      }
+    }
+    let maxLatency: number | null = null;
+    for (const d of deliveries) if (d.latencyMs !== null && (maxLatency === null || d.latencyMs > maxLatency)) maxLatency = d.latencyMs;
     out.push({
       latchMs: latch.tMs,
       source: ESTOP_SOURCES[source] ?? source,
@@ -275,11 +318,11 @@ function estopReport(sim: Simulation, violations: Violation[]): unknown[] {
       causeMs: cause ? cause.tMs : latch.tMs,
       causeClient: cause ? cause.client : null,
       causeToLatchMs: cause ? latch.tMs - cause.tMs : 0,
-      maxLatencyMs: lat.length > 0 ? Math.max(...lat) : null,
+      maxLatencyMs: maxLatency,
       deliveries,
     });
   }
-  return out;
+  return { listed: out, unlisted };
 }
 
 function robotReport(sim: Simulation): Record<string, unknown> {
@@ -308,7 +351,7 @@ function hubReport(sim: Simulation): Record<string, unknown> {
     if (n > 0) nacks[nackName(code) ?? `code${code}`] = n;
   }
   const logCounts: Record<string, number> = {};
-  for (const r of sim.log) logCounts[r.code] = (logCounts[r.code] ?? 0) + 1;
+  for (const [code, n] of sim.logCounts) logCounts[code] = n;
   const sessions = sim.hub.sessions().map((s) => ({
     id: s.id,
     state: SESSION_STATE_NAMES[s.state] ?? s.state,
@@ -384,7 +427,8 @@ export function buildReport(sim: Simulation): Report {
     resumes: timeline('session-resume'),
     stale: timeline('session-stale'),
     closes: sim.log.filter((r) => r.code === 'session-close').map((r) => [r.tMs, r.a ?? 0, r.b ?? 0]),
-    estops,
+    estops: estops.listed,
+    estopsUnlisted: estops.unlisted,
     robot: robotReport(sim),
     clients,
     links: linkReports(sim),

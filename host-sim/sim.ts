@@ -13,7 +13,7 @@ import { Tier } from '../catalog/schema.js';
 import { saveCredentials } from '../hub/credentials.js';
 import { EstopSource } from '../hub/estop-frame.js';
 import { Hub } from '../hub/hub.js';
-import type { Log, Store } from '../hub/ports.js';
+import type { Log, Random, Store } from '../hub/ports.js';
 import { SimClient, type ClientEnv } from './clients.js';
 import { Kernel, SimClock, type Task, US_PER_MS, usOf } from './kernel.js';
 import { Direction, LinkFactory, type Connection, type ConnectionEnv, type LinkParams, type LinkTap } from './links/index.js';
@@ -42,6 +42,18 @@ export interface SimOptions {
   /** Overrides the scenario's seed. */
   readonly seed?: number;
   readonly hooks?: SimHooks;
+  /**
+   * Where resume tokens come from. Absent: the scenario's seeded generator, for bit-for-bit
+   * replay, which only a headless run with no listening port may use; the live simulator passes
+   * a cryptographic source (docs/simulator.md "Resume tokens").
+   */
+  readonly random?: Random;
+  /**
+   * The hub's Store (the device's NVS), where the ESTOP latch and the credential table live.
+   * Absent: one in memory for this run. `npm start` passes a file store so that the latch
+   * survives a restart of the process (docs/operations.md).
+   */
+  readonly store?: Store;
 }
 
 export interface LogRecord {
@@ -83,6 +95,8 @@ export class MemoryStore implements Store {
 }
 
 const TICK = 1;
+/** Hub log records a simulation keeps (a headless scenario stays far below; `npm start` runs on). */
+export const LOG_KEEP = 100000;
 
 export function credentialBytes(name: string): Uint8Array {
   return new TextEncoder().encode(name);
@@ -93,13 +107,19 @@ export class Simulation {
   readonly seed: number;
   readonly kernel: Kernel;
   readonly catalog: CatalogIndex;
-  readonly store = new MemoryStore();
+  readonly store: Store;
+  /** Where the hub's resume tokens come from: the kernel's seeded generator unless `random` was given. */
+  readonly random: Random;
   readonly robot: SimRobot;
   readonly hub: Hub;
   readonly links: LinkFactory;
   readonly clients: SimClient[] = [];
   readonly connections: Connection[] = [];
+  /** The hub's log, newest LOG_KEEP records at most (`logDropped` counts those let go). */
   readonly log: LogRecord[] = [];
+  logDropped = 0;
+  /** Records per code over the whole run. */
+  readonly logCounts = new Map<string, number>();
   readonly estopCauses: EstopCause[] = [];
   /** Every loss change, for judging the ESTOP bound (report.ts: a medium that lost is not judged against it). */
   readonly lossChanges: LossChange[] = [];
@@ -124,7 +144,9 @@ export class Simulation {
     this.scenario = scenario;
     this.seed = options.seed ?? scenario.seed;
     this.hooks = options.hooks ?? {};
+    this.store = options.store ?? new MemoryStore();
     this.kernel = new Kernel(this.seed);
+    this.random = options.random ?? this.kernel.rng;
     this.catalog = loadCatalog(DEFAULT_CATALOG);
     const kernel = this.kernel;
     const hubClock = new SimClock(kernel);
@@ -135,6 +157,13 @@ export class Simulation {
     const log: Log = {
       event: (code, a, b) => {
         const tMs = kernel.nowUs / US_PER_MS;
+        this.logCounts.set(code, (this.logCounts.get(code) ?? 0) + 1);
+        if (this.log.length >= LOG_KEEP) {
+          // A long live run keeps the newest records only; the counts stay whole.
+          const n = LOG_KEEP >> 1;
+          this.log.splice(0, n);
+          this.logDropped += n;
+        }
         this.log.push({ tMs, code, a, b });
         if (this.hooks.onLog) this.hooks.onLog(code, a, b, tMs);
       },
@@ -142,7 +171,7 @@ export class Simulation {
     this.robot = new SimRobot(kernel, this.catalog, scenario.robot);
     const h = scenario.hub;
     this.hub = new Hub(
-      { clock: hubClock, random: kernel.rng, store: this.store, robot: this.robot, catalog: this.catalog, log, heap: () => (this.heapBytes === null ? NaN : this.heapBytes) },
+      { clock: hubClock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog, log, heap: () => (this.heapBytes === null ? NaN : this.heapBytes) },
       {
         slots: h.slots,
         staleTtlMs: h.staleTtlMs,

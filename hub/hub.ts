@@ -680,6 +680,15 @@ export class Hub {
     this.announceGrants();
   }
 
+  /**
+   * The hub is stopping (the host at SIGINT/SIGTERM, the device before a restart): every session
+   * is told GOODBYE SHUTDOWN (§5.15) and closed, a parked one with nothing sent. The latch, in
+   * the Store, is not touched. Idempotent; the host stops feeding the hub afterwards.
+   */
+  shutdown(): void {
+    for (const s of this.slots) if (s) this.closeSession(s, GoodbyeReason.SHUTDOWN);
+  }
+
   /** §6.9 teardown: GOODBYE, stale expiry, slot-pressure reclaim or persistent misbehaviour. */
   private closeSession(s: Session, reason: number): void {
     if (s.state === SessionState.CLOSED) return;

@@ -7,7 +7,10 @@ export interface Clock {
   now(): number;
 }
 
-/** Randomness for resume tokens. The device uses the radio's RNG; the simulator a seeded PRNG. */
+/**
+ * Randomness for resume tokens. The device uses the radio's RNG; the live simulator (listening
+ * ports) node:crypto; only a headless simulation, with no port, the seeded PRNG, for replay.
+ */
 export interface Random {
   /** Fills `into` with random bytes. */
   fill(into: Uint8Array): void;

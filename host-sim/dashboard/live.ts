@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { CHANNEL_CLASS_NAMES, ChannelClass, Direction, PRIORITY_NAMES, STREAM_KIND_NAMES, StreamKind, TIER_NAMES } from '../../catalog/schema.js';
 import type { HubAttach } from '../../bindings/link.js';
 import { EstopSource } from '../../hub/estop-frame.js';
-import type { Link, LinkSink } from '../../hub/ports.js';
+import type { Link, LinkSink, Random, Store } from '../../hub/ports.js';
 import { SESSION_STATE_NAMES } from '../../hub/session.js';
 import type { DataFrame } from '../../hub/frames.js';
 import type { SimClient } from '../clients.js';
@@ -100,11 +100,13 @@ export class LiveSim {
   private wall0 = 0;
   private sim0 = 0;
 
-  constructor(scenario: Scenario, seed: number | undefined, run: number) {
+  constructor(scenario: Scenario, seed: number | undefined, run: number, ports: { readonly random: Random; readonly store: Store }) {
     this.scenario = scenario;
     this.run = run;
     this.sim = new Simulation(scenario, {
       ...(seed !== undefined ? { seed } : {}),
+      random: ports.random,
+      store: ports.store,
       hooks: {
         onLog: (code, a, b, tMs) => this.note(tMs, `hub: ${code}${a !== undefined ? ` ${a}` : ''}${b !== undefined ? ` ${b}` : ''}`),
         onEvent: (e, tMs) => this.note(tMs, `scenario: ${describeEvent(e)}`),
@@ -178,6 +180,11 @@ export class LiveSim {
         this.overrideLevel(tap);
       }
     }
+  }
+
+  /** A line in the page's log at the current simulated time. */
+  noteLine(text: string): void {
+    this.note(this.sim.nowMs, text);
   }
 
   private note(tMs: number, text: string): void {

@@ -37,6 +37,15 @@ export interface HelloMsg {
   readonly run: number;
   /** The recent hub log and scenario events, oldest first. */
   readonly log: readonly LogLine[];
+  /** This page's control secret (over /ws only): every control message carries it back. */
+  readonly secret?: string;
+}
+
+/** Server → page: a control message without this page's secret was not carried out. */
+export interface RefusedMsg {
+  readonly type: 'refused';
+  readonly command: string;
+  readonly reason: string;
 }
 
 export interface SubMsg {
@@ -108,12 +117,12 @@ export interface StateMsg {
   readonly log: readonly LogLine[];
 }
 
-export type ServerMsg = HelloMsg | StateMsg;
+export type ServerMsg = HelloMsg | StateMsg | RefusedMsg;
 
-/** Page → server. */
+/** Page → server. Every message but `watch` carries `secret`, the page's control secret from its hello. */
 export type PageMsg =
   | { readonly type: 'watch'; readonly channels: readonly number[] }
-  | { readonly type: 'estop' }
-  | { readonly type: 'clear' }
-  | { readonly type: 'force'; readonly level: number | null }
-  | { readonly type: 'restart' };
+  | { readonly type: 'estop'; readonly secret?: string }
+  | { readonly type: 'clear'; readonly secret?: string }
+  | { readonly type: 'force'; readonly level: number | null; readonly secret?: string }
+  | { readonly type: 'restart'; readonly secret?: string };

@@ -8,7 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { HubAttach } from '../../bindings/link.js';
 import { TcpListener, WsListener } from '../../bindings/tcp/node.js';
-import type { Link, LinkSink } from '../../hub/ports.js';
+import { randomBytes, randomFillSync } from 'node:crypto';
+import { bearerMatches, coarseReport, operatorTokenUsable } from '../../hub/health.js';
+import type { Link, LinkSink, Random, Store } from '../../hub/ports.js';
+import { MemoryStore } from '../sim.js';
 import { reportJson } from '../report.js';
 import type { Scenario } from '../scenario.js';
 import { bundlePage, type PageFiles } from './bundle.js';
@@ -39,6 +42,17 @@ export interface DashboardOptions {
   readonly wsPort?: number;
   /** Start the scenario again when its scripted part is over (otherwise it runs on). */
   readonly loop?: boolean;
+  /**
+   * The hub's Store, kept across Restart: the latch lives there (a restart never clears it).
+   * `npm start` passes a file store; absent, one in memory for this dashboard's life.
+   */
+  readonly store?: Store;
+  /**
+   * The operations token (HUB_OPERATIONS_TOKEN): /api/state carries the detailed health report
+   * only to `Authorization: Bearer <token>`, the rule of /api/operations/health; without a usable
+   * token, never (docs/operations.md "The dashboard's doors").
+   */
+  readonly operationsToken?: string;
   /** Progress lines (scenario over, restarts). */
   readonly say?: (line: string) => void;
 }
@@ -61,6 +75,27 @@ export interface Dashboard {
 interface Page {
   readonly ws: WebSocket;
   watch: Set<number>;
+  /** This page's control secret, told in its hello: every control message must carry it. */
+  readonly secret: string;
+}
+
+/** Page messages that act on the hub or the simulation (everything but `watch`). */
+const CONTROL = new Set(['estop', 'clear', 'force', 'restart']);
+
+/** The names this server answers to: its host and the loopback names, on its port. */
+function ownHosts(host: string, port: number): Set<string> {
+  const names = new Set([host, '127.0.0.1', 'localhost', '[::1]']);
+  return new Set([...names].map((n) => `${n}:${port}`));
+}
+
+/**
+ * A browser's request is the dashboard's own when its Host is one of ours (a rebound DNS name is
+ * not) and its Origin, if any, is http:// that Host. A request without Origin comes from a
+ * program, not from a web page.
+ */
+export function ownRequest(hosts: ReadonlySet<string>, hostHeader: string | undefined, origin: string | undefined): boolean {
+  if (hostHeader === undefined || !hosts.has(hostHeader)) return false;
+  return origin === undefined || origin === `http://${hostHeader}`;
 }
 
 function listenHttp(server: http.Server, host: string, port: number): Promise<number> {
@@ -74,6 +109,12 @@ function listenHttp(server: http.Server, host: string, port: number): Promise<nu
   });
 }
 
+/** GOODBYE SHUTDOWN to every session of a stopped simulation's hub, then one turn for the sockets to take it. */
+async function shutdownHub(l: LiveSim): Promise<void> {
+  l.sim.hub.shutdown();
+  await new Promise<void>((ok) => setImmediate(ok));
+}
+
 function taken(e: unknown): boolean {
   return (e as NodeJS.ErrnoException).code === 'EADDRINUSE';
 }
@@ -84,8 +125,12 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const say = o.say ?? ((): void => undefined);
   const files: PageFiles = await bundlePage();
 
+  // Resume tokens handed out on listening ports come from a cryptographic source, never from the
+  // scenario's seeded generator, whose seed is printed (docs/simulator.md "Resume tokens").
+  const random: Random = { fill: (into: Uint8Array): void => void randomFillSync(into) };
+  const store: Store = o.store ?? new MemoryStore();
   let run = 1;
-  let live = new LiveSim(o.scenario, o.seed, run);
+  let live = new LiveSim(o.scenario, o.seed, run, { random, store });
   const pages = new Set<Page>();
 
   // External clients reach whichever simulation runs now, through its level override.
@@ -125,8 +170,14 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     log: live.history.slice(),
   });
 
+  const token = o.operationsToken !== undefined && operatorTokenUsable(o.operationsToken) ? o.operationsToken : null;
+  let hosts = new Set<string>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    if (!ownRequest(hosts, req.headers.host, req.headers.origin)) {
+      res.writeHead(403, { 'content-type': 'text/plain; charset=utf-8' }).end('forbidden: not the dashboard\'s own host or origin\n');
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;
@@ -142,7 +193,11 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       return;
     }
     if (url.pathname === '/api/state') {
-      const body = JSON.stringify({ ...hello(), ...live.state({ raw: new Map(), delivered: new Map(), log: [] }, new Set()), log: live.history, type: 'snapshot' });
+      const st = live.state({ raw: new Map(), delivered: new Map(), log: [] }, new Set());
+      // The detailed health report under the rule of /api/operations/health: the bearer token, or the public /health body.
+      const detailed = token !== null && bearerMatches(req.headers.authorization, token);
+      const health = detailed ? st.health : { ...st.health, report: coarseReport(st.health.ready) };
+      const body = JSON.stringify({ ...hello(), ...st, health, log: live.history, type: 'snapshot' });
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }).end(body);
       return;
     }
@@ -154,6 +209,11 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   });
 
   function command(page: Page, m: PageMsg): void {
+    if (CONTROL.has(m.type) && (m as { secret?: unknown }).secret !== page.secret) {
+      // Not from the page this socket was given to: refused, and said so.
+      if (page.ws.readyState === page.ws.OPEN) page.ws.send(JSON.stringify({ type: 'refused', command: String(m.type), reason: 'the control secret is missing or wrong' }));
+      return;
+    }
     switch (m.type) {
       case 'watch':
         if (Array.isArray(m.channels)) page.watch = new Set(m.channels.filter((x) => Number.isInteger(x)).slice(0, 16));
@@ -179,6 +239,8 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     restarting = (async () => {
       const forced = live.forced;
       await live.stop();
+      // The old hub stops: every session is told GOODBYE SHUTDOWN (§5.15) before its link goes.
+      await shutdownHub(live);
       // External clients are cut so that they reconnect to the new hub (their resume fails: a new session).
       if (tcp) {
         const port = tcp.port;
@@ -191,13 +253,16 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
         wsl = await listenWs(port);
       }
       run++;
-      live = new LiveSim(o.scenario, o.seed, run);
+      live = new LiveSim(o.scenario, o.seed, run, { random, store });
       if (forced !== null) live.force(forced);
       wire(live);
       live.start();
-      say(`restarted scenario ${o.scenario.name} (run ${run})`);
-      const h = JSON.stringify(hello());
-      for (const p of pages) if (p.ws.readyState === p.ws.OPEN) p.ws.send(h);
+      // The latch is in the Store the new hub read: a restart never clears it, and says so.
+      const latch = live.sim.hub.latch;
+      say(`restarted scenario ${o.scenario.name} (run ${run})${latch.latched ? '; the ESTOP latch carries over (only the control owner clears it, §11.2)' : ''}`);
+      if (latch.latched) live.noteLine('dashboard: restarted; the ESTOP latch carries over: the control owner must clear it');
+      const h = hello();
+      for (const p of pages) if (p.ws.readyState === p.ws.OPEN) p.ws.send(JSON.stringify({ ...h, secret: p.secret }));
     })();
     try {
       await restarting;
@@ -233,9 +298,17 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     throw e;
   }
   // Made once the port is held: a WebSocketServer on an http server re-emits its listen errors.
-  const wss = new WebSocketServer({ server, path: '/ws', maxPayload: PAGE_MSG_BYTES, perMessageDeflate: false });
+  hosts = ownHosts(host, port);
+  // Another site's page (or a rebound DNS name) is refused at the upgrade.
+  const wss = new WebSocketServer({
+    server,
+    path: '/ws',
+    maxPayload: PAGE_MSG_BYTES,
+    perMessageDeflate: false,
+    verifyClient: (info: { req: http.IncomingMessage }) => ownRequest(hosts, info.req.headers.host, info.req.headers.origin),
+  });
   wss.on('connection', (ws: WebSocket) => {
-    const page: Page = { ws, watch: new Set() };
+    const page: Page = { ws, watch: new Set(), secret: randomBytes(16).toString('hex') };
     pages.add(page);
     ws.on('close', () => pages.delete(page));
     ws.on('error', () => pages.delete(page));
@@ -249,7 +322,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       }
       command(page, m);
     });
-    ws.send(JSON.stringify(hello()));
+    ws.send(JSON.stringify({ ...hello(), secret: page.secret }));
   });
 
   const push = setInterval(() => {
@@ -286,6 +359,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
         clearInterval(push);
         if (restarting) await restarting.catch(() => undefined);
         await live.stop();
+        await shutdownHub(live);
         for (const p of pages) p.ws.terminate();
         await new Promise<void>((ok) => wss.close(() => ok()));
         server.closeAllConnections();

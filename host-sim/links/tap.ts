@@ -256,9 +256,15 @@ class ChannelTrack {
   pending: HandoffRing | null = null;
 }
 
+/** ESTOP records a link keeps (receipt matching scans them; a headless scenario stays far below). */
+export const ESTOP_RECORDS_KEPT = 1024;
+
 export class LinkTap extends ForwardingLink {
   readonly stats = new TapStats();
+  /** The ESTOP frames written on this link, newest ESTOP_RECORDS_KEPT at most. */
   readonly estops: EstopRecord[] = [];
+  /** Records let go to keep `estops` bounded. */
+  estopsDropped = 0;
   /** Congestion level over time: [tMs, level] whenever it changed. */
   readonly levels: [number, number][] = [];
   readonly violations: Violation[] = [];
@@ -311,6 +317,12 @@ export class LinkTap extends ForwardingLink {
   override writeAhead(frame: Uint8Array): void {
     const f = frame;
     this.stats.estops++;
+    if (this.estops.length >= ESTOP_RECORDS_KEPT) {
+      // A long live run keeps the newest records; the oldest half goes, counted.
+      const n = ESTOP_RECORDS_KEPT >> 1;
+      this.estops.splice(0, n);
+      this.estopsDropped += n;
+    }
     this.estops.push({
       handoffUs: this.kernel.nowUs,
       kind: f[1] as number,

@@ -4,6 +4,7 @@ import { Priority, Tier } from '../../catalog/schema.js';
 import { decodeValue, type CborMap, type CborValue } from '../../hub/cbor.js';
 import { CREDENTIALS_KEY, decodeCredentials, encodeCredentials, saveCredentials } from '../../hub/credentials.js';
 import { FrameType, GoodbyeReason, RESUME_TOKEN_BYTES, type DataFrame, type GoodbyeFrame, type GrantFrame } from '../../hub/frames.js';
+import { EstopSource } from '../../hub/estop-frame.js';
 import { Nack } from '../../hub/nack.js';
 import { SessionState } from '../../hub/session.js';
 import { TestLink } from '../lib/test-link.js';
@@ -286,6 +287,28 @@ describe('hub sessions (§6)', () => {
     const b = new TestClient(fx.hub);
     b.send({ type: FrameType.HELLO, version: 1, name: 'back', resumeToken: w.resumeToken });
     equal(b.nacks()[0]?.code, Nack.UNKNOWN_SESSION);
+  });
+
+  it('shutdown: every session is told GOODBYE SHUTDOWN and closed; the latch stays', () => {
+    const fx = makeHub();
+    const a = new TestClient(fx.hub);
+    const wa = a.hello({ credential: OPERATOR_CREDENTIAL });
+    const b = new TestClient(fx.hub);
+    const wb = b.hello();
+    fx.hub.estop(EstopSource.WATCHDOG);
+    a.take();
+    b.take();
+    fx.hub.shutdown();
+    for (const c of [a, b]) {
+      const bye = c.take(FrameType.GOODBYE) as GoodbyeFrame[];
+      deepEqual(bye.map((f) => f.reason), [GoodbyeReason.SHUTDOWN]);
+      ok(c.link.closed);
+    }
+    equal(stateOf(fx, wa.sessionId), SessionState.CLOSED);
+    equal(stateOf(fx, wb.sessionId), SessionState.CLOSED);
+    equal(fx.hub.sessions().length, 0);
+    ok(fx.hub.latch.latched);
+    fx.hub.shutdown();
   });
 
   describe('tiers from the credentials in the Store', () => {

@@ -244,14 +244,15 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.equal(sim.robot.isStopped, true);
   });
 
-  it('Restart runs the scenario again on a fresh hub, and the page follows it', async () => {
+  it('Restart runs the scenario again on a fresh hub that keeps the latch, and the page follows it', async () => {
     const before = dash!.live;
     assert.equal(before.sim.hub.latch.latched, true, 'still latched from the ESTOP case');
     await page.click('#restart');
     await until('a new simulation runs', () => dash!.live !== before && dash!.live.run === 2);
-    assert.equal(dash!.live.sim.hub.latch.latched, false);
+    // The latch lives in the hub's Store, which the new run reads: a restart never clears it.
+    assert.equal(dash!.live.sim.hub.latch.latched, true);
     await page.waitForFunction(() => /run 2/.test(document.querySelector('#scenario')?.textContent ?? ''), undefined, { timeout: WAIT_MS });
-    await page.waitForFunction(() => document.querySelector('#latch')?.getAttribute('data-latched') === 'false' && document.querySelector('#robot-state')?.getAttribute('data-stopped') === 'false', undefined, {
+    await page.waitForFunction(() => document.querySelector('#latch')?.getAttribute('data-latched') === 'true' && document.querySelector('#robot-state')?.getAttribute('data-stopped') === 'true', undefined, {
       timeout: WAIT_MS,
     });
   });
@@ -261,8 +262,10 @@ describe('dashboard: the page in headless Chromium', function () {
 class Main {
   readonly child: ChildProcess;
   out = '';
+  /** Its own state file (the hub's Store), never the default one under the OS temp dir. */
+  readonly stateDir = mkdtempSync(join(tmpdir(), 'hub-main-state-'));
   constructor(args: readonly string[]) {
-    this.child = spawn(process.execPath, [join(repo, 'build/host-sim/main.js'), ...args], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [join(repo, 'build/host-sim/main.js'), ...args, '--state', join(this.stateDir, 'state.json')], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (b: Buffer) => (this.out += b.toString()));
     this.child.stderr!.on('data', (b: Buffer) => (this.out += b.toString()));
   }
@@ -288,6 +291,7 @@ class Main {
   }
   kill(): void {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    rmSync(this.stateDir, { recursive: true, force: true });
   }
 }
 
@@ -356,9 +360,10 @@ describe('dashboard: npm start (build/host-sim/main.js) as a child process', fun
       'the external client connects',
     );
     await until('the external client receives IMU samples', () => frames >= 5);
-    type Snapshot = { sessions: { client: string | null; binding: string; subs: { channel: number }[] }[] };
+    type Snapshot = { sessions: { id: number; client: string | null; binding: string; subs: { channel: number }[] }[] };
     const state = (await (await fetch(new URL('/api/state', url))).json()) as Snapshot;
-    const external = state.sessions.filter((s) => s.client === null);
+    // The external session is the one its WELCOME named; a simulated client's may still show no name.
+    const external = state.sessions.filter((s) => s.id === client!.sessionId);
     assert.equal(external.length, 1, JSON.stringify(state.sessions.map((s) => [s.client, s.binding])));
     assert.equal(external[0]!.binding, 'tcp');
     assert.ok(external[0]!.subs.some((s) => s.channel === imu));

@@ -87,9 +87,11 @@ const levelSeries = new Map<string, (number | null)[]>();
 // The WebSocket.
 
 let socket: WebSocket | null = null;
+/** This page's control secret, from the server's hello on this socket; control messages carry it. */
+let secret = '';
 
 function send(m: PageMsg): void {
-  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(m));
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(m.type === 'watch' ? m : { ...m, secret }));
 }
 
 function connect(): void {
@@ -103,8 +105,11 @@ function connect(): void {
   };
   ws.onmessage = (ev: MessageEvent) => {
     const m = JSON.parse(String(ev.data)) as ServerMsg;
-    if (m.type === 'hello') onHello(m);
-    else if (m.type === 'state') onState(m);
+    if (m.type === 'hello') {
+      secret = m.secret ?? '';
+      onHello(m);
+    } else if (m.type === 'state') onState(m);
+    else if (m.type === 'refused') setConn(`refused ${m.command}: ${m.reason}`, 'bad');
   };
 }
 
