@@ -574,6 +574,8 @@ export class Hub {
       staleTtlMs: this.config.staleTtlMs,
     });
     this.sendRefusals(s);
+    // §11.2: a session that joins or resumes while latched is told of the stop in force.
+    if (this.latch.latched) this.estopTo(s);
     // §10.2: a join re-splits the pie; the others hear of it now, not at the next tick.
     this.announceGrants();
   }
@@ -1473,6 +1475,14 @@ export class Hub {
       else c.sent = (c.sent + 1) >>> 0;
     }
     this.announceSafety();
+  }
+
+  /** The latch's current ESTOP frame, ahead of every queue, to one session alone. */
+  private estopTo(s: Session): void {
+    if (!s.link) return;
+    this.latch.encode(this.estopBuf, 0);
+    s.link.writeAhead(this.estopBuf);
+    s.handed();
   }
 
   private announceSafety(): void {

@@ -1109,6 +1109,32 @@ describe('client core: ESTOP (§11)', () => {
     b.close();
   });
 
+  it('a client that joins or resumes while the hub is latched hears the stop in force through onEstop', async () => {
+    const sim = new Sim();
+    const a = sim.client({ name: 'a' });
+    await sim.until(a.connect());
+    ok(a.estop());
+    await sim.run(5);
+    ok(sim.hub.latch.latched);
+    const heard: EstopFrame[] = [];
+    const late = sim.client({ name: 'late', onEstop: (e) => heard.push(e) });
+    await sim.until(late.connect());
+    await sim.run(5);
+    equal(heard.length, 1, 'the latch in force at join is reported');
+    deepEqual([heard[0]!.kind, heard[0]!.origin, heard[0]!.seq], [EstopKind.ASSERT, a.sessionId, 1]);
+    ok(late.latched);
+    sim.last.cut();
+    await sim.run(1, 1);
+    equal(late.state, 'stale');
+    await sim.run(200, 1);
+    equal(late.state, 'active');
+    equal(late.counters.resumes, 1);
+    equal(heard.length, 2, 'and again on resume');
+    equal(heard[1]!.kind, EstopKind.ASSERT);
+    a.close();
+    late.close();
+  });
+
   it('an ESTOP pressed while the transport is down goes first on the next one', async () => {
     const rig = new ScriptedRig();
     await rig.open(welcome({ sessionId: 9 }));

@@ -260,4 +260,22 @@ describe('hub ESTOP (§11)', () => {
     const n: NackFrame[] = stranger.nacks();
     deepEqual(n, []);
   });
+  it('tells a session that joins or resumes while latched of the stop in force, ahead of its queue', () => {
+    const fx = makeHub();
+    const a = new TestClient(fx.hub);
+    const wa = a.hello();
+    a.estop(9);
+    ok(fx.hub.latch.latched);
+    const late = new TestClient(fx.hub);
+    late.hello();
+    deepEqual(late.link.estops(), [{ kind: EstopKind.ASSERT, source: EstopSource.CLIENT, flags: ESTOP_FLAG_LATCHED, origin: wa.sessionId, seq: 9 }]);
+    const again = new TestClient(fx.hub);
+    again.hello({ resumeToken: wa.resumeToken });
+    deepEqual(again.link.estops().map((e) => [e.kind, e.origin, e.seq]), [[EstopKind.ASSERT, wa.sessionId, 9]]);
+    // With nothing latched a join hears no ESTOP frame.
+    const fy = makeHub();
+    const calm = new TestClient(fy.hub);
+    calm.hello();
+    deepEqual(calm.link.estops(), []);
+  });
 });
