@@ -1,4 +1,4 @@
-// npm start [-- --scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop]
+// npm start [-- --scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--health-port N] [--loop]
 //
 // Runs a scenario (default: `default`) in real time: the simulator stepped by the wall clock, the
 // hub core, the simulated robot and the simulated clients, with the dashboard on
@@ -21,16 +21,18 @@ interface Args {
   external: boolean;
   tcpPort: number;
   wsPort: number;
+  healthPort: number;
   loop: boolean;
 }
 
-const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop]
+const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--health-port N] [--loop]
   --scenario NAME  a scenario of host-sim/scenarios (default: default)
   --seed N         overrides the scenario's seed
   --port N         the dashboard's port (default: $PORT or ${DEFAULT_PORT}; 0: any free port)
   --no-external    no TCP/WebSocket listeners for external clients
   --tcp-port N     external clients over TCP (default ${DEFAULT_TCP_PORT}; 0: any free port)
   --ws-port N      external clients over WebSocket (default ${DEFAULT_WS_PORT}; 0: any free port)
+  --health-port N  health over HTTP (default 0: any free port; the printout names it)
   --loop           start the scenario again when it is over (default: it runs on)`;
 
 function portOf(flag: string, v: string): number {
@@ -46,6 +48,7 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
     external: true,
     tcpPort: DEFAULT_TCP_PORT,
     wsPort: DEFAULT_WS_PORT,
+    healthPort: 0,
     loop: false,
   };
   const r = new ArgReader(argv);
@@ -65,6 +68,9 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
         break;
       case '--ws-port':
         a.wsPort = portOf(arg, r.value(arg));
+        break;
+      case '--health-port':
+        a.healthPort = portOf(arg, r.value(arg));
         break;
       case '--no-external':
         a.external = false;
@@ -127,7 +133,7 @@ async function main(): Promise<number> {
   const token = process.env['HUB_OPERATIONS_TOKEN'];
   const health = await HttpHealthServer.listen({
     net,
-    port: 0,
+    port: args.healthPort,
     ...(token !== undefined ? { token } : {}),
     clock: { now: () => Math.floor(dash.live.hubNowMs()) },
     source: { healthReport: () => dash.live.sim.hub.healthReport(), ready: () => dash.live.sim.hub.ready() },
