@@ -1,4 +1,4 @@
-// npm start [-- --scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop] [--state PATH]
+// npm start [-- --scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--health-port N] [--loop] [--state PATH]
 //
 // Runs a scenario (default: `default`) in real time: the simulator stepped by the wall clock, the
 // hub core, the simulated robot and the simulated clients, with the dashboard on
@@ -22,18 +22,20 @@ interface Args {
   external: boolean;
   tcpPort: number;
   wsPort: number;
+  healthPort: number;
   loop: boolean;
   /** The hub's Store file (the latch survives a restart); undefined: defaultStatePath. */
   state?: string;
 }
 
-const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--loop] [--state PATH]
+const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--health-port N] [--loop] [--state PATH]
   --scenario NAME  a scenario of host-sim/scenarios (default: default)
   --seed N         overrides the scenario's seed
   --port N         the dashboard's port (default: $PORT or ${DEFAULT_PORT}; 0: any free port)
   --no-external    no TCP/WebSocket listeners for external clients
   --tcp-port N     external clients over TCP (default ${DEFAULT_TCP_PORT}; 0: any free port)
   --ws-port N      external clients over WebSocket (default ${DEFAULT_WS_PORT}; 0: any free port)
+  --health-port N  health over HTTP (default 0: any free port; the printout names it)
   --loop           start the scenario again when it is over (default: it runs on)
   --state PATH     the hub's Store file, where the ESTOP latch survives a restart
                    (default: robot-hub-sim/SCENARIO.state.json under the OS temp dir)`;
@@ -51,6 +53,7 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
     external: true,
     tcpPort: DEFAULT_TCP_PORT,
     wsPort: DEFAULT_WS_PORT,
+    healthPort: 0,
     loop: false,
   };
   const r = new ArgReader(argv);
@@ -70,6 +73,9 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
         break;
       case '--ws-port':
         a.wsPort = portOf(arg, r.value(arg));
+        break;
+      case '--health-port':
+        a.healthPort = portOf(arg, r.value(arg));
         break;
       case '--no-external':
         a.external = false;
@@ -139,7 +145,7 @@ async function main(): Promise<number> {
   const token = process.env['HUB_OPERATIONS_TOKEN'];
   const health = await HttpHealthServer.listen({
     net,
-    port: 0,
+    port: args.healthPort,
     ...(token !== undefined ? { token } : {}),
     clock: { now: () => Math.floor(dash.live.hubNowMs()) },
     source: { healthReport: () => dash.live.sim.hub.healthReport(), ready: () => dash.live.sim.hub.ready() },

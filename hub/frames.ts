@@ -1245,7 +1245,13 @@ function decodeMap(r: CborReader): Frame {
     prev = k;
     curKey = k;
     if (reads(type, k)) {
-      (fields as unknown[])[k] = readField(r, type, k);
+      const v = readField(r, type, k);
+      // §5.1: HELLO's version is checked before every other key. Keys ascend and version is
+      // key 1, so it is judged here, before a later key of another version's layout is read.
+      if (k === K.VERSION && type === FrameType.HELLO && v !== PROTOCOL_VERSION) {
+        throw new FrameError(Nack.VERSION, type, K.VERSION, `protocol version ${String(v)} (this hub speaks ${PROTOCOL_VERSION})`);
+      }
+      (fields as unknown[])[k] = v;
       if (k < 32) presentLo |= 1 << k;
       else presentHi |= 1 << (k - 32);
     } else {

@@ -25,7 +25,7 @@ import {
   FramingError,
   FramingErrorCode,
   LENGTH_PREFIX_BYTES,
-  WS_BAD_REQUEST_RESPONSE,
+  wsRefusedResponse,
   WS_MAX_HEADER_BYTES,
   WsCloseCode,
   WsFrameParser,
@@ -884,7 +884,7 @@ export class TcpLink implements BindingLink {
   private fatal(code: FramingErrorCodeValue): void {
     this.log.event('framing-close', code);
     if (this.st === LinkState.HANDSHAKE) {
-      this.pushAscii(WS_BAD_REQUEST_RESPONSE);
+      this.pushAscii(wsRefusedResponse(this.handshake ? this.handshake.refusal : 400));
       this.giveUp(WsCloseCode.PROTOCOL_ERROR);
       return;
     }

@@ -404,6 +404,11 @@ export class WsHandshake {
   key = '';
   /** The request target (path), once complete. */
   path = '';
+  /**
+   * The HTTP status a refused request is answered with (§13.2): 426 for a request that is not
+   * an upgrade, 405 for an upgrade by a method other than GET, 400 for any other refusal.
+   */
+  refusal = 400;
 
   get complete(): boolean {
     return this.done;
@@ -441,11 +446,11 @@ export class WsHandshake {
     }
     const lines = text.split('\r\n');
     const request = (lines[0] as string).split(' ');
-    if (request.length !== 3 || request[0] !== 'GET') throw new FramingError(FramingErrorCode.HANDSHAKE, 'not a GET request');
+    if (request.length !== 3) throw new FramingError(FramingErrorCode.HANDSHAKE, 'malformed request line');
     const version = /^HTTP\/(\d+)\.(\d+)$/.exec(request[2] as string);
     if (!version || Number(version[1]) * 10 + Number(version[2]) < 11) throw new FramingError(FramingErrorCode.HANDSHAKE, 'HTTP/1.1 or later required');
     this.path = request[1] as string;
-    let upgrade = false;
+    let upgrade: string | null = null;
     let connection = false;
     let wsVersion = '';
     let key = '';
@@ -456,15 +461,24 @@ export class WsHandshake {
       if (colon <= 0) throw new FramingError(FramingErrorCode.HANDSHAKE, 'malformed header line');
       const name = line.slice(0, colon).trim().toLowerCase();
       const value = line.slice(colon + 1).trim();
-      if (name === 'upgrade') upgrade = value.toLowerCase() === 'websocket';
+      if (name === 'upgrade') upgrade = value.toLowerCase();
       else if (name === 'connection') {
         for (const token of value.split(',')) if (token.trim().toLowerCase() === 'upgrade') connection = true;
       } else if (name === 'sec-websocket-version') wsVersion = value;
       else if (name === 'sec-websocket-key') key = value;
     }
-    if (!upgrade || !connection) throw new FramingError(FramingErrorCode.HANDSHAKE, 'not a WebSocket upgrade');
-    if (wsVersion !== '13') throw new FramingError(FramingErrorCode.HANDSHAKE, 'Sec-WebSocket-Version 13 required');
+    // §13.2: the statuses of a refused upgrade, in this order, as the host's listener answers.
+    if (upgrade === null || !connection) {
+      this.refusal = 426;
+      throw new FramingError(FramingErrorCode.HANDSHAKE, 'not an upgrade request');
+    }
+    if (request[0] !== 'GET') {
+      this.refusal = 405;
+      throw new FramingError(FramingErrorCode.HANDSHAKE, 'not a GET request');
+    }
+    if (upgrade !== 'websocket') throw new FramingError(FramingErrorCode.HANDSHAKE, 'not a WebSocket upgrade');
     if (!/^[A-Za-z0-9+/]{22}==$/.test(key)) throw new FramingError(FramingErrorCode.HANDSHAKE, 'Sec-WebSocket-Key is not 16 bytes of base64');
+    if (wsVersion !== '13') throw new FramingError(FramingErrorCode.HANDSHAKE, 'Sec-WebSocket-Version 13 required');
     this.key = key;
   }
 }
@@ -484,6 +498,13 @@ export function wsUpgradeResponse(accept: string): string {
 
 /** The answer to a refused upgrade; the connection is closed after it. */
 export const WS_BAD_REQUEST_RESPONSE = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n\r\n';
+
+/** The answer to a refused upgrade with `status` (WsHandshake.refusal: 400, 405 or 426). */
+export function wsRefusedResponse(status: number): string {
+  if (status === 405) return 'HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\nContent-Length: 0\r\n\r\n';
+  if (status === 426) return 'HTTP/1.1 426 Upgrade Required\r\nConnection: close\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n\r\n';
+  return WS_BAD_REQUEST_RESPONSE;
+}
 
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 

@@ -241,7 +241,22 @@ export class WsListener {
   static listen(options: NodeListenerOptions): Promise<WsListener> {
     const r = resolve(options);
     const host = options.host ?? '127.0.0.1';
-    const server = new WebSocketServer({ host, port: options.port ?? 0, maxPayload: WS_MAX_PAYLOAD, perMessageDeflate: false, clientTracking: false });
+    // §13.2, as the device's own upgrade (framing.ts WsHandshake): version 13 only (`ws` also
+    // takes 8), no subprotocol chosen (`ws` would pick the first asked), and a text message is
+    // refused by the link whatever its bytes (so `ws` does not close on invalid UTF-8 first).
+    const server = new WebSocketServer({
+      host,
+      port: options.port ?? 0,
+      maxPayload: WS_MAX_PAYLOAD,
+      perMessageDeflate: false,
+      clientTracking: false,
+      skipUTF8Validation: true,
+      handleProtocols: () => false,
+      verifyClient: (info, done) => {
+        if (info.req.headers['sec-websocket-version'] === '13') done(true);
+        else done(false, 400, 'Sec-WebSocket-Version 13 required', { 'Sec-WebSocket-Version': '13' });
+      },
+    });
     let self: WsListener | null = null;
     server.on('connection', (ws: WebSocket, req) => {
       if (!self) {

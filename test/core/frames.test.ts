@@ -220,6 +220,12 @@ const RANGES: [string, CborMap, NackName | null][] = [
   ['resume token of 17 bytes', withKey(HELLO, 9, new Uint8Array(17)), 'MALFORMED'],
   ['version 0', withKey(HELLO, 1, 0), 'VERSION'],
   ['version 65536', withKey(HELLO, 1, 65536), 'MALFORMED'],
+  ['version 2 with a name of 40 bytes', withKey(withKey(HELLO, 1, 2), 7, 'n'.repeat(40)), 'VERSION'],
+  ['version 2 with a malformed sub-wish', withKey(withKey(HELLO, 1, 2), 10, [m([3, 0])]), 'VERSION'],
+  ['version 2 without a name', m([0, 1], [1, 2]), 'VERSION'],
+  // §7: the frame's own map is not counted; a value nests up to 8 arrays/maps from its own outermost.
+  ['an unknown key holding 8 nested arrays', withKey(HELLO, 45, [[[[[[[[1]]]]]]]]), null],
+  ['an unknown key holding 9 nested arrays', withKey(HELLO, 45, [[[[[[[[[1]]]]]]]]]), 'MALFORMED'],
   ['wished rate 1000', sub(1000), null],
   ['wished rate just above 1000', sub(1000.0000000001), 'MALFORMED'],
   ['wished rate of the smallest double', sub(5e-324), null],

@@ -52,6 +52,26 @@ describe('hub CATALOG frames (§9.2)', () => {
     equal(nacks[0]!.code, Nack.MALFORMED);
   });
 
+  it('answers an offset equal to the total with an empty chunk, and one past it MALFORMED (§5.17)', () => {
+    const fx = makeHub();
+    const c = new TestClient(fx.hub);
+    c.hello({});
+    const total = utf8Bytes(fx.catalog.canonicalJson);
+    c.send({ type: FrameType.CATALOG, offset: total });
+    const at = c.take(FrameType.CATALOG) as CatalogFrame[];
+    equal(at.length, 1);
+    equal(at[0]!.text, '');
+    equal(at[0]!.offset, total);
+    equal(at[0]!.total, total);
+    c.send({ type: FrameType.CATALOG, offset: total + 1 });
+    const after = c.take();
+    equal(after.length, 1);
+    const n = after[0] as NackFrame;
+    equal(n.type, FrameType.NACK);
+    equal(n.code, Nack.MALFORMED);
+    equal(n.frameType, FrameType.CATALOG);
+  });
+
   it('names no frame type in the TOO_LARGE NACK when the oversized bytes do not start with one', () => {
     const fx = makeHub();
     const c = new TestClient(fx.hub);

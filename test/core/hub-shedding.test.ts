@@ -214,6 +214,23 @@ describe('hub shedding (§10.4)', () => {
       deepEqual(seqs(got), [3]);
       equal(got[0]!.gap, true);
     });
+
+    it('after a resume a samples channel carries no gap: its seq shows what was missed (§5.7, §6.6)', () => {
+      const fx = makeHub();
+      const c = subscribed(fx, ODOM, 20);
+      push(fx, ODOM, 50);
+      deepEqual(seqs(dataOf(c, ODOM)), [1]);
+      const w = c.link.frames(FrameType.WELCOME)[0];
+      ok(w && w.type === FrameType.WELCOME);
+      c.sink.lost();
+      push(fx, ODOM, 50);
+      const d = new TestClient(fx.hub);
+      d.hello({ resumeToken: w.resumeToken });
+      push(fx, ODOM, 50);
+      const got = dataOf(d, ODOM);
+      deepEqual(seqs(got), [3]);
+      equal(got[0]!.gap, undefined);
+    });
   });
 
   describe('EVENT queues (§9.4) beside the table', () => {

@@ -13,6 +13,7 @@ import {
   WS_GUID,
   WsFrameParser,
   WsHandshake,
+  wsRefusedResponse,
   WsOpcode,
   wsAccept,
   wsHeaderLength,
@@ -430,6 +431,29 @@ describe('tcp framing: WebSocket upgrade', () => {
     }
     const long = ascii('GET / HTTP/1.1\r\nX: ' + 'a'.repeat(MAX_HANDSHAKE_BYTES) + '\r\n\r\n');
     throws(() => new WsHandshake().push(long, 0, long.length), isFramingError(FramingErrorCode.HANDSHAKE));
+  });
+
+  it('answers each refusal with the status the host gives it: 426, 405, else 400', () => {
+    const cases: [string, number][] = [
+      ['GET / HTTP/1.1\r\nHost: h\r\n\r\n', 426],
+      [REQUEST.replace('Upgrade: WebSocket\r\n', ''), 426],
+      [REQUEST.replace('keep-alive, Upgrade', 'keep-alive'), 426],
+      [REQUEST.replace('GET', 'POST'), 405],
+      [REQUEST.replace('Upgrade: WebSocket', 'Upgrade: h2c'), 400],
+      [REQUEST.replace('Version: 13', 'Version: 8'), 400],
+      [REQUEST.replace(KEY, 'short=='), 400],
+    ];
+    for (const [text, status] of cases) {
+      const hs = new WsHandshake();
+      const b = ascii(text);
+      throws(() => hs.push(b, 0, b.length), isFramingError(FramingErrorCode.HANDSHAKE), text.slice(0, 40));
+      equal(hs.refusal, status, text.slice(0, 40));
+      ok(wsRefusedResponse(hs.refusal).startsWith(`HTTP/1.1 ${status} `));
+    }
+    const sub = new WsHandshake();
+    const withSub = ascii(REQUEST.replace('Origin:', 'Sec-WebSocket-Protocol: chat, hub\r\nOrigin:'));
+    equal(sub.push(withSub, 0, withSub.length), withSub.length);
+    ok(!wsUpgradeResponse('x').toLowerCase().includes('sec-websocket-protocol'));
   });
 
   it('hashes key + GUID and answers 101', () => {

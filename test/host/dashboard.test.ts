@@ -341,6 +341,21 @@ describe('dashboard: npm start (build/host-sim/main.js) as a child process', fun
     assert.match(main.out, /SIGINT: stopping at/);
   });
 
+  it('--health-port N: health over HTTP listens there, and the printout names it', async () => {
+    const probe = net.createServer();
+    await new Promise<void>((ok) => probe.listen(0, '127.0.0.1', () => ok()));
+    const free = (probe.address() as net.AddressInfo).port;
+    await new Promise<void>((ok) => probe.close(() => ok()));
+    const main = new Main(['--scenario', 'calm', '--port', '0', '--tcp-port', '0', '--ws-port', '0', '--health-port', String(free)]);
+    mains.push(main);
+    await main.serving();
+    assert.match(main.out, new RegExp(`health over HTTP http://127\\.0\\.0\\.1:${free}/health`));
+    const res = await fetch(`http://127.0.0.1:${free}/health`);
+    assert.ok(res.status === 200 || res.status === 503, `GET /health: ${res.status}`);
+    await res.arrayBuffer();
+    assert.equal(await main.interrupt(), 0, main.out);
+  });
+
   it('takes an external client over loopback TCP into the hub the simulated clients use', async () => {
     // calm leaves session slots free (default fills all eight).
     const main = new Main(['--scenario', 'calm', '--port', '0', '--tcp-port', '0', '--ws-port', '0']);

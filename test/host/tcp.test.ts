@@ -591,3 +591,112 @@ describe('wifi binding: the device WebSocket subset against the ws client', func
     }
   });
 });
+
+// §13.2: the host's listener (`ws`) and the device's own upgrade answer every request alike.
+for (const side of ['host', 'device'] as const) {
+  describe(`wifi binding: the ${side} WebSocket upgrade over a real socket`, function () {
+    this.timeout(30000);
+    let fx: Fixture;
+    let port = 0;
+    let stop: () => Promise<void> = async () => undefined;
+
+    beforeEach(async () => {
+      fx = hubWithOperator();
+      if (side === 'host') {
+        const l = await bounded(WsListener.listen({ hub: fx.hub, clock: fx.clock }), 'the listener');
+        port = l.port;
+        stop = () => l.close();
+      } else {
+        const server = net.createServer((s) => {
+          const l = new TcpLink({
+            hub: fx.hub,
+            clock: fx.clock,
+            framing: LinkFraming.WS_SERVER,
+            binding: 'ws',
+            sha1: (text) => new Uint8Array(createHash('sha1').update(text, 'latin1').digest()),
+          });
+          s.on('data', (chunk: Buffer) => l.input(chunk, 0, chunk.length));
+          s.on('close', () => l.transportClosed());
+          s.on('error', () => undefined);
+          l.start(new TestNetTransport(s, l));
+        });
+        await bounded(new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok)), 'the test server');
+        port = (server.address() as net.AddressInfo).port;
+        stop = () => new Promise<void>((ok) => server.close(() => ok()));
+      }
+    });
+
+    afterEach(async () => {
+      await bounded(stop(), 'the server to close');
+    });
+
+    /** Sends one raw request and returns the response head. */
+    async function ask(request: string): Promise<string> {
+      const s = net.connect(port, '127.0.0.1');
+      let text = '';
+      s.on('data', (b: Buffer) => (text += b.toString('latin1')));
+      s.on('error', () => undefined);
+      try {
+        await bounded(new Promise<void>((ok) => s.once('connect', () => ok())), 'the TCP connection');
+        s.write(request);
+        await until(() => text.includes('\r\n\r\n'), 'the answer to ' + request.slice(0, 30));
+        return text.slice(0, text.indexOf('\r\n\r\n') + 2);
+      } finally {
+        s.destroy();
+      }
+    }
+
+    const KEY13 = 'dGhlIHNhbXBsZSBub25jZQ==';
+    const UPGRADE = `GET /hub HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${KEY13}\r\nSec-WebSocket-Version: 13\r\n`;
+
+    it('accepts version 13 only and negotiates no subprotocol', async () => {
+      const ok101 = await ask(UPGRADE + 'Sec-WebSocket-Protocol: chat, hub\r\n\r\n');
+      assert.ok(ok101.startsWith('HTTP/1.1 101 '), ok101);
+      assert.ok(!ok101.toLowerCase().includes('sec-websocket-protocol'), ok101);
+      const v8 = await ask(UPGRADE.replace('Version: 13', 'Version: 8') + '\r\n');
+      assert.ok(v8.startsWith('HTTP/1.1 400 '), v8);
+      assert.match(v8, /\r\nSec-WebSocket-Version: 13\r\n/i);
+    });
+
+    it('answers 426 to a request that is not an upgrade, 405 to another method, 400 to the rest', async () => {
+      const cases: [string, number][] = [
+        ['GET / HTTP/1.1\r\nHost: h\r\n\r\n', 426],
+        [UPGRADE.replace('GET', 'POST') + '\r\n', 405],
+        [UPGRADE.replace('Upgrade: websocket', 'Upgrade: h2c') + '\r\n', 400],
+        [UPGRADE.replace(KEY13, 'c2hvcnQ=') + '\r\n', 400],
+        [UPGRADE.replace('Version: 13', 'Version: 99') + '\r\n', 400],
+      ];
+      for (const [request, status] of cases) {
+        const head = await ask(request);
+        assert.ok(head.startsWith(`HTTP/1.1 ${status} `), `${request.slice(0, 40)} → ${head}`);
+      }
+    });
+
+    it('answers a text message of invalid UTF-8 with NACK MALFORMED and stays open', async () => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/hub`, { perMessageDeflate: false });
+      ws.binaryType = 'nodebuffer';
+      const got: Buffer[] = [];
+      ws.on('message', (d: Buffer) => got.push(d));
+      let closed = false;
+      ws.on('close', () => (closed = true));
+      try {
+        await bounded(new Promise<void>((ok, bad) => {
+          ws.once('open', () => ok());
+          ws.once('error', bad);
+        }), 'the WebSocket connection');
+        ws.send(Buffer.from([0xff, 0xfe, 0x80]), { binary: false });
+        await until(() => got.length >= 1, 'the NACK');
+        const f = decodeFrame(got[0]!, 0, got[0]!.length, 1 << 16);
+        assert.ok(f.type === FrameType.NACK && f.code === Nack.MALFORMED, JSON.stringify(f));
+        const w = new CborWriter(new Uint8Array(64));
+        encodeFrame({ type: FrameType.HELLO, version: 1, name: 'after' }, w);
+        ws.send(w.buf.slice(0, w.pos));
+        await until(() => got.length >= 2, 'WELCOME');
+        assert.equal(decodeFrame(got[1]!, 0, got[1]!.length, 1 << 16).type, FrameType.WELCOME);
+        assert.ok(!closed);
+      } finally {
+        ws.terminate();
+      }
+    });
+  });
+}

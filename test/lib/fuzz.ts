@@ -1035,7 +1035,7 @@ class WsClientParser {
         this.head += String.fromCharCode(bytes[i] as number);
         if (this.head.endsWith('\r\n\r\n')) {
           this.upgraded = true;
-          if (!this.head.startsWith('HTTP/1.1 101 ') && !this.head.startsWith('HTTP/1.1 400 ')) violate('egress-valid', `ws: unexpected upgrade answer ${JSON.stringify(this.head.slice(0, 40))}`);
+          if (!/^HTTP\/1\.1 (101|400|405|426) /.test(this.head)) violate('egress-valid', `ws: unexpected upgrade answer ${JSON.stringify(this.head.slice(0, 40))}`);
         }
         if (this.head.length > 4096) violate('egress-valid', 'ws: an upgrade answer of more than 4096 bytes');
       }
