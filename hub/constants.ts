@@ -56,6 +56,9 @@ export const STALE_TTL_MS = 30000;
 
 // §11.2: the control-owner must be heard from within this, or the hub latches ESTOP.
 export const DEADMAN_MS = 500;
+// §11.2: while latched, further new assertions are announced at most once in this period: the
+// first ESTOP goes out at once, a flood of distinct-sequence ones cannot fill other sessions' queues.
+export const ESTOP_REANNOUNCE_MS = 100;
 
 // §9.3: per-session intent token bucket: refill rate and depth.
 export const INTENT_RATE_PER_S = 20;

@@ -6,6 +6,7 @@ import { ChannelClass, Direction, StreamKind, Tier } from '../catalog/schema.js'
 import { CborError, CborWriter } from './cbor.js';
 import {
   DEADMAN_MS,
+  ESTOP_REANNOUNCE_MS,
   DEFAULT_SLOTS,
   HANDSHAKE_TIMEOUT_MS,
   LIVENESS_TIMEOUT_MS,
@@ -227,6 +228,10 @@ export class Hub {
   private readonly dataW: CborWriter;
   private readonly ctrlW = new CborWriter(new Uint8Array(MAX_HUB_FRAME_BYTES));
   private readonly estopBuf = new Uint8Array(ESTOP_FRAME_BYTES);
+  /** When the latched state was last announced to every link; -Infinity while it was not. */
+  private estopAnnouncedAt = -Infinity;
+  /** An assertion arrived while latched and inside ESTOP_REANNOUNCE_MS: tick() announces it. */
+  private estopOwed = false;
   /** The hub's own samples: safety (3 values) and control-owner (1). */
   private readonly scratchValues: Float64Array;
   /** Wishes refused while answering one frame: (code, frame type, channel id) triples, sent after the answer. */
@@ -1461,10 +1466,22 @@ export class Hub {
   }
 
   /** The latch's current state, ahead of every queue on every attached transport (§10.4, §11.2). */
-  private announceEstop(asserted: boolean): void {
+  private announceEstop(asserted: boolean, fresh = true): void {
     if (asserted) {
-      this.counters.estops++;
+      if (fresh) this.counters.estops++;
+      // §11.2: the robot is stopped already (the latch told it); while the links have heard the
+      // latch within ESTOP_REANNOUNCE_MS a further assertion is owed, not written to every queue.
+      const now = this.clock.now();
+      if (now - this.estopAnnouncedAt < ESTOP_REANNOUNCE_MS) {
+        this.estopOwed = true;
+        return;
+      }
+      this.estopAnnouncedAt = now;
+      this.estopOwed = false;
       this.log.event('estop', this.latch.source, this.latch.origin);
+    } else {
+      this.estopAnnouncedAt = -Infinity;
+      this.estopOwed = false;
     }
     this.latch.encode(this.estopBuf, 0);
     for (let i = 0; i < this.conns.length; i++) {
@@ -1508,6 +1525,7 @@ export class Hub {
     const now = this.clock.now();
     this.health.tickBegan(now);
     this.expireHandshakes(now);
+    if (this.estopOwed && this.latch.latched && now - this.estopAnnouncedAt >= ESTOP_REANNOUNCE_MS) this.announceEstop(true, false);
     let replan = false;
     for (let i = 0; i < this.slots.length; i++) {
       const s = this.slots[i];

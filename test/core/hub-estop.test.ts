@@ -5,6 +5,7 @@ import { ESTOP_FRAME_BYTES, EstopKind, EstopSource, ESTOP_FLAG_LATCHED, ESTOP_NA
 import { FrameType, type DataFrame, type EchoFrame, type NackFrame } from '../../hub/frames.js';
 import { SafetyEventKind } from '../../hub/hub.js';
 import { Nack } from '../../hub/nack.js';
+import { ESTOP_REANNOUNCE_MS } from '../../hub/constants.js';
 import { deepEqual, equal, ok } from '../lib/assert.js';
 import { estopBytes, makeHub, MemoryStore, credentialStore, OPERATOR_CREDENTIAL, TestClient, type Fixture } from '../lib/hub-fixture.js';
 
@@ -78,8 +79,42 @@ describe('hub ESTOP (§11)', () => {
     equal(b.link.estops().length, 1);
     equal(a.link.estops().length, 1);
     equal(fx.hub.counters.estops, 1);
-    a.estop(6);
+    a.estop(6); // new, while latched: announced within ESTOP_REANNOUNCE_MS, from the tick
+    equal(b.link.estops().length, 1);
+    fx.clock.advance(ESTOP_REANNOUNCE_MS);
+    fx.hub.tick();
     equal(b.link.estops().length, 2);
+    deepEqual([b.link.estops()[1]!.origin, b.link.estops()[1]!.seq], [fx.hub.latch.origin, 6]);
+  });
+
+  it('a flood of distinct ESTOPs while latched: the first at once, the rest at a bounded rate; no other session is parked', () => {
+    const fx = makeHub();
+    const flooder = new TestClient(fx.hub);
+    flooder.hello();
+    const viewer = new TestClient(fx.hub);
+    viewer.hello({ subWishes: [{ channelId: IMU, wishedRateHz: 50 }, { channelId: SAFETY, wishedRateHz: 10 }, { channelId: SAFETY_EVENTS, wishedRateHz: 10 }] });
+    viewer.take();
+    flooder.estop(1);
+    equal(viewer.link.estops().length, 1, 'the first ESTOP is written at once');
+    // 10 s: an ESTOP of a new sequence every millisecond, the viewer reading, the hub ticking every 10 ms.
+    let imu = 0;
+    for (let ms = 1; ms <= 10000; ms++) {
+      fx.clock.advance(1);
+      flooder.estop((ms + 1) & 0xffff);
+      if (ms % 10 === 0) {
+        fx.hub.tick();
+        fx.hub.publishSample(IMU, fx.clock.now(), new Float64Array(6), 6);
+        viewer.link.drain();
+        imu += (viewer.take(FrameType.DATA) as DataFrame[]).filter((f) => f.channelId === IMU).length;
+      }
+    }
+    const heard = viewer.link.estops().length;
+    ok(heard <= 10000 / ESTOP_REANNOUNCE_MS + 2, `re-announced ${heard} times in 10 s`);
+    ok(heard >= 10000 / ESTOP_REANNOUNCE_MS - 2, `the newest assertion is still announced (${heard})`);
+    equal(fx.hub.counters.parks, 0);
+    equal(fx.hub.counters.estops, 10001, 'every new assertion is counted');
+    ok(imu >= 450, `telemetry carries on (${imu} IMU samples of 500)`);
+    equal(viewer.link.estops()[heard - 1]!.seq, fx.hub.latch.originSeq & 0xffff);
   });
 
   it('refuses motion while latched (ESTOP_LATCHED) and still carries out what only makes things safer', () => {
