@@ -3,6 +3,7 @@
 // stop line (device/robot-link.ts). The Moddable bindings around them (device/main.ts,
 // device/robot.ts) are type-checked by tsconfig.device.json and checked by device-build.test.ts.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { loadCatalog, type CatalogIndex } from '../../catalog/index.js';
 import { DEFAULT_CATALOG } from '../../catalog/default.js';
 import { Tier } from '../../catalog/schema.js';
@@ -24,6 +25,7 @@ import {
   type StopLine,
 } from '../../device/robot-link.js';
 import { PreferenceStore, STORE_VALUE_MAX_BYTES, StoreError, type PreferenceApi } from '../../device/store.js';
+import { deviceHubWiring, HEAP_COUNTERS, type InstrumentationApi } from '../../device/wiring.js';
 
 // ------------------------------------------------------------------------------ configuration
 
@@ -484,5 +486,54 @@ describe('device/robot-link: telemetry from the robot', () => {
     for (const b of bad) inbound.input(Uint8Array.from(b), 0, b.length);
     assert.equal(inbound.counters.refused, bad.length);
     assert.equal(hub.samples.length, 0);
+  });
+});
+
+// ------------------------------------------------------------------------------ hub wiring
+
+class FakeInstrumentation implements InstrumentationApi {
+  readonly values = new Map<number, number | undefined>();
+  private readonly names: readonly string[];
+  constructor(names: readonly string[]) {
+    this.names = names;
+  }
+  map(name: string): number | undefined {
+    const i = this.names.indexOf(name);
+    return i >= 0 ? i + 1 : undefined;
+  }
+  get(what: number): number | undefined {
+    return this.values.get(what);
+  }
+}
+
+describe('device/wiring: what the device entry hands the hub', () => {
+  it('passes the tick period and a heap reading summed over the XS heap counters', () => {
+    const instr = new FakeInstrumentation(HEAP_COUNTERS);
+    instr.values.set(1, 40_000);
+    instr.values.set(2, 30_000);
+    const w = deviceHubWiring(DEVICE_DEFAULTS.tick_ms, instr);
+    assert.equal(w.tickPeriodMs, DEVICE_DEFAULTS.tick_ms);
+    assert.ok(w.heap);
+    assert.equal(w.heap(), 70_000);
+    instr.values.set(1, 50_000);
+    assert.equal(w.heap(), 80_000, 'read at each call');
+  });
+
+  it('reads NaN in a release build, whose counters read undefined, and leaves the port out without counters', () => {
+    const release = new FakeInstrumentation(HEAP_COUNTERS);
+    const heap = deviceHubWiring(20, release).heap;
+    assert.ok(heap);
+    assert.ok(Number.isNaN(heap()));
+    assert.equal(deviceHubWiring(20, new FakeInstrumentation([])).heap, undefined);
+    assert.equal(deviceHubWiring(20, undefined).heap, undefined);
+  });
+
+  it('is what device/main.ts gives the Hub: its heap port and tickPeriodMs', () => {
+    const main = readFileSync(new URL('../../../device/main.ts', import.meta.url), 'utf8');
+    assert.match(main, /const wiring = deviceHubWiring\(config\.tickMs, Instrumentation\)/);
+    const ctor = /new Hub\(([\s\S]*?)\n {2}\);/.exec(main);
+    assert.ok(ctor, 'main.ts constructs the Hub');
+    assert.match(ctor[1] as string, /heap: wiring\.heap/);
+    assert.match(ctor[1] as string, /tickPeriodMs: wiring\.tickPeriodMs/);
   });
 });
