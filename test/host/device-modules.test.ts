@@ -25,6 +25,9 @@ import {
   type StopLine,
 } from '../../device/robot-link.js';
 import { PreferenceStore, STORE_VALUE_MAX_BYTES, StoreError, type PreferenceApi } from '../../device/store.js';
+import { GattConnection, type GattPeer } from '../../bindings/ble/gatt-connection.js';
+import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BleLink } from '../../bindings/ble/link.js';
+import { makeHub, VirtualClock } from '../lib/hub-fixture.js';
 import { deviceHubWiring, HEAP_COUNTERS, type InstrumentationApi } from '../../device/wiring.js';
 
 // ------------------------------------------------------------------------------ configuration
@@ -535,5 +538,78 @@ describe('device/wiring: what the device entry hands the hub', () => {
     assert.ok(ctor, 'main.ts constructs the Hub');
     assert.match(ctor[1] as string, /heap: wiring\.heap/);
     assert.match(ctor[1] as string, /tickPeriodMs: wiring\.tickPeriodMs/);
+  });
+});
+
+// ------------------------------------------------------------------------------ BLE completions
+
+interface NotifyCall {
+  readonly characteristic: unknown;
+  readonly bytes: Uint8Array;
+  readonly callback: (status: number) => void;
+}
+
+/** The ESP32 GATT server connection as the binding calls it: notify's third argument is the completion. */
+class FakeGattPeer implements GattPeer<object> {
+  readonly maximumWrite = 20;
+  readonly calls: NotifyCall[] = [];
+  closed = false;
+  notify(characteristic: object, value: ArrayBuffer, callback: (status: number) => void): void {
+    this.calls.push({ characteristic, bytes: new Uint8Array(value.slice(0)), callback });
+  }
+  close(): void {
+    this.closed = true;
+  }
+}
+
+function gattLink(): { peer: FakeGattPeer; conn: GattConnection<object, FakeGattPeer>; link: BleLink; clock: VirtualClock } {
+  const { hub, clock } = makeHub();
+  const peer = new FakeGattPeer();
+  const conn = new GattConnection<object, FakeGattPeer>(peer, () => {});
+  conn.characteristic = {};
+  conn.link = BleLink.attach(hub, conn, clock, undefined, true);
+  return { peer, conn, link: conn.link, clock };
+}
+
+describe('bindings/ble/gatt-connection: notify completions pace the queue', () => {
+  it('hands notify a completion as its third argument, one per connection, and its status releases the slot', () => {
+    const { peer, conn, link, clock } = gattLink();
+    link.send(new Uint8Array(19).fill(1), 19);
+    link.send(new Uint8Array(19).fill(2), 19);
+    assert.equal(peer.calls.length, 1, 'one notification in flight');
+    const first = peer.calls[0] as NotifyCall;
+    assert.equal(first.characteristic, conn.characteristic);
+    assert.equal(typeof first.callback, 'function');
+    assert.equal(first.callback, conn.completed, 'the callback the connection keeps referenced');
+    assert.ok(link.queue.inFlight);
+    clock.advance(5);
+    first.callback(0);
+    assert.equal(peer.calls.length, 2, 'the completion handed out the next notification');
+    assert.equal((peer.calls[1] as NotifyCall).callback, first.callback, 'the same function for every notification');
+    assert.equal(link.queue.counters.completed, 1);
+    (peer.calls[1] as NotifyCall).callback(0);
+    assert.ok(!link.queue.inFlight);
+    clock.advance(BLE_NOTIFY_TIMEOUT_MS * 2);
+    link.tick();
+    assert.equal(link.counters.unconfirmed, 0, 'completed notifications never reach the timeout');
+  });
+
+  it('fails a notification on a nonzero status and retries it; counts one done by the timeout only when no completion comes', () => {
+    const { peer, link, clock } = gattLink();
+    link.send(new Uint8Array(19).fill(3), 19);
+    link.send(new Uint8Array(19).fill(4), 19);
+    (peer.calls[0] as NotifyCall).callback(6); // BLE_HS_ENOMEM
+    clock.advance(BLE_NOTIFY_RETRY_MS);
+    link.tick();
+    assert.equal(peer.calls.length, 2);
+    assert.deepEqual((peer.calls[1] as NotifyCall).bytes, (peer.calls[0] as NotifyCall).bytes, 'the failed notification again');
+    clock.advance(BLE_NOTIFY_TIMEOUT_MS - 1);
+    link.tick();
+    assert.equal(peer.calls.length, 2, 'still waiting for the completion');
+    assert.equal(link.counters.unconfirmed, 0);
+    clock.advance(1);
+    link.tick();
+    assert.equal(link.counters.unconfirmed, 1, 'the lost completion counted done by the timeout');
+    assert.equal(peer.calls.length, 3, 'and the next notification handed out');
   });
 });
