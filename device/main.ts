@@ -10,6 +10,7 @@
 // own, so that a radio failing to start leaves the others and the ESTOP path running.
 
 import Digital from 'embedded:io/digital';
+import Instrumentation from 'instrumentation';
 import Preference from 'preference';
 import Time from 'time';
 import Timer from 'timer';
@@ -30,6 +31,7 @@ import { CATALOG, CONFIG } from './boot.js';
 import { Pull, WifiMode, type DeviceConfig } from './config.js';
 import { openDeviceRobot } from './robot.js';
 import { PreferenceStore } from './store.js';
+import { deviceHubWiring } from './wiring.js';
 
 /**
  * Monotonic integer milliseconds over Time.ticks, which on the ESP32 is a uint32 count of
@@ -146,9 +148,11 @@ export default function main(): void {
   }
 
   // 3. The hub; a latch persisted before the restart stops the robot again here.
+  //    The tick period and the heap reading feed loop-delay admission and the heap rung.
+  const wiring = deviceHubWiring(config.tickMs, Instrumentation);
   const hub = new Hub(
-    { clock, random, store, robot: robot.port, catalog: CATALOG, log },
-    { hubId: config.hubId, slots: config.slots, deadmanMs: config.deadmanMs, anonymousTier: config.anonymousTier },
+    { clock, random, store, robot: robot.port, catalog: CATALOG, log, heap: wiring.heap },
+    { hubId: config.hubId, slots: config.slots, deadmanMs: config.deadmanMs, anonymousTier: config.anonymousTier, tickPeriodMs: wiring.tickPeriodMs },
   );
   attempt('robot-uart', () => robot.connect(hub));
 

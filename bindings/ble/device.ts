@@ -4,19 +4,17 @@
 // Excluded from the host build; the device entry constructs a BleBinding and calls its
 // `tick` from the same timer that ticks the hub.
 //
-// The notification queue is paced by the completion callback of `connection.notify`. In the SDK
-// as read (modules/io/ble/server/esp32/bleserver.js at 48ee02d), the JavaScript `notify` passes
-// only (characteristic, value) to the native function, so the callback never fires and every
-// notification completes by BleLink's timeout instead (one per BLE_NOTIFY_TIMEOUT_MS). The
-// device build must map `embedded:io/bluetoothle/peripheral` to a bleserver.js whose `notify`
-// forwards its third argument.
+// The notification queue is paced by the completion callback of `connection.notify`
+// (gatt-connection.ts): the SDK's `notify` is compiled into its host function, which takes a
+// third argument as the callback and calls it with 0 or a NimBLE status for each notification.
+// BleLink's timeout (BLE_NOTIFY_TIMEOUT_MS) only stands in for a completion that never comes.
 
 import { GATTServer, type GATTServerCharacteristic, type GATTServerConnection } from 'embedded:io/bluetoothle/peripheral';
 import type { Clock } from '../../hub/ports.js';
 import type { HubAttach } from '../link.js';
 import { utf8ByteLength, utf8Write } from '../../hub/utf8.js';
-import { FRAGMENT_MAX_BYTES } from './fragment.js';
-import { BleLink, type BleLinkOptions, type BleTransport } from './link.js';
+import { GattConnection } from './gatt-connection.js';
+import { BleLink, type BleLinkOptions } from './link.js';
 import { BLE_UUIDS } from './uuids.js';
 
 /**
@@ -25,8 +23,9 @@ import { BLE_UUIDS } from './uuids.js';
  */
 export const BLE_PREFERRED_MTU = 247;
 
-/** The status a notify that threw is reported with (NimBLE statuses are positive). */
-export const BLE_STATUS_THREW = -1;
+export { BLE_STATUS_THREW } from './gatt-connection.js';
+
+type Conn = GattConnection<GATTServerCharacteristic, GATTServerConnection>;
 
 export interface BleBindingOptions {
   readonly hub: HubAttach;
@@ -38,67 +37,12 @@ export interface BleBindingOptions {
   readonly onWarning?: (message: string) => void;
 }
 
-// ES2024 resizable ArrayBuffer (XS has it; the SDK's own advertising code uses it): one buffer
-// per connection, shrunk to each notification's length for the call, so that nothing is
-// allocated and nothing copied again per notification.
-interface ResizableArrayBuffer extends ArrayBuffer {
-  resize(byteLength: number): void;
-}
-const ResizableArrayBufferCtor = ArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => ResizableArrayBuffer;
-
-class Connection implements BleTransport {
-  readonly connection: GATTServerConnection;
-  /** The notify characteristic's host object, known once the client subscribes. */
-  characteristic: GATTServerCharacteristic | null = null;
-  link: BleLink | null = null;
-  private readonly binding: BleBinding;
-  /** The link builds each notification here (a length-tracking view of `resizable`). */
-  readonly buffer: Uint8Array;
-  private readonly resizable: ResizableArrayBuffer;
-  private readonly completed: (status: number) => void;
-
-  constructor(binding: BleBinding, connection: GATTServerConnection) {
-    this.binding = binding;
-    this.connection = connection;
-    this.resizable = new ResizableArrayBufferCtor(FRAGMENT_MAX_BYTES, { maxByteLength: FRAGMENT_MAX_BYTES });
-    this.buffer = new Uint8Array(this.resizable);
-    // One closure per connection, handed to every notify.
-    this.completed = (status: number): void => {
-      if (this.link) this.link.notified(typeof status === 'number' ? status : status ? BLE_STATUS_THREW : 0);
-    };
-  }
-
-  maximumWrite(): number {
-    return this.connection.maximumWrite;
-  }
-
-  notify(value: Uint8Array, length: number): void {
-    const ch = this.characteristic;
-    if (!ch) throw new Error('notifications not enabled');
-    const b = this.buffer;
-    if (value !== b) for (let i = 0; i < length; i++) b[i] = value[i] as number;
-    // The stack copies the value at once; the bytes before `length` survive the resizes, so a
-    // failed notification can be handed out again from the same buffer.
-    this.resizable.resize(length);
-    try {
-      this.connection.notify(ch, this.resizable, this.completed);
-    } finally {
-      this.resizable.resize(FRAGMENT_MAX_BYTES);
-    }
-  }
-
-  close(): void {
-    this.binding.forget(this);
-    this.connection.close();
-  }
-}
-
 export class BleBinding {
   private readonly server: GATTServer;
   private readonly hub: HubAttach;
   private readonly clock: Clock;
   private readonly linkOptions: BleLinkOptions | undefined;
-  private readonly conns: Connection[] = [];
+  private readonly conns: Conn[] = [];
   private readonly warn: (message: string) => void;
   private warnedUnconfirmed = false;
 
@@ -177,7 +121,7 @@ export class BleBinding {
   close(): void {
     const open = this.conns.slice();
     for (let i = 0; i < open.length; i++) {
-      const c = open[i] as Connection;
+      const c = open[i] as Conn;
       if (c.link) c.link.close();
       else this.forget(c);
     }
@@ -185,18 +129,18 @@ export class BleBinding {
   }
 
   /** A connection the link closed (the core parked or closed its session). */
-  forget(conn: Connection): void {
+  forget(conn: Conn): void {
     const i = this.conns.indexOf(conn);
     if (i >= 0) this.conns.splice(i, 1);
   }
 
-  private find(connection: GATTServerConnection): Connection | undefined {
-    for (let i = 0; i < this.conns.length; i++) if ((this.conns[i] as Connection).connection === connection) return this.conns[i];
+  private find(connection: GATTServerConnection): Conn | undefined {
+    for (let i = 0; i < this.conns.length; i++) if ((this.conns[i] as Conn).connection === connection) return this.conns[i];
     return undefined;
   }
 
   private onConnect(connection: GATTServerConnection): void {
-    const conn = new Connection(this, connection);
+    const conn = new GattConnection<GATTServerCharacteristic, GATTServerConnection>(connection, (c) => this.forget(c));
     this.conns.push(conn);
     conn.link = BleLink.attach(this.hub, conn, this.clock, this.linkOptions, false);
   }

@@ -43,12 +43,14 @@ const SDK_MODULES: Readonly<Record<string, string | null>> = Object.freeze({
   crypt: '$(MODDABLE)/modules/crypt/digest/manifest.json',
   // the legacy module: access-point mode (modules/network/wifi/esp32/wifi.js)
   wifi: '$(MODDABLE)/modules/network/wifi/manifest.json',
+  // modules/base/instrumentation (counters read undefined in a release build)
+  instrumentation: '$(MODDABLE)/modules/base/instrumentation/manifest.json',
   // tools/mcconfig.js: mc.config.js, preloaded whenever anything is
   'mc/config': null,
 });
 
 /** SDK modules the SDK preloads itself, so that a preloaded module of ours may import them. */
-const SDK_PRELOADED = new Set(['mc/config', 'timer', 'time', 'preference', 'crypt', 'embedded:io/socket/tcp', 'embedded:io/socket/listener', 'embedded:io/digital', 'embedded:io/serial', 'embedded:io/bluetoothle/peripheral', 'wifi']);
+const SDK_PRELOADED = new Set(['mc/config', 'timer', 'time', 'preference', 'crypt', 'embedded:io/socket/tcp', 'embedded:io/socket/listener', 'embedded:io/digital', 'embedded:io/serial', 'embedded:io/bluetoothle/peripheral', 'wifi', 'instrumentation']);
 
 // Mirrors the SDK's creation figures for its ESP32 board targets (e.g. build/devices/esp32/
 // targets/nodemcu/manifest.json): 78,848 chunk bytes + 4,928 slots × 16 + 512 stack slots × 16.

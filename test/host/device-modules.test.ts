@@ -3,6 +3,7 @@
 // stop line (device/robot-link.ts). The Moddable bindings around them (device/main.ts,
 // device/robot.ts) are type-checked by tsconfig.device.json and checked by device-build.test.ts.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { loadCatalog, type CatalogIndex } from '../../catalog/index.js';
 import { DEFAULT_CATALOG } from '../../catalog/default.js';
 import { Tier } from '../../catalog/schema.js';
@@ -24,6 +25,10 @@ import {
   type StopLine,
 } from '../../device/robot-link.js';
 import { PreferenceStore, STORE_VALUE_MAX_BYTES, StoreError, type PreferenceApi } from '../../device/store.js';
+import { GattConnection, type GattPeer } from '../../bindings/ble/gatt-connection.js';
+import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BleLink } from '../../bindings/ble/link.js';
+import { makeHub, VirtualClock } from '../lib/hub-fixture.js';
+import { deviceHubWiring, HEAP_COUNTERS, type InstrumentationApi } from '../../device/wiring.js';
 
 // ------------------------------------------------------------------------------ configuration
 
@@ -484,5 +489,127 @@ describe('device/robot-link: telemetry from the robot', () => {
     for (const b of bad) inbound.input(Uint8Array.from(b), 0, b.length);
     assert.equal(inbound.counters.refused, bad.length);
     assert.equal(hub.samples.length, 0);
+  });
+});
+
+// ------------------------------------------------------------------------------ hub wiring
+
+class FakeInstrumentation implements InstrumentationApi {
+  readonly values = new Map<number, number | undefined>();
+  private readonly names: readonly string[];
+  constructor(names: readonly string[]) {
+    this.names = names;
+  }
+  map(name: string): number | undefined {
+    const i = this.names.indexOf(name);
+    return i >= 0 ? i + 1 : undefined;
+  }
+  get(what: number): number | undefined {
+    return this.values.get(what);
+  }
+}
+
+describe('device/wiring: what the device entry hands the hub', () => {
+  it('passes the tick period and a heap reading summed over the XS heap counters', () => {
+    const instr = new FakeInstrumentation(HEAP_COUNTERS);
+    instr.values.set(1, 40_000);
+    instr.values.set(2, 30_000);
+    const w = deviceHubWiring(DEVICE_DEFAULTS.tick_ms, instr);
+    assert.equal(w.tickPeriodMs, DEVICE_DEFAULTS.tick_ms);
+    assert.ok(w.heap);
+    assert.equal(w.heap(), 70_000);
+    instr.values.set(1, 50_000);
+    assert.equal(w.heap(), 80_000, 'read at each call');
+  });
+
+  it('reads NaN in a release build, whose counters read undefined, and leaves the port out without counters', () => {
+    const release = new FakeInstrumentation(HEAP_COUNTERS);
+    const heap = deviceHubWiring(20, release).heap;
+    assert.ok(heap);
+    assert.ok(Number.isNaN(heap()));
+    assert.equal(deviceHubWiring(20, new FakeInstrumentation([])).heap, undefined);
+    assert.equal(deviceHubWiring(20, undefined).heap, undefined);
+  });
+
+  it('is what device/main.ts gives the Hub: its heap port and tickPeriodMs', () => {
+    const main = readFileSync(new URL('../../../device/main.ts', import.meta.url), 'utf8');
+    assert.match(main, /const wiring = deviceHubWiring\(config\.tickMs, Instrumentation\)/);
+    const ctor = /new Hub\(([\s\S]*?)\n {2}\);/.exec(main);
+    assert.ok(ctor, 'main.ts constructs the Hub');
+    assert.match(ctor[1] as string, /heap: wiring\.heap/);
+    assert.match(ctor[1] as string, /tickPeriodMs: wiring\.tickPeriodMs/);
+  });
+});
+
+// ------------------------------------------------------------------------------ BLE completions
+
+interface NotifyCall {
+  readonly characteristic: unknown;
+  readonly bytes: Uint8Array;
+  readonly callback: (status: number) => void;
+}
+
+/** The ESP32 GATT server connection as the binding calls it: notify's third argument is the completion. */
+class FakeGattPeer implements GattPeer<object> {
+  readonly maximumWrite = 20;
+  readonly calls: NotifyCall[] = [];
+  closed = false;
+  notify(characteristic: object, value: ArrayBuffer, callback: (status: number) => void): void {
+    this.calls.push({ characteristic, bytes: new Uint8Array(value.slice(0)), callback });
+  }
+  close(): void {
+    this.closed = true;
+  }
+}
+
+function gattLink(): { peer: FakeGattPeer; conn: GattConnection<object, FakeGattPeer>; link: BleLink; clock: VirtualClock } {
+  const { hub, clock } = makeHub();
+  const peer = new FakeGattPeer();
+  const conn = new GattConnection<object, FakeGattPeer>(peer, () => {});
+  conn.characteristic = {};
+  conn.link = BleLink.attach(hub, conn, clock, undefined, true);
+  return { peer, conn, link: conn.link, clock };
+}
+
+describe('bindings/ble/gatt-connection: notify completions pace the queue', () => {
+  it('hands notify a completion as its third argument, one per connection, and its status releases the slot', () => {
+    const { peer, conn, link, clock } = gattLink();
+    link.send(new Uint8Array(19).fill(1), 19);
+    link.send(new Uint8Array(19).fill(2), 19);
+    assert.equal(peer.calls.length, 1, 'one notification in flight');
+    const first = peer.calls[0] as NotifyCall;
+    assert.equal(first.characteristic, conn.characteristic);
+    assert.equal(typeof first.callback, 'function');
+    assert.equal(first.callback, conn.completed, 'the callback the connection keeps referenced');
+    assert.ok(link.queue.inFlight);
+    clock.advance(5);
+    first.callback(0);
+    assert.equal(peer.calls.length, 2, 'the completion handed out the next notification');
+    assert.equal((peer.calls[1] as NotifyCall).callback, first.callback, 'the same function for every notification');
+    assert.equal(link.queue.counters.completed, 1);
+    (peer.calls[1] as NotifyCall).callback(0);
+    assert.ok(!link.queue.inFlight);
+    clock.advance(BLE_NOTIFY_TIMEOUT_MS * 2);
+    link.tick();
+    assert.equal(link.counters.unconfirmed, 0, 'completed notifications never reach the timeout');
+  });
+
+  it('fails a notification on a nonzero status and retries it; counts one done by the timeout only when no completion comes', () => {
+    const { peer, link, clock } = gattLink();
+    link.send(new Uint8Array(19).fill(3), 19);
+    link.send(new Uint8Array(19).fill(4), 19);
+    (peer.calls[0] as NotifyCall).callback(6); // BLE_HS_ENOMEM
+    clock.advance(BLE_NOTIFY_RETRY_MS);
+    link.tick();
+    assert.equal(peer.calls.length, 2);
+    assert.deepEqual((peer.calls[1] as NotifyCall).bytes, (peer.calls[0] as NotifyCall).bytes, 'the failed notification again');
+    clock.advance(BLE_NOTIFY_TIMEOUT_MS - 1);
+    link.tick();
+    assert.equal(peer.calls.length, 2, 'still waiting for the completion');
+    assert.equal(link.counters.unconfirmed, 0);
+    clock.advance(1);
+    link.tick();
+    assert.equal(link.counters.unconfirmed, 1, 'the lost completion counted done by the timeout');
+    assert.equal(peer.calls.length, 3, 'and the next notification handed out');
   });
 });

@@ -1,0 +1,80 @@
+// One GATT server connection as a BleTransport: the link's notifications go out through
+// `connection.notify(characteristic, value, callback)`, and the callback's status completes the
+// notification in flight (BleLink.notified), which frees the queue's slot for the next one.
+//
+// In Moddable's ESP32 GATT server the JavaScript `notify` is
+// `return native(…).call(this, characteristic, value)`; xsc compiles such a body into the host
+// function itself, which receives every argument the caller passes, and the C side takes the
+// third as the callback and calls it with 0 or a NimBLE status for each notification. It keeps
+// the function without xsRemember, so the JavaScript side must keep it alive: one callback per
+// connection, held in a field for the connection's life. BleLink's completion timeout only
+// stands in for a completion that never comes.
+//
+// Platform-free (the connection is typed by what is used of it), so a Node test can drive it.
+import { FRAGMENT_MAX_BYTES } from './fragment.js';
+import type { BleLink, BleTransport } from './link.js';
+
+/** The status a notify that threw, or a callback handed something other than a number, reports (NimBLE statuses are positive). */
+export const BLE_STATUS_THREW = -1;
+
+/** What the binding uses of the stack's connection object. */
+export interface GattPeer<Ch> {
+  readonly maximumWrite: number;
+  notify(characteristic: Ch, value: ArrayBuffer, callback: (status: number) => void): void;
+  close(): void;
+}
+
+// ES2024 resizable ArrayBuffer (XS has it; the SDK's own advertising code uses it): one buffer
+// per connection, shrunk to each notification's length for the call, so that nothing is
+// allocated and nothing copied again per notification.
+interface ResizableArrayBuffer extends ArrayBuffer {
+  resize(byteLength: number): void;
+}
+const ResizableArrayBufferCtor = ArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => ResizableArrayBuffer;
+
+export class GattConnection<Ch = unknown, P extends GattPeer<Ch> = GattPeer<Ch>> implements BleTransport {
+  readonly connection: P;
+  /** The notify characteristic's host object, known once the client subscribes. */
+  characteristic: Ch | null = null;
+  link: BleLink | null = null;
+  /** The link builds each notification here (a length-tracking view of `resizable`). */
+  readonly buffer: Uint8Array;
+  private readonly resizable: ResizableArrayBuffer;
+  /** The completion handed to every notify: referenced here while any notification is in flight. */
+  readonly completed: (status: number) => void;
+  private readonly onClose: (conn: GattConnection<Ch, P>) => void;
+
+  constructor(connection: P, onClose: (conn: GattConnection<Ch, P>) => void) {
+    this.connection = connection;
+    this.onClose = onClose;
+    this.resizable = new ResizableArrayBufferCtor(FRAGMENT_MAX_BYTES, { maxByteLength: FRAGMENT_MAX_BYTES });
+    this.buffer = new Uint8Array(this.resizable);
+    this.completed = (status: number): void => {
+      if (this.link) this.link.notified(typeof status === 'number' ? status : status ? BLE_STATUS_THREW : 0);
+    };
+  }
+
+  maximumWrite(): number {
+    return this.connection.maximumWrite;
+  }
+
+  notify(value: Uint8Array, length: number): void {
+    const ch = this.characteristic;
+    if (ch === null) throw new Error('notifications not enabled');
+    const b = this.buffer;
+    if (value !== b) for (let i = 0; i < length; i++) b[i] = value[i] as number;
+    // The stack copies the value at once; the bytes before `length` survive the resizes, so a
+    // failed notification can be handed out again from the same buffer.
+    this.resizable.resize(length);
+    try {
+      this.connection.notify(ch, this.resizable, this.completed);
+    } finally {
+      this.resizable.resize(FRAGMENT_MAX_BYTES);
+    }
+  }
+
+  close(): void {
+    this.onClose(this);
+    this.connection.close();
+  }
+}
