@@ -12,13 +12,13 @@ import { LinkFraming, TcpLink, type LinkTransport } from '../../bindings/tcp/egr
 import { NODE_QUEUE_BYTES, NODE_SOCKET_LIMIT_BYTES, TcpListener, WsListener } from '../../bindings/tcp/node.js';
 import { Tier } from '../../catalog/schema.js';
 import { CborWriter } from '../../hub/cbor.js';
-import { LIVENESS_TIMEOUT_MS, NEVER_SHED_STALL_EVICTION_MS } from '../../hub/constants.js';
+import { ESTOP_REANNOUNCE_MS, LIVENESS_TIMEOUT_MS, NEVER_SHED_STALL_EVICTION_MS } from '../../hub/constants.js';
 import { saveCredentials } from '../../hub/credentials.js';
 import { decodeEstop, ESTOP_FLAG_LATCHED, EstopKind, EstopSource, isEstopFrame, type EstopFrame } from '../../hub/estop-frame.js';
 import { decodeFrame, encodeFrame, FrameType, type DataFrame, type Frame, type WelcomeFrame } from '../../hub/frames.js';
 import { Nack } from '../../hub/nack.js';
 import { SessionState } from '../../hub/session.js';
-import { makeHub, MemoryStore, type Fixture } from '../lib/hub-fixture.js';
+import { estopBytes, makeHub, MemoryStore, type Fixture } from '../lib/hub-fixture.js';
 
 const OPERATOR = new Uint8Array([0x6f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x6f, 0x72]);
 const STEP_MS = 5; // 200 Hz
@@ -394,6 +394,38 @@ for (const kind of ['tcp', 'ws'] as const) {
         assert.ok(f.channelId !== imu || estopAt - f.t <= budget, `imu seq ${f.seq} from ${f.t} went ${estopAt - f.t} ms after it was published (budget ${budget})`);
       }
       await until(() => b.c.got.some((g) => g.estop), 'B to read the ESTOP too');
+    });
+
+    it('a flood of distinct-sequence ESTOPs: the first reaches every session at once, the rest at a bounded rate; nobody is parked (§11.2)', async () => {
+      const imu = fx.catalog.byName('imu')!.id;
+      const safety = fx.catalog.byName('safety')!.id;
+      const viewer = await join('viewer', [{ channelId: imu, wishedRateHz: 200 }, { channelId: safety, wishedRateHz: 10 }]);
+      const flooder = await join('flooder', []);
+      const third = await join('third', [{ channelId: imu, wishedRateHz: 200 }]);
+      for (let i = 0; i < 20; i++) await step(fx);
+      flooder.c.raw(estopBytes(EstopKind.ASSERT, EstopSource.CLIENT, 0, 1));
+      await until(() => fx.hub.latch.latched, 'the first ESTOP to latch the hub');
+      const latchedAt = fx.clock.now();
+      await until(() => viewer.c.got.some((g) => g.estop) && third.c.got.some((g) => g.estop), 'the first ESTOP at both neighbours');
+      assert.equal(fx.clock.now(), latchedAt, 'written at once, before any tick');
+      const imuBefore = viewer.c.dataCount;
+      // 2 s of hub time, 25 new ESTOPs every 5 ms step: 10,000 distinct sequences.
+      let seq = 2;
+      for (let i = 0; i < 400; i++) {
+        for (let k = 0; k < 25; k++) flooder.c.raw(estopBytes(EstopKind.ASSERT, EstopSource.CLIENT, 0, seq++));
+        await step(fx);
+      }
+      await until(() => fx.hub.counters.estops >= seq - 1, 'the hub to read every ESTOP');
+      for (let i = 0; i < 40; i++) await step(fx);
+      const elapsed = fx.clock.now() - latchedAt;
+      for (const n of [viewer, third]) {
+        const heard = n.c.got.filter((g) => g.estop).length;
+        assert.ok(heard <= elapsed / ESTOP_REANNOUNCE_MS + 2, `${heard} ESTOP frames in ${elapsed} ms`);
+        assert.equal(sessionView(fx, n.welcome.sessionId)!.state, SessionState.ACTIVE);
+      }
+      assert.equal(fx.hub.counters.parks, 0, 'no session was parked');
+      assert.ok(viewer.c.dataCount - imuBefore >= 300, `the viewer's telemetry carried on (${viewer.c.dataCount - imuBefore} frames)`);
+      await until(() => viewer.c.got.filter((g) => g.estop).pop()!.estop!.seq === fx.hub.latch.originSeq, 'the newest assertion announced');
     });
 
     it('a session whose client sends nothing for the liveness timeout goes STALE and yields its slot (§6.5)', async () => {
