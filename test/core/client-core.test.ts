@@ -2,6 +2,7 @@
 // clock, over an in-memory transport with ordered, jittered delivery; and against a scripted
 // hub where the exact frames matter (ACK cadence, vectors, refusals). Portable: runs on Node
 // and on the XS engine.
+import { ESTOP_REANNOUNCE_MS } from '../../hub/constants.js';
 import fc from 'fast-check';
 import { CborWriter } from '../../hub/cbor.js';
 import { saveCredentials } from '../../hub/credentials.js';
@@ -1095,7 +1096,10 @@ describe('client core: ESTOP (§11)', () => {
     ok(a.latched && b.latched);
     b.estop();
     equal(pairB.estopsFromClient[1]!.seq, 2, 'the next ESTOP has the next sequence');
-    await sim.run(5);
+    // A new assertion while latched is announced within ESTOP_REANNOUNCE_MS (§11.2); the clear
+    // names the stop in force, so the owner waits to hear it.
+    await sim.run(ESTOP_REANNOUNCE_MS + 20);
+    equal(heardA[heardA.length - 1]!.seq, 2, 'the owner hears the newest assertion');
     // Only the owner may clear (§11.2).
     const e = await sim.rejects(b.clearEstop());
     equal(e.nack, Nack.FORBIDDEN);
