@@ -953,6 +953,19 @@ export class HubClient implements HubClientHandlers {
     return this.intent(await this.intentChannel('release_control'));
   }
 
+  /**
+   * The catalog intent `arm` (§11.2): enables the drives. After an ESTOP and its clear the hub
+   * refuses the owner's motion with NOT_ARMED until this is carried out; only the owner may arm.
+   */
+  async arm(): Promise<EchoFrame> {
+    return this.intent(await this.intentChannel('arm'));
+  }
+
+  /** The catalog intent `disarm`: the owner's disarm also disarms the hub (§11.2). */
+  async disarm(): Promise<EchoFrame> {
+    return this.intent(await this.intentChannel('disarm'));
+  }
+
   private async intentChannel(name: string): Promise<number> {
     const cat = this.cat ?? (await this.fetchCatalog());
     const ch = cat.byName(name);

@@ -152,6 +152,8 @@ export function randomScenarioDoc(seed: number): Json {
     const owner = d.pick(drivers.length > 0 ? drivers : names);
     events.push({ atMs: Math.min(duration, when + 1000), type: 'take-control', client: owner, retryForMs: 1000 });
     events.push({ atMs: Math.min(duration, when + 1300), type: 'estop-clear', client: owner });
+    // §11.2: a clear leaves the hub disarmed; the owner arms before anyone drives again.
+    events.push({ atMs: Math.min(duration, when + 1500), type: 'intent', client: owner, channel: 'arm' });
   }
 
   // Faults.

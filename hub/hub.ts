@@ -237,6 +237,11 @@ export class Hub {
   /** Wishes refused while answering one frame: (code, frame type, channel id) triples, sent after the answer. */
   private readonly refusals: number[] = [];
   private owner: Session | null = null;
+  /**
+   * §11.2 arming: false from any latch until the control owner's accepted `arm` intent while
+   * unlatched, so a clear never restarts the robot. True on a boot that comes up unlatched.
+   */
+  private armedFlag = true;
   private readonly deadman: Deadman;
   private readonly safetyCh: ChannelInfo | undefined;
   private readonly ownerCh: ChannelInfo | undefined;
@@ -293,6 +298,12 @@ export class Hub {
     this.ackLag = new AckLagSummary(cfg.slots);
     // §11.2: the latch is restored from the Store; a restored latch stops the robot at once.
     this.latch = new EstopLatch(this.store, this.robot, this.clock);
+    if (this.latch.latched) this.armedFlag = false;
+  }
+
+  /** §11.2: whether motion is accepted from the owner (false from any latch until the owner's `arm`). */
+  get armed(): boolean {
+    return this.armedFlag && !this.latch.latched;
   }
 
   // ------------------------------------------------------------------ links
@@ -1274,6 +1285,10 @@ export class Hub {
       this.bundleRefused(s, Nack.NOT_OWNER, channelId, now);
       return;
     }
+    if (pub.ch.motion && !this.armedFlag) {
+      this.bundleRefused(s, Nack.NOT_ARMED, channelId, now);
+      return;
+    }
     // §10.5: n samples take n tokens; a bundle that would overdraw is dropped whole.
     if (!pub.bucket.take(samples.length, now)) {
       this.rateLimited(s, FrameType.BUNDLE, channelId, undefined, pub.bucket.msUntil(samples.length, now), now);
@@ -1323,8 +1338,16 @@ export class Hub {
       refusal = Nack.ESTOP_LATCHED;
     } else if (ch.motion && this.owner !== s) {
       refusal = Nack.NOT_OWNER;
+    } else if (ch.name === 'arm') {
+      // §11.2: the owner's arm, unlatched, is what lets motion resume after a stop.
+      result = this.robot.intent(channelId, args);
+      this.armedFlag = true;
+    } else if (ch.motion && !this.armedFlag) {
+      refusal = Nack.NOT_ARMED;
     } else {
       result = this.robot.intent(channelId, args);
+      // The owner's disarm disarms the hub too; another operator's disarm reaches the robot only.
+      if (ch.name === 'disarm' && this.owner === s) this.armedFlag = false;
     }
     if (refusal !== 0) this.nackSession(s, refusal, FrameType.INTENT, channelId, requestId);
     else {
@@ -1467,6 +1490,8 @@ export class Hub {
 
   /** The latch's current state, ahead of every queue on every attached transport (§10.4, §11.2). */
   private announceEstop(asserted: boolean, fresh = true): void {
+    // §11.2: a latch disarms, and a clear leaves the hub disarmed until the owner's arm.
+    this.armedFlag = false;
     if (asserted) {
       if (fresh) this.counters.estops++;
       // §11.2: the robot is stopped already (the latch told it); while the links have heard the

@@ -17,6 +17,7 @@ export const Nack = Object.freeze({
   SESSION_EVICTED: 13,
   NOT_READY: 14,
   INGRESS_BUDGET: 15,
+  NOT_ARMED: 16,
 } as const);
 
 export type NackName = keyof typeof Nack;
@@ -31,7 +32,7 @@ const NAMES: readonly (NackName | undefined)[] = Object.freeze(
   })(),
 );
 
-export const NACK_MAX_CODE = 15;
+export const NACK_MAX_CODE = 16;
 
 export function isNackCode(code: number): code is NackCode {
   return Number.isInteger(code) && code >= 1 && code <= NACK_MAX_CODE;

@@ -274,6 +274,15 @@ export class LiveSim {
     return true;
   }
 
+  /** Asks the control owner to arm (§11.2: a clear leaves the hub disarmed); false without a simulated owner. */
+  requestArm(): boolean {
+    const c = this.clearer();
+    if (!c) return false;
+    this.note(this.sim.nowMs, `dashboard: ${c.name} (control owner) asked to arm`);
+    c.intent('arm', []);
+    return true;
+  }
+
   force(level: number | null): void {
     this.forced = level === null ? null : Math.max(0, Math.min(3, Math.floor(level)));
     this.note(this.sim.nowMs, this.forced === null ? 'dashboard: links back to their own congestion levels' : `dashboard: level ${this.forced} forced onto every link`);
@@ -360,6 +369,7 @@ export class LiveSim {
       robot: { stopped: sim.robot.isStopped, stops: sim.robot.stats.stops, x: pose.x, y: pose.y, theta: pose.theta, v: pose.v, w: pose.w },
       latch: {
         latched: hub.latch.latched,
+        armed: hub.armed,
         source: ESTOP_SOURCE_NAMES[hub.latch.source] ?? String(hub.latch.source),
         button: hub.buttonAsserting,
         ownerSession: hub.controlOwner,

@@ -95,6 +95,8 @@ export interface StateMsg {
   };
   readonly latch: {
     readonly latched: boolean;
+    /** §11.2: false from a latch until the control owner's arm. */
+    readonly armed: boolean;
     readonly source: string;
     readonly button: boolean;
     readonly ownerSession: number;
@@ -124,5 +126,6 @@ export type PageMsg =
   | { readonly type: 'watch'; readonly channels: readonly number[] }
   | { readonly type: 'estop'; readonly secret?: string }
   | { readonly type: 'clear'; readonly secret?: string }
+  | { readonly type: 'arm'; readonly secret?: string }
   | { readonly type: 'force'; readonly level: number | null; readonly secret?: string }
   | { readonly type: 'restart'; readonly secret?: string };

@@ -80,7 +80,7 @@ interface Page {
 }
 
 /** Page messages that act on the hub or the simulation (everything but `watch`). */
-const CONTROL = new Set(['estop', 'clear', 'force', 'restart']);
+const CONTROL = new Set(['estop', 'clear', 'arm', 'force', 'restart']);
 
 /** The names this server answers to: its host and the loopback names, on its port. */
 function ownHosts(host: string, port: number): Set<string> {
@@ -223,6 +223,9 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
         return;
       case 'clear':
         live.requestClear();
+        return;
+      case 'arm':
+        live.requestArm();
         return;
       case 'force':
         live.force(m.level === null || typeof m.level !== 'number' ? null : m.level);

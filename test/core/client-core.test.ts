@@ -1073,7 +1073,7 @@ describe('client core: reconnect and resume (§6.6)', () => {
 });
 
 describe('client core: ESTOP (§11)', () => {
-  it('estop() latches the hub: origin is the session, sequence per client; every client hears it; the owner clears', async () => {
+  it('estop() latches the hub: origin is the session, sequence per client; every client hears it; the owner clears, then arms', async () => {
     const sim = new Sim();
     const a = sim.client({ name: 'a', credential: OPERATOR });
     const b = sim.client({ name: 'b' });
@@ -1109,6 +1109,12 @@ describe('client core: ESTOP (§11)', () => {
     await sim.run(5);
     equal(b.latched, false);
     equal(heardB[heardB.length - 1]!.kind, EstopKind.CLEARED);
+    // A clear never restarts the robot (§11.2): disarmed until the owner's arm(); disarm() again.
+    equal(sim.hub.armed, false);
+    await sim.until(a.arm());
+    equal(sim.hub.armed, true);
+    await sim.until(a.disarm());
+    equal(sim.hub.armed, false);
     a.close();
     b.close();
   });

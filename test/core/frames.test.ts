@@ -102,7 +102,7 @@ describe('nack codes', () => {
     deepEqual({ ...Nack }, {
       MALFORMED: 1, TOO_LARGE: 2, VERSION: 3, UNKNOWN_CHANNEL: 4, FORBIDDEN: 5, NOT_GRANTED: 6, NOT_OWNER: 7,
       RATE_LIMITED: 8, NO_SLOTS: 9, HUB_PRESSURE: 10, UNKNOWN_SESSION: 11, ESTOP_LATCHED: 12,
-      SESSION_EVICTED: 13, NOT_READY: 14, INGRESS_BUDGET: 15,
+      SESSION_EVICTED: 13, NOT_READY: 14, INGRESS_BUDGET: 15, NOT_ARMED: 16,
     });
   });
 
@@ -113,7 +113,7 @@ describe('nack codes', () => {
       ok(isNackCode(code));
     }
     equal(nackName(0), undefined);
-    equal(nackName(16), undefined);
+    equal(nackName(17), undefined);
     equal(nackName(1.5), undefined);
     equal(nackCode('toString'), undefined);
     equal(nackCode('malformed'), undefined);

@@ -484,7 +484,7 @@ describe('hub/health: the report (metrics.version 1)', () => {
     deepEqual(Object.keys(metrics.tickMs as object), ['count', 'mean', 'max', 'p95']);
     deepEqual(Object.keys(metrics.nacks as object), [
       'MALFORMED', 'TOO_LARGE', 'VERSION', 'UNKNOWN_CHANNEL', 'FORBIDDEN', 'NOT_GRANTED', 'NOT_OWNER', 'RATE_LIMITED', 'NO_SLOTS',
-      'HUB_PRESSURE', 'UNKNOWN_SESSION', 'ESTOP_LATCHED', 'SESSION_EVICTED', 'NOT_READY', 'INGRESS_BUDGET',
+      'HUB_PRESSURE', 'UNKNOWN_SESSION', 'ESTOP_LATCHED', 'SESSION_EVICTED', 'NOT_READY', 'INGRESS_BUDGET', 'NOT_ARMED',
     ]);
     deepEqual(Object.keys((metrics.admission as Record<string, unknown>).refusals as object), ['eventLoop', 'tick', 'neverShedBacklog', 'memory', 'ladder']);
     deepEqual(Object.keys((metrics.links as unknown as object[])[0] as object), ['slot', 'binding', 'level', 'loss', 'occupancy']);

@@ -191,6 +191,58 @@ describe('hub ESTOP (§11)', () => {
       equal(owner.c.take(FrameType.ECHO).length, 1);
     });
 
+    it('never restarts the robot: after a clear, motion is refused with NOT_ARMED until the owner arms', () => {
+      const fx = makeHub();
+      const owner = operator(fx, true);
+      const other = operator(fx);
+      ok(fx.hub.armed, 'a hub that boots unlatched is armed');
+      owner.c.estop(1);
+      ok(!fx.hub.armed);
+      owner.c.send({ type: FrameType.ESTOP_CLEAR });
+      ok(!fx.hub.latch.latched);
+      ok(!fx.hub.armed, 'the clear leaves the hub disarmed');
+      owner.c.take();
+      // The stream carries on after the clear: refused, and nothing reaches the robot.
+      owner.c.send({ type: FrameType.BUNDLE, channelId: CMD_VEL, samples: [[1, 0.5, 0]] });
+      deepEqual(owner.c.nacks().map((n) => [n.code, n.channelId]), [[Nack.NOT_ARMED, CMD_VEL]]);
+      equal(fx.robot.published.length, 0);
+      // Only the owner may arm.
+      other.c.intent(ARM, 7);
+      deepEqual(other.c.nacks().map((n) => [n.code, n.channelId]), [[Nack.NOT_OWNER, ARM]]);
+      ok(!fx.hub.armed);
+      deepEqual(fx.robot.intents, []);
+      owner.c.intent(ARM, 8);
+      deepEqual((owner.c.take(FrameType.ECHO) as EchoFrame[]).map((e) => e.requestId), [8]);
+      ok(fx.hub.armed);
+      fx.clock.advance(200);
+      owner.c.send({ type: FrameType.BUNDLE, channelId: CMD_VEL, samples: [[2, 0.5, 0]] });
+      deepEqual(owner.c.nacks(), []);
+      deepEqual(fx.robot.published.map((p) => p.channelId), [CMD_VEL]);
+      // The owner's disarm disarms again.
+      owner.c.intent(DISARM, 9);
+      owner.c.take();
+      ok(!fx.hub.armed);
+      fx.clock.advance(200);
+      owner.c.send({ type: FrameType.BUNDLE, channelId: CMD_VEL, samples: [[3, 0.5, 0]] });
+      deepEqual(owner.c.nacks().map((n) => n.code), [Nack.NOT_ARMED]);
+      equal(fx.robot.published.length, 1);
+    });
+
+    it('refuses an arm while latched with ESTOP_LATCHED, and a latch from any source disarms', () => {
+      const fx = makeHub();
+      const owner = operator(fx, true);
+      fx.hub.setButton(true);
+      owner.c.take();
+      owner.c.intent(ARM, 3);
+      deepEqual(owner.c.nacks().map((n) => [n.code, n.channelId]), [[Nack.ESTOP_LATCHED, ARM]]);
+      ok(!fx.hub.armed);
+      fx.hub.setButton(false);
+      owner.c.send({ type: FrameType.ESTOP_CLEAR });
+      ok(!fx.hub.latch.latched);
+      ok(!fx.hub.armed);
+      deepEqual(fx.robot.intents, []);
+    });
+
     it('refuses a clear naming another ESTOP than the one in force', () => {
       const fx = makeHub();
       const owner = operator(fx, true);

@@ -352,17 +352,22 @@ describe('security: tier rules on every client frame', () => {
 
   describe('INTENT at each intent\'s publish tier', () => {
     for (const t of TIERS) {
-      it(`${t.name}: FORBIDDEN above its tier, NOT_OWNER for motion without control, ECHO otherwise`, () => {
+      it(`${t.name}: FORBIDDEN above its tier, NOT_OWNER for motion without control, NOT_ARMED after a disarm, ECHO otherwise`, () => {
         const r = rig();
         const { c } = join(r, t);
         // take_control goes last, so that the first pass runs without control.
         const order = intents.filter((ch) => ch.name !== 'take_control').concat(intents.filter((ch) => ch.name === 'take_control'));
+        // §11.2: the owner's disarm disarms the hub; the owner's arm arms it.
+        let armed = true;
         const expect = (owner: boolean): [string, number][] =>
           order.map((ch) => {
             if (ch.name === 'release_control') return [ch.name, -2]; // tried on its own below
             if (t.tier < ch.publishTier) return [ch.name, Nack.FORBIDDEN];
             if (ch.name === 'take_control') return [ch.name, owner ? 0 : -1];
             if (ch.motion && !owner) return [ch.name, Nack.NOT_OWNER];
+            if (ch.name === 'arm') armed = true;
+            else if (ch.name === 'disarm' && owner) armed = false;
+            else if (ch.motion && !armed) return [ch.name, Nack.NOT_ARMED];
             return [ch.name, 0];
           });
         const results = (skipTake: boolean): [string, number][] =>
@@ -1024,15 +1029,17 @@ function floodScenario(flood: boolean): FloodResult {
       junk.read();
     }
     // The victim, owning control: motion at its granted rate, a keep-alive, a new subscription, its
-    // own ESTOP and clears with a button press in between, an intent.
+    // own ESTOP and clears (each followed by its arm) with a button press in between, an intent.
     if (ms > 50 && ms % 20 === 0) victim.send({ type: FrameType.BUNDLE, channelId: CMD_VEL, samples: [[ms, 0.1, 0.2]] });
     if (ms % 100 === 0) victim.send({ type: FrameType.PING, t0: ms });
     if (ms === 300) victim.send({ type: FrameType.SUBSCRIBE, wishes: [{ channelId: ODOM, wishedRateHz: 10 }] });
     if (ms === 500) victim.estop(1);
     if (ms === 700) victim.send({ type: FrameType.ESTOP_CLEAR });
+    if (ms === 710) victim.intent(ARM, 3); // §11.2: a clear leaves the hub disarmed
     if (ms === 900) hub.setButton(true);
     if (ms === 1000) hub.setButton(false);
     if (ms === 1050) victim.send({ type: FrameType.ESTOP_CLEAR });
+    if (ms === 1055) victim.intent(ARM, 4);
     if (ms === 1100) victim.intent(DISARM, 2);
     if (ms % 5 === 0) hub.publishSample(IMU, clock.now(), imu, 6);
     if (ms % 20 === 0) hub.publishSample(ODOM, clock.now(), odom, 5);

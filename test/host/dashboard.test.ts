@@ -256,6 +256,21 @@ describe('dashboard: the page in headless Chromium', function () {
       timeout: WAIT_MS,
     });
   });
+
+  it('Clear leaves the hub disarmed (§11.2) and Arm, sent by the control owner, arms it', async () => {
+    const live = dash!.live;
+    // Past the script's own arm (800 ms), which the latch refused.
+    await until('the console owns control and the scripted arm is past', () => live.clearer()?.name === 'console' && live.sim.nowMs > 1000);
+    await page.waitForFunction(() => !(document.querySelector('#clear') as HTMLButtonElement | null)?.disabled, undefined, { timeout: WAIT_MS });
+    await page.click('#clear');
+    await until('the hub clears', () => !live.sim.hub.latch.latched);
+    assert.equal(live.sim.hub.armed, false, 'a clear never restarts the robot');
+    await page.waitForFunction(() => /disarmed/.test(document.querySelector('#latch')?.textContent ?? ''), undefined, { timeout: WAIT_MS });
+    await page.waitForFunction(() => !(document.querySelector('#arm') as HTMLButtonElement | null)?.disabled, undefined, { timeout: WAIT_MS });
+    await page.click('#arm');
+    await until('the owner\'s arm intent arms the hub', () => live.sim.hub.armed);
+    await page.waitForFunction(() => /clear · armed/.test(document.querySelector('#latch')?.textContent ?? ''), undefined, { timeout: WAIT_MS });
+  });
 });
 
 /** `node build/host-sim/main.js ARGS`, its output collected; resolves once it prints that it serves. */

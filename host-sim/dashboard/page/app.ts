@@ -471,7 +471,7 @@ function renderGrants(m: StateMsg): void {
 function renderSafety(m: StateMsg): void {
   const latch = $('latch');
   latch.dataset['latched'] = String(m.latch.latched);
-  latch.textContent = m.latch.latched ? `LATCHED (source: ${m.latch.source}${m.latch.button ? ', button held' : ''})` : 'clear';
+  latch.textContent = m.latch.latched ? `LATCHED (source: ${m.latch.source}${m.latch.button ? ', button held' : ''})` : m.latch.armed ? 'clear · armed' : 'clear · disarmed (the owner must arm)';
   latch.className = m.latch.latched ? 'bad' : 'ok';
   const robot = $('robot-state');
   robot.dataset['stopped'] = String(m.robot.stopped);
@@ -489,6 +489,9 @@ function renderSafety(m: StateMsg): void {
   if (!details || details.open) $('health-json').textContent = JSON.stringify(m.health.report, null, 1);
   const clear = $('clear') as HTMLButtonElement;
   clear.disabled = !m.latch.latched || m.latch.clearer === null;
+  const arm = $('arm') as HTMLButtonElement;
+  arm.disabled = m.latch.latched || m.latch.armed || m.latch.clearer === null;
+  arm.title = m.latch.clearer ? `${m.latch.clearer}, the control owner, sends the arm intent (§11.2)` : 'Only the control owner may arm, and no simulated client owns control';
   clear.title = m.latch.clearer ? `${m.latch.clearer}, the control owner, sends ESTOP_CLEAR (§11.2)` : 'Only the control owner may clear, and no simulated client owns control';
 }
 
@@ -595,6 +598,7 @@ function wire(): void {
   }
   $('estop').addEventListener('click', () => send({ type: 'estop' }));
   $('clear').addEventListener('click', () => send({ type: 'clear' }));
+  $('arm').addEventListener('click', () => send({ type: 'arm' }));
   $('restart').addEventListener('click', () => send({ type: 'restart' }));
   for (const el of document.querySelectorAll<HTMLInputElement>('input[name="level"]')) el.addEventListener('change', onLevelControl);
   $('first-push').addEventListener('change', renderDemo);
