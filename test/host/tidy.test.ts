@@ -120,7 +120,8 @@ describe('tidy: the platform-free core', () => {
 
 // The project speaks of itself: every reference a reader follows lands inside the repository.
 // Documents kept outside it (design notes, reference designs) are never cited.
-const OUTSIDE = /\bBRIEF\b|\bSTYLE\.md\b|\bMODDABLE\.md\b|\breference 00\d\b|\.\.\/shared\//;
+// Spelled in pieces, so that this file does not itself hold the references it looks for.
+const OUTSIDE = new RegExp(['\\bBR' + 'IEF\\b', '\\bST' + 'YLE\\.md\\b', '\\bMOD' + 'DABLE\\.md\\b', '\\brefer' + 'ence 00\\d\\b', '\\.\\./sha' + 'red/'].join('|'));
 
 function projectFiles(dir: string): string[] {
   const out: string[] = [];
@@ -136,16 +137,15 @@ function projectFiles(dir: string): string[] {
 
 describe('tidy: the project cites only itself', () => {
   it('no file names a document that is not in the repository', () => {
-    const self = 'test/host/tidy.test.ts';
     const problems = projectFiles('')
-      .filter((rel) => rel !== self)
       .filter((rel) => OUTSIDE.test(readFileSync(join(repo, rel), 'utf8')))
       .map((rel) => `${rel}: ${readFileSync(join(repo, rel), 'utf8').split('\n').find((l) => OUTSIDE.test(l))!.trim().slice(0, 100)}`);
     assert.deepEqual(problems, []);
   });
   it('the check catches such a reference', () => {
-    assert.ok(OUTSIDE.test('see BRIEF §3'));
-    assert.ok(OUTSIDE.test('(MODDABLE.md "Links")'));
+    assert.ok(OUTSIDE.test('see BR' + 'IEF §3'));
+    assert.ok(OUTSIDE.test('(MOD' + 'DABLE.md "Links")'));
+    assert.ok(OUTSIDE.test('after refer' + 'ence 001'));
     assert.ok(!OUTSIDE.test('docs/protocol.md §6'));
   });
 });
