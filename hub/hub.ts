@@ -1340,8 +1340,9 @@ export class Hub {
       refusal = Nack.NOT_OWNER;
     } else if (ch.name === 'arm') {
       // §11.2: the owner's arm, unlatched, is what lets motion resume after a stop.
+      // A robot that refuses its arm (its own safety chain open) leaves the hub disarmed.
       result = this.robot.intent(channelId, args);
-      this.armedFlag = true;
+      if (result === 0) this.armedFlag = true;
     } else if (ch.motion && !this.armedFlag) {
       refusal = Nack.NOT_ARMED;
     } else {

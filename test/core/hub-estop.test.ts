@@ -211,6 +211,13 @@ describe('hub ESTOP (§11)', () => {
       deepEqual(other.c.nacks().map((n) => [n.code, n.channelId]), [[Nack.NOT_OWNER, ARM]]);
       ok(!fx.hub.armed);
       deepEqual(fx.robot.intents, []);
+      // An arm the robot itself refuses leaves the hub disarmed.
+      fx.robot.intentResult = Nack.NOT_ARMED;
+      owner.c.intent(ARM, 6);
+      owner.c.take();
+      ok(!fx.hub.armed, 'the robot refused its arm');
+      fx.robot.intentResult = 0;
+      fx.robot.intents.length = 0;
       owner.c.intent(ARM, 8);
       deepEqual((owner.c.take(FrameType.ECHO) as EchoFrame[]).map((e) => e.requestId), [8]);
       ok(fx.hub.armed);
