@@ -2,6 +2,7 @@
 // XS engine (this module bundled); a new issue's cases are added here and nowhere else.
 import type { Bench } from './case.js';
 import { decodeBundleBench, decodeDataBench, encodeDataBench } from './codec.bench.js';
+import { deviceBundleBench, deviceDeliveryBench, deviceMemoryBench } from './device.bench.js';
 import {
   linkCopyBench,
   routeImuLevel0Bench,
@@ -25,5 +26,11 @@ export const BENCHES: readonly (() => Bench)[] = Object.freeze([
   routeImuLevel1Bench,
   routeStateLevel1Bench,
   tcpLinkBench,
+  deviceDeliveryBench('tcp'),
+  deviceDeliveryBench('ws'),
+  deviceDeliveryBench('ble'),
+  deviceDeliveryBench('espnow'),
+  deviceBundleBench,
   sessionsRetainedBench,
+  deviceMemoryBench,
 ]);

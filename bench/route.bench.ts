@@ -7,7 +7,7 @@ import { deepFreeze, Priority, Tier, type Catalog, type ChannelDef } from '../ca
 import { CborWriter } from '../hub/cbor.js';
 import { encodeFrame, FrameType, PROTOCOL_VERSION, type Frame, type HelloFrame, type SubWish } from '../hub/frames.js';
 import { Hub, type HubConfig } from '../hub/hub.js';
-import { SendShed, type LinkSink } from '../hub/ports.js';
+import { Tag, tagOf, type LinkSink } from '../hub/ports.js';
 import { LinkFraming, TcpLink } from '../bindings/tcp/egress.js';
 import type { OpBench, RetainedBench } from './case.js';
 import { imuValues, IMU_CHANNEL } from './codec.bench.js';
@@ -18,6 +18,8 @@ export const SUBS_PER_SESSION = 16;
 const JOINT_STATES_CHANNEL = 12;
 const FIRST_EXTRA_CHANNEL = 50;
 const LINK_COPY = 'route.link-copy';
+/** An IMU sample as the core tags it: a sheddable STREAM sample of channel 10. */
+const SAMPLE_TAG = tagOf(FrameType.DATA, Tag.SAMPLE, IMU_CHANNEL);
 
 // A client of the retained bench subscribes to 16 telemetry channels. The default catalog has
 // fewer, so the bench catalog adds IMU-shaped streams (ids 50 and up) until there are 16.
@@ -118,7 +120,7 @@ function routeBench(o: RouteOptions): OpBench {
       w.hub.publishSample(o.channelId, w.clock.t, values, count);
       const got = sumFrames(links) - before;
       if (got !== SESSIONS) throw new Error(`bench setup: one sample reached ${got} of ${SESSIONS} subscribers`);
-      for (const link of links) link.lvl = o.level;
+      for (const link of links) link.level = o.level;
     },
     run(n) {
       const hub = (w as World).hub;
@@ -172,18 +174,17 @@ export function routeStateLevel1Bench(): OpBench {
   });
 }
 
-/** One IMU DATA frame encoded into `buf`; returns its length. */
-function imuDataFrame(buf: Uint8Array): number {
-  const w = new CborWriter(buf);
+/** One IMU DATA frame, exactly (as the core hands frames to links). */
+function imuDataFrame(): Uint8Array {
+  const w = new CborWriter(new Uint8Array(256));
   encodeFrame({ type: FrameType.DATA, channelId: IMU_CHANNEL, seq: 1, t: 1005, values: Array.from(imuValues()) }, w);
-  return w.pos;
+  return w.buf.slice(0, w.pos);
 }
 
 /** The link's own share of a delivery: the byte copy every route case includes once per delivery. */
 export function linkCopyBench(): OpBench {
   const link = new LeanLink();
-  const frame = new Uint8Array(128);
-  let len = 0;
+  let frame: Uint8Array = new Uint8Array(0);
   return {
     kind: 'op',
     name: LINK_COPY,
@@ -193,10 +194,10 @@ export function linkCopyBench(): OpBench {
     item: 'frame',
     xsOps: 2000,
     setup() {
-      len = imuDataFrame(frame);
+      frame = imuDataFrame();
     },
     run(n) {
-      for (let i = 0; i < n; i++) link.send(frame, len);
+      for (let i = 0; i < n; i++) link.send(frame, SAMPLE_TAG, i);
       return n;
     },
   };
@@ -210,11 +211,9 @@ export function linkCopyBench(): OpBench {
  */
 export function tcpLinkBench(): OpBench {
   const clock = new BenchClock();
-  const sink: LinkSink = { frame() {}, lost() {} };
+  const sink: LinkSink = { frame() {}, lost() {}, levelChanged() {} };
   const link = new TcpLink({ hub: { attach: () => sink }, clock, framing: LinkFraming.LENGTH_PREFIX, binding: 'tcp' });
-  const frame = new Uint8Array(128);
-  const out = new Uint8Array(4096);
-  let len = 0;
+  let frame: Uint8Array = new Uint8Array(0);
   return {
     kind: 'op',
     name: 'route.tcp-link',
@@ -224,17 +223,17 @@ export function tcpLinkBench(): OpBench {
     item: 'frame',
     xsOps: 2000,
     setup() {
-      len = imuDataFrame(frame);
+      frame = imuDataFrame();
       link.start({ kick() {}, close() {} });
     },
     run(n) {
       let taken = 0;
       for (let i = 0; i < n; i++) {
         clock.t += 1;
-        link.send(frame, len, SendShed.SAMPLE);
-        taken += link.pull(out, 0, out.length);
+        link.send(frame, SAMPLE_TAG, i);
+        taken += link.take(4096);
       }
-      if (taken !== n * (len + 2)) throw new Error(`bench: the socket took ${taken} bytes of ${n * (len + 2)}`);
+      if (taken !== n * (frame.length + 2)) throw new Error(`bench: the socket took ${taken} bytes of ${n * (frame.length + 2)}`);
       return n;
     },
   };

@@ -136,6 +136,9 @@ export class LevelMachine {
   // The runs as they stood before the instant `at`, which every sample at `at` starts again from.
   private at = NaN;
   private readonly baseRuns = new Float64Array(RUNS);
+  // The conditions of the last step, and when a window of them can next close.
+  private stepped = -1;
+  private nextAt = -Infinity;
 
   constructor(now: number) {
     this.began = now;
@@ -149,8 +152,17 @@ export class LevelMachine {
     return this.last;
   }
 
-  /** One sample: the Condition bits the signal meets at `now`. Returns the level. */
+  /**
+   * One sample: the Condition bits the signal meets at `now`. Returns the level. A sample that
+   * meets the conditions of the last one, before any window of them can close (`nextAt`),
+   * changes nothing and returns at once: a link judges its level at every instant it is asked,
+   * and almost every one of those finds nothing new.
+   */
   step(conditions: number, now: number): number {
+    if (conditions === this.stepped && now < this.nextAt && now >= this.last) {
+      this.last = now;
+      return this.lvl;
+    }
     const t = this.clamp(now);
     const runs = this.runs;
     const base = this.baseRuns;
@@ -175,11 +187,18 @@ export class LevelMachine {
       this.lvl = next;
       this.began = t;
     }
+    this.stepped = conditions;
+    this.nextAt = nextClose(next, runs);
     return next;
   }
 
   level(): number {
     return this.lvl;
+  }
+
+  /** When a window of the last sample's conditions can next close (Infinity: none can). */
+  closesAt(): number {
+    return this.nextAt;
   }
 
   /** When the current level began (the core times "sustained > 5 s" from it, §10.3). */
@@ -194,7 +213,38 @@ export class LevelMachine {
     this.last = now;
     this.runs.fill(NaN);
     this.at = NaN;
+    this.stepped = -1;
+    this.nextAt = -Infinity;
   }
+}
+
+/**
+ * The earliest instant a window of the runs going closes at `level` (Infinity: none can): the
+ * windows LevelMachine.step reads, each only where its transition is possible from `level`.
+ */
+function nextClose(level: number, runs: Float64Array): number {
+  let at = Infinity;
+  let r: number;
+  if (level < LEVEL_SEVERE) {
+    r = (runs[RUN_ABOVE_SEVERE] as number) + SEVERE_WINDOW_MS;
+    if (r < at) at = r;
+    r = (runs[RUN_SATURATED] as number) + SATURATED_WINDOW_MS;
+    if (r < at) at = r;
+    if (level < LEVEL_CONGESTED) {
+      r = (runs[RUN_ABOVE_CONGESTED] as number) + CONGESTION_WINDOW_MS;
+      if (r < at) at = r;
+    }
+  }
+  if (level === LEVEL_SEVERE) {
+    r = (runs[RUN_BELOW_CONGESTED] as number) + RELIEF_WINDOW_MS;
+    if (r < at) at = r;
+  }
+  if (level >= LEVEL_CONGESTED) {
+    r = (runs[RUN_BELOW_RECOVERED] as number) + RECOVERY_WINDOW_MS;
+    if (r < at) at = r;
+  }
+  // A run that is not going is NaN, and NaN < at is false: it is left out.
+  return at;
 }
 
 /** What every binding's detector offers the binding (which answers Link.level() from it). */
@@ -258,7 +308,8 @@ export class WatermarkDetector implements CongestionDetector {
   private readonly lagCongested: number;
   private readonly lagRecovered: number;
   private queue = 0;
-  private lagFrames = 0;
+  /** The last ack lag reported, in frames. */
+  lagFrames = 0;
   // The instant of the last take: takes at one instant are one transmission opportunity.
   private takenAt = NaN;
   // The queue turned a frame away since the last take.
@@ -287,7 +338,16 @@ export class WatermarkDetector implements CongestionDetector {
    * falls here, because what the last take left behind is judged at the next take.
    */
   queued(ratio: number, now: number): void {
-    if (ratio > this.queue || Number.isNaN(ratio)) this.queue = ratio;
+    const old = this.queue;
+    if (ratio > old || ratio !== ratio) this.queue = ratio;
+    const q = this.queue;
+    // Below the recovery threshold before and after, the signal meets the conditions of the last
+    // judgement (unheld) before any of its windows can close: judging changes nothing.
+    if (q < RECOVERED_WATERMARK && q >= 0 && old < RECOVERED_WATERMARK && old >= 0 && now < this.quietUntil && now >= this.judgedAt && this.judgedAt >= this.staleUntil && this.machine.clamp(now) === now) {
+      this.judgedAt = now;
+      this.judgements++;
+      return;
+    }
     this.judge(now);
   }
 
@@ -301,10 +361,40 @@ export class WatermarkDetector implements CongestionDetector {
     const t = this.machine.clamp(now);
     const found = this.turnedAway && before < SATURATED_SIGNAL ? SATURATED_SIGNAL : before;
     this.turnedAway = false;
+    const old = this.queue;
     if (!(after > 0)) this.queue = 0;
-    else if (t !== this.takenAt || found > this.queue) this.queue = found;
+    else if (t !== this.takenAt || found > old) this.queue = found;
     this.takenAt = t;
+    const q = this.queue;
+    // As in queued: a signal that stays below the recovery threshold changes nothing yet.
+    if (q < RECOVERED_WATERMARK && q >= 0 && old < RECOVERED_WATERMARK && old >= 0 && t < this.quietUntil && t >= this.judgedAt && this.judgedAt >= this.staleUntil) {
+      this.judgedAt = t;
+      this.judgements++;
+      return;
+    }
     this.judge(t);
+  }
+
+  /**
+   * A frame joined the empty queue at `now` and was taken at once, alone (a binding that packs it
+   * straight from the core's buffer): `queued(ratio, now)` then `drained(ratio, 0, now)` in one
+   * call. Returns the level. When the signal stood at 0 and the frame's ratio is below the
+   * recovery threshold, both judgements meet the conditions of the last one before any of its
+   * windows can close: only the take's instant is recorded.
+   */
+  through(ratio: number, now: number): number {
+    if (this.queue === 0 && !this.turnedAway && ratio >= 0 && ratio < RECOVERED_WATERMARK && now < this.quietUntil && now >= this.judgedAt && this.judgedAt >= this.staleUntil) {
+      const t = this.machine.clamp(now);
+      if (t === now) {
+        this.judgedAt = t;
+        this.takenAt = t;
+        this.judgements += 2;
+        return this.machine.level();
+      }
+    }
+    this.queued(ratio, now);
+    this.drained(ratio, 0, now);
+    return this.machine.level();
   }
 
   /**
@@ -328,6 +418,11 @@ export class WatermarkDetector implements CongestionDetector {
     this.judge(now);
   }
 
+  /** The queue signal is above 0: a take that finds the queue empty has something to say. */
+  get signalled(): boolean {
+    return this.queue !== 0;
+  }
+
   /** Whether samples dropped stale hold the signal full at `now` (`stale`). */
   staleHeld(now: number): boolean {
     return now < this.staleUntil;
@@ -339,17 +434,38 @@ export class WatermarkDetector implements CongestionDetector {
     this.judge(now);
   }
 
+  /**
+   * Re-judges the windows at `now`. With no input since the last judgement, nothing can change
+   * before a window closes or the stale hold ends: the tick then costs a comparison.
+   */
   tick(now: number): void {
+    if (now < this.quietUntil && now >= this.judgedAt) {
+      this.judgedAt = now;
+      this.machine.clamp(now);
+      return;
+    }
     this.judge(now);
   }
 
   private judge(now: number): void {
     this.judgedAt = now;
-    let c = classify(now < this.staleUntil && this.queue < SATURATED_SIGNAL ? SATURATED_SIGNAL : this.queue, WATERMARK_THRESHOLDS);
+    this.judgements++;
+    const stale = this.staleUntil;
+    const held = now < stale;
+    // Until a window closes or the stale hold ends, a tick with no input between finds the same.
+    const closes = this.machine.closesAt();
+    this.quietUntil = held && stale < closes ? stale : closes;
+    let c = classify(held && this.queue < SATURATED_SIGNAL ? SATURATED_SIGNAL : this.queue, WATERMARK_THRESHOLDS);
     if (this.lagFrames > this.lagCongested) c |= Condition.ABOVE_CONGESTED;
     if (!(this.lagFrames < this.lagRecovered)) c &= ~Condition.BELOW_RECOVERED;
     this.machine.step(c, now);
+    const after = this.machine.closesAt();
+    this.quietUntil = held && stale < after ? stale : after;
   }
+  /** Before this instant a tick without input changes nothing (see tick): a link may skip it ... */
+  quietUntil = -Infinity;
+  /** ... as long as no input was judged since it last looked: judgements so far. */
+  judgements = 0;
 
   level(): number {
     return this.machine.level();
@@ -377,6 +493,7 @@ export class WatermarkDetector implements CongestionDetector {
     this.lagFrames = 0;
     this.takenAt = NaN;
     this.turnedAway = false;
+    this.quietUntil = -Infinity;
     this.machine.reset(now);
   }
 }
@@ -445,6 +562,10 @@ export class LossDetector implements CongestionDetector {
   private readonly state = new Uint8Array(LOSS_RING);
   private readonly sentAt = new Float64Array(LOSS_RING);
   private readonly lostAt = new Float64Array(LOSS_RING);
+  // The slots an ACK can still change (PENDING or LOST), a bit each: slots 0–31, then 32–63. An
+  // ACK and the timeout scan visit these few, not the 32 numbers a bitmap covers nor the ring.
+  private openLo = 0;
+  private openHi = 0;
   private pending = 0;
   // No pending datagram times out before this (the oldest send time + timeout, or later).
   private expiry = Infinity;
@@ -456,12 +577,33 @@ export class LossDetector implements CongestionDetector {
   private readonly bucketId = new Float64Array(LOSS_BUCKETS);
   private readonly bucketLost = new Int32Array(LOSS_BUCKETS);
   private readonly bucketResolved = new Int32Array(LOSS_BUCKETS);
+  // The window's sums, kept as resolutions are counted, as of the window ending with bucket
+  // `summedAt` (NaN: taken afresh at the next judgement).
   private lostN = 0;
   private resolvedN = 0;
+  private summedAt = NaN;
   private rate = 0;
+  // The Condition bits of `rate`, and the machine's level after the last step.
+  private cond = 0;
+  private lvl: number = LEVEL_CLEAR;
+  private judgedAt = -Infinity;
+  // The latest time seen: a call's time is never taken as earlier (what LevelMachine.clamp does
+  // for the machine, which sees no time but this one).
+  private latest: number;
+  // When a level window of the machine can next close (its closesAt after the last step), and
+  // before this instant only the rate can change the level without a timeout: the summed bucket
+  // ends, or a level window closes.
+  private closes = -Infinity;
+  private calmUntil = -Infinity;
+  /**
+   * Before this instant a tick without input changes nothing (a datagram times out, the window
+   * rolls on or a level window closes no sooner): a binding may skip the tick until then.
+   */
+  quietUntil = -Infinity;
 
   constructor(now: number, options?: LossOptions) {
     this.machine = new LevelMachine(now);
+    this.latest = now;
     this.timeoutMs = options?.ackTimeoutMs ?? LOSS_ACK_TIMEOUT_MS;
     this.clear();
   }
@@ -470,18 +612,27 @@ export class LossDetector implements CongestionDetector {
    * Datagram `seq` went to the radio at `now`. A number still in the ring is a resend of that
    * datagram under its own number (§13.3.3): the same datagram, counted once, whose fate the
    * peer's ACK decides (a failed status already counted it lost; a set bit takes that back).
+   * Returns the level.
    */
-  sent(seq: number, now: number): void {
-    const t = this.machine.clamp(now);
+  sent(seq: number, now: number): number {
+    const t = now > this.latest ? (this.latest = now) : this.latest;
     const s = seq & SEQ_MASK;
     const i = s & RING_MASK;
-    if (this.seqs[i] !== s || this.state[i] === EMPTY) {
-      if (this.state[i] === PENDING) this.markLost(i, t);
+    const st = this.state[i];
+    let resolved = false;
+    if (this.seqs[i] !== s || st === EMPTY) {
+      if (st === PENDING) {
+        this.markLost(i, t);
+        resolved = true;
+      }
       this.seqs[i] = s;
       this.state[i] = PENDING;
       this.sentAt[i] = t;
       this.pending++;
-      if (t + this.timeoutMs < this.expiry) this.expiry = t + this.timeoutMs;
+      if (i < 32) this.openLo |= 1 << i;
+      else this.openHi |= 1 << (i - 32);
+      const e = t + this.timeoutMs;
+      if (e < this.expiry) this.expiry = e;
     }
     if (this.statusCount === LOSS_RING) {
       this.statusHead = (this.statusHead + 1) & RING_MASK;
@@ -489,104 +640,241 @@ export class LossDetector implements CongestionDetector {
     }
     this.statusSeqs[(this.statusHead + this.statusCount) & RING_MASK] = s;
     this.statusCount++;
-    this.judge(t);
+    // Nothing resolved, so the rate stands: judge's first case, without the call.
+    if (!resolved && t < this.calmUntil && t <= this.expiry) {
+      this.judgedAt = t;
+      const e = this.expiry + 1e-9;
+      this.quietUntil = e < this.calmUntil ? e : this.calmUntil;
+      return this.lvl;
+    }
+    return this.judge(t);
   }
 
-  /** The radio's send status for the oldest datagram still awaiting one; false: the MAC gave up. */
-  sendStatus(ok: boolean, now: number): void {
-    const t = this.machine.clamp(now);
+  /** The radio's send status for the oldest datagram still awaiting one; false: the MAC gave up. Returns the level. */
+  sendStatus(ok: boolean, now: number): number {
+    const t = now > this.latest ? (this.latest = now) : this.latest;
     if (this.statusCount > 0) {
       const s = this.statusSeqs[this.statusHead] as number;
       this.statusHead = (this.statusHead + 1) & RING_MASK;
       this.statusCount--;
-      const i = s & RING_MASK;
-      if (!ok && this.seqs[i] === s && this.state[i] === PENDING) this.markLost(i, t);
+      if (!ok) {
+        const i = s & RING_MASK;
+        if (this.seqs[i] === s && this.state[i] === PENDING) {
+          this.markLost(i, t);
+          return this.judge(t);
+        }
+      }
     }
-    this.judge(t);
+    // Nothing resolved, so the rate stands: judge's first case, without the call.
+    if (t < this.calmUntil && t <= this.expiry) {
+      this.judgedAt = t;
+      return this.lvl;
+    }
+    return this.judge(t);
   }
 
-  /** The peer's ACK: bit i of `bitmap` set ⇔ datagram (base − i) mod 65536 received. */
-  ack(base: number, bitmap: number, now: number): void {
-    const t = this.machine.clamp(now);
-    for (let k = 0; k < ACK_BITMAP_BITS; k++) {
-      const s = (base - k) & SEQ_MASK;
-      const i = s & RING_MASK;
-      if (this.seqs[i] !== s) continue;
-      if ((bitmap >>> k) & 1) this.markReceived(i, t);
-      else if (this.state[i] === PENDING) this.markLost(i, t);
+  /**
+   * The peer's ACK: bit i of `bitmap` set ⇔ datagram (base − i) mod 65536 received. Only the
+   * datagrams still open (pending, or lost and not yet taken back) can change; the others it
+   * covers are settled. Returns the level.
+   */
+  ack(base: number, bitmap: number, now: number): number {
+    const t = now > this.latest ? (this.latest = now) : this.latest;
+    if ((this.openLo | this.openHi) === 0) {
+      // Everything it covers is settled: judge's first case, without the call.
+      if (t < this.calmUntil && t <= this.expiry) {
+        this.judgedAt = t;
+        return this.lvl;
+      }
+      return this.judge(t);
     }
-    this.judge(t);
+    let received = 0;
+    let lost = 0;
+    for (let half = 0; half < 2; half++) {
+      let m = half === 0 ? this.openLo : this.openHi;
+      const off = half << 5;
+      while (m !== 0) {
+        const low = m & -m;
+        m ^= low;
+        const i = off + 31 - Math.clz32(low);
+        const d = (base - (this.seqs[i] as number)) & SEQ_MASK;
+        if (d >= ACK_BITMAP_BITS) continue;
+        const st = this.state[i];
+        if ((bitmap >>> d) & 1) {
+          // Settled: no ACK changes it any more.
+          if (i < 32) this.openLo &= ~low;
+          else this.openHi &= ~low;
+          this.state[i] = RECEIVED;
+          if (st === PENDING) {
+            this.pending--;
+            received++;
+          } else this.unlose(i);
+        } else if (st === PENDING) {
+          this.state[i] = LOST;
+          this.lostAt[i] = t;
+          this.pending--;
+          lost++;
+        }
+      }
+    }
+    if (received + lost > 0) this.count(t, received + lost, lost);
+    // Nothing pending: nothing can time out (the scan at the old expiry would find so).
+    if (this.pending === 0) this.expiry = Infinity;
+    return this.judge(t);
   }
 
-  tick(now: number): void {
-    this.judge(this.machine.clamp(now));
+  /**
+   * Re-judges the windows at `now`. With no input since the last judgement, nothing changes
+   * before a datagram times out, a bucket leaves the window or a level window closes: the tick
+   * then costs a comparison. Returns the level.
+   */
+  tick(now: number): number {
+    if (now < this.quietUntil && now >= this.judgedAt) {
+      this.judgedAt = now;
+      if (now > this.latest) this.latest = now;
+      return this.lvl;
+    }
+    return this.judge(now > this.latest ? (this.latest = now) : this.latest);
   }
 
   private markLost(i: number, t: number): void {
     this.state[i] = LOST;
     this.lostAt[i] = t;
     this.pending--;
-    this.count(t, 1);
+    this.count(t, 1, 1);
   }
 
-  private markReceived(i: number, t: number): void {
-    const st = this.state[i];
-    if (st === PENDING) {
-      this.state[i] = RECEIVED;
-      this.pending--;
-      this.count(t, 0);
-    } else if (st === LOST) {
-      // A late ACK: the loss was counted in its own bucket; take it back there if it is still kept.
-      this.state[i] = RECEIVED;
-      const id = Math.floor((this.lostAt[i] as number) / LOSS_BUCKET_MS);
-      const b = bucketSlot(id);
-      const lost = this.bucketLost[b] as number;
-      if (this.bucketId[b] === id && lost > 0) this.bucketLost[b] = lost - 1;
+  // A late ACK: the loss was counted in its own bucket; take it back there if it is still kept.
+  private unlose(i: number): void {
+    const id = Math.floor((this.lostAt[i] as number) / LOSS_BUCKET_MS);
+    const b = bucketSlot(id);
+    const lost = this.bucketLost[b] as number;
+    if (this.bucketId[b] === id && lost > 0) {
+      this.bucketLost[b] = lost - 1;
+      // The sums hold that bucket while it is in their window.
+      const at = this.summedAt;
+      if (id > at - LOSS_BUCKETS && id <= at) this.lostN--;
     }
   }
 
-  private count(t: number, lost: number): void {
+  // `resolved` datagrams resolved at t, `lost` of them lost. The sums stay those of the buckets
+  // kept within the window ending at `summedAt`.
+  private count(t: number, resolved: number, lost: number): void {
     const id = Math.floor(t / LOSS_BUCKET_MS);
-    const b = bucketSlot(id);
-    if (this.bucketId[b] !== id) {
-      if ((this.bucketId[b] as number) > id) return;
+    let b = id % LOSS_BUCKETS; // bucketSlot
+    if (b < 0) b += LOSS_BUCKETS;
+    const at = this.summedAt;
+    const old = this.bucketId[b] as number;
+    if (old !== id) {
+      if (old > id) return;
+      // The bucket this one replaces leaves the sums with it.
+      if (old > at - LOSS_BUCKETS && old <= at) {
+        this.lostN -= this.bucketLost[b] as number;
+        this.resolvedN -= this.bucketResolved[b] as number;
+      }
       this.bucketId[b] = id;
       this.bucketLost[b] = 0;
       this.bucketResolved[b] = 0;
     }
-    this.bucketResolved[b] = (this.bucketResolved[b] as number) + 1;
+    this.bucketResolved[b] = (this.bucketResolved[b] as number) + resolved;
     this.bucketLost[b] = (this.bucketLost[b] as number) + lost;
+    if (id > at - LOSS_BUCKETS && id <= at) {
+      this.lostN += lost;
+      this.resolvedN += resolved;
+    }
   }
 
-  private judge(t: number): void {
-    if (t > this.expiry) {
-      let oldest = Infinity;
-      for (let i = 0; i < LOSS_RING; i++) {
+  private judge(t: number): number {
+    const rs = this.resolvedN;
+    const rate = this.lostN / (rs > LOSS_MIN_RESOLVED ? rs : LOSS_MIN_RESOLVED);
+    if (rate === this.rate && t < this.calmUntil && t <= this.expiry && t >= this.judgedAt) {
+      // Nothing timed out, the window has not moved and the rate is the one judged: the machine
+      // would take the same conditions before any of its windows closes, and change nothing.
+      this.judgedAt = t;
+      const e = this.expiry + 1e-9;
+      this.quietUntil = e < this.calmUntil ? e : this.calmUntil;
+      return this.lvl;
+    }
+    this.judgedAt = t;
+    if (t > this.expiry) this.expire(t);
+    const newest = Math.floor(t / LOSS_BUCKET_MS);
+    if (newest !== this.summedAt) this.sum(newest);
+    const resolved = this.resolvedN;
+    const r = this.lostN / (resolved > LOSS_MIN_RESOLVED ? resolved : LOSS_MIN_RESOLVED);
+    // The same rate before a window closes: the machine would take the same conditions and
+    // change nothing (its own first case), so it is not asked.
+    if (r !== this.rate || !(t < this.closes)) {
+      if (r !== this.rate) {
+        this.rate = r;
+        this.cond = classify(r, LOSS_THRESHOLDS);
+      }
+      this.lvl = this.machine.step(this.cond, t);
+      this.closes = this.machine.closesAt();
+    }
+    // Quiet until a datagram times out, the window rolls (the next bucket) or a level window closes.
+    let q = (newest + 1) * LOSS_BUCKET_MS;
+    const c = this.closes;
+    this.calmUntil = c < q ? c : q;
+    const e = this.expiry;
+    if (e < q) q = e + 1e-9;
+    this.quietUntil = c < q ? c : q;
+    return this.lvl;
+  }
+
+  // Pending datagrams older than the timeout are lost; the next expiry from the rest.
+  private expire(t: number): void {
+    let oldest = Infinity;
+    for (let half = 0; half < 2; half++) {
+      let m = half === 0 ? this.openLo : this.openHi;
+      const off = half << 5;
+      while (m !== 0) {
+        const low = m & -m;
+        m ^= low;
+        const i = off + 31 - Math.clz32(low);
         if (this.state[i] !== PENDING) continue;
         const at = this.sentAt[i] as number;
         if (t - at > this.timeoutMs) this.markLost(i, t);
         else if (at < oldest) oldest = at;
       }
-      this.expiry = oldest + this.timeoutMs;
     }
-    const newest = Math.floor(t / LOSS_BUCKET_MS);
-    let lost = 0;
-    let resolved = 0;
-    for (let b = 0; b < LOSS_BUCKETS; b++) {
-      const id = this.bucketId[b] as number;
-      if (id > newest - LOSS_BUCKETS && id <= newest) {
-        lost += this.bucketLost[b] as number;
-        resolved += this.bucketResolved[b] as number;
+    this.expiry = oldest + this.timeoutMs;
+  }
+
+  // The window now ends with bucket `newest`. A few buckets on, the buckets that left it are taken
+  // off the sums and those that entered it added (bucket j's slot holds j − 10, leaving, or j,
+  // entering, or neither); otherwise the sums are taken afresh over the buckets it covers.
+  private sum(newest: number): void {
+    const from = this.summedAt;
+    if (newest > from && newest - from < LOSS_BUCKETS) {
+      for (let j = from + 1; j <= newest; j++) {
+        const b = bucketSlot(j);
+        const id = this.bucketId[b];
+        if (id === j - LOSS_BUCKETS) {
+          this.lostN -= this.bucketLost[b] as number;
+          this.resolvedN -= this.bucketResolved[b] as number;
+        } else if (id === j) {
+          this.lostN += this.bucketLost[b] as number;
+          this.resolvedN += this.bucketResolved[b] as number;
+        }
       }
+    } else {
+      let lost = 0;
+      let resolved = 0;
+      for (let b = 0; b < LOSS_BUCKETS; b++) {
+        const id = this.bucketId[b] as number;
+        if (id > newest - LOSS_BUCKETS && id <= newest) {
+          lost += this.bucketLost[b] as number;
+          resolved += this.bucketResolved[b] as number;
+        }
+      }
+      this.lostN = lost;
+      this.resolvedN = resolved;
     }
-    this.lostN = lost;
-    this.resolvedN = resolved;
-    this.rate = lost / (resolved > LOSS_MIN_RESOLVED ? resolved : LOSS_MIN_RESOLVED);
-    this.machine.step(classify(this.rate, LOSS_THRESHOLDS), t);
+    this.summedAt = newest;
   }
 
   level(): number {
-    return this.machine.level();
+    return this.lvl;
   }
 
   /** The loss rate as of the last call. */
@@ -615,12 +903,14 @@ export class LossDetector implements CongestionDetector {
 
   reset(now: number): void {
     this.clear();
+    this.latest = now;
     this.machine.reset(now);
   }
 
   private clear(): void {
     this.seqs.fill(-1);
     this.state.fill(EMPTY);
+    this.openLo = this.openHi = 0;
     this.pending = 0;
     this.expiry = Infinity;
     this.statusHead = 0;
@@ -631,6 +921,13 @@ export class LossDetector implements CongestionDetector {
     this.lostN = 0;
     this.resolvedN = 0;
     this.rate = 0;
+    this.cond = classify(0, LOSS_THRESHOLDS);
+    this.lvl = LEVEL_CLEAR;
+    this.closes = -Infinity;
+    this.summedAt = NaN;
+    this.calmUntil = -Infinity;
+    this.quietUntil = -Infinity;
+    this.judgedAt = -Infinity;
   }
 }
 

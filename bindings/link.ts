@@ -6,6 +6,7 @@
 // Platform-free: time arrives as `now` (the hub's Clock, monotonic ms); nothing here allocates
 // after construction.
 
+import { ESTOP_FRAME_BYTES } from '../hub/estop-frame.js';
 import type { Link, LinkSink } from '../hub/ports.js';
 
 export type { Clock, Link, LinkEstimate, LinkSink } from '../hub/ports.js';
@@ -31,6 +32,8 @@ export interface BindingLink extends Link {
   queuedBytes(): number;
   /** The §10.3 signal the level is judged from, as last sampled: queue watermark or loss rate. */
   signal(): number;
+  /** Frames the binding dropped unsent since this transport began (docs/protocol.md §13.6). */
+  unsent(): number;
 }
 
 /**
@@ -39,7 +42,8 @@ export interface BindingLink extends Link {
  * queue; the backlog is whatever the binding says it is when asked.
  */
 export class DrainClock {
-  private movedAt: number;
+  /** When the transport last took bytes, or a backlog began (a field: a hot path sets it directly). */
+  movedAt: number;
 
   constructor(now: number) {
     this.movedAt = now;
@@ -182,7 +186,8 @@ export class ThroughputEstimator {
 
   /** `bytes` were delivered at `now`. */
   add(bytes: number, now: number): void {
-    this.roll(now);
+    // Within the window only the sum moves: the roll is taken when the window has closed.
+    if (now - this.windowStart >= this.windowMs || now < this.windowStart) this.roll(now);
     this.bytes += bytes;
   }
 
@@ -262,5 +267,201 @@ export class RttEstimator {
     this.srtt = 0;
     this.rttvar = 0;
     this.n = 0;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ESTOP write-ahead (§10.4, §11.2), one mechanism for every binding.
+
+/** ESTOP frames a link holds ahead of its queue at once (LinkCaps.writeAheadSlots). */
+export const ESTOP_AHEAD_SLOTS = 4;
+
+/**
+ * The ESTOP frames a link has been handed and not yet put on its transport, ahead of everything
+ * queued: each binding frames one its own way (a length prefix, a WebSocket header, one BLE
+ * notification, a datagram of its own) and takes them from here in the order written. When
+ * every slot holds one, the oldest one not on its way out yet is dropped for the new one: the
+ * newest carries the latch's current state, and a client that has not read the last four has
+ * a dead link (§10.4). `dropped` counts those.
+ *
+ * Each slot holds up to `slotBytes`: the 12-byte frame and whatever the binding frames it with.
+ * The slots live in `storage` at `base` (a binding keeps them next to its queue, so that one
+ * native copy moves a frame on), or in an array of their own.
+ */
+export class EstopAhead {
+  readonly slots: number;
+  readonly slotBytes: number;
+  readonly storage: Uint8Array;
+  readonly base: number;
+  private readonly lens: Uint8Array;
+  private first = 0;
+  private n = 0;
+  /** The front one is partly handed over (or in the air): it is never the one dropped. */
+  started = false;
+  /** Written, and dropped for a newer one while every slot was full. */
+  written = 0;
+  dropped = 0;
+
+  constructor(slotBytes: number, slots: number = ESTOP_AHEAD_SLOTS, storage?: Uint8Array, base = 0) {
+    this.slots = slots;
+    this.slotBytes = slotBytes;
+    this.storage = storage ?? new Uint8Array(slots * slotBytes);
+    this.base = storage ? base : 0;
+    if (this.base + slots * slotBytes > this.storage.length) throw new RangeError('EstopAhead: the slots lie outside their storage');
+    this.lens = new Uint8Array(slots);
+  }
+
+  /** ESTOP frames waiting (the one partly handed over included). */
+  get count(): number {
+    return this.n;
+  }
+
+  /**
+   * A framed ESTOP: header[0, hlen) then the frame (its first ESTOP_FRAME_BYTES bytes), at most
+   * slotBytes in all.
+   */
+  write(header: Uint8Array, hlen: number, frame: Uint8Array): void {
+    const flen = frame.length < ESTOP_FRAME_BYTES ? frame.length : ESTOP_FRAME_BYTES;
+    if (hlen + flen > this.slotBytes) throw new RangeError('EstopAhead.write: the framed ESTOP is larger than a slot');
+    this.written++;
+    if (this.n === this.slots) {
+      // Drop the oldest not started: the front one, or the one after it while the front is going.
+      const victim = this.started ? 1 : 0;
+      for (let k = victim; k + 1 < this.n; k++) this.copySlot(this.index(k + 1), this.index(k));
+      this.n--;
+      this.dropped++;
+    }
+    const slot = this.index(this.n);
+    const at = this.base + slot * this.slotBytes;
+    const s = this.storage;
+    for (let i = 0; i < hlen; i++) s[at + i] = header[i] as number;
+    s.set(flen === frame.length ? frame : frame.subarray(0, flen), at + hlen);
+    this.lens[slot] = hlen + flen;
+    this.n++;
+  }
+
+  /** Where the front one starts in `storage`, and its length; only while count > 0. */
+  frontOffset(): number {
+    return this.base + this.first * this.slotBytes;
+  }
+
+  frontLength(): number {
+    return this.lens[this.first] as number;
+  }
+
+  /** Bytes of every waiting one, framing included. */
+  bytes(): number {
+    let b = 0;
+    for (let k = 0; k < this.n; k++) b += this.lens[this.index(k)] as number;
+    return b;
+  }
+
+  /** The front one is gone (handed over whole, or its datagram sent). */
+  shift(): void {
+    if (this.n === 0) return;
+    this.first = this.first + 1 === this.slots ? 0 : this.first + 1;
+    this.n--;
+    this.started = false;
+  }
+
+  clear(): void {
+    this.first = 0;
+    this.n = 0;
+    this.started = false;
+  }
+
+  private index(k: number): number {
+    const i = this.first + k;
+    return i >= this.slots ? i - this.slots : i;
+  }
+
+  private copySlot(from: number, to: number): void {
+    const b = this.base;
+    const w = this.slotBytes;
+    this.storage.copyWithin(b + to * w, b + from * w, b + from * w + w);
+    this.lens[to] = this.lens[from] as number;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Acknowledgements (§5.12 stream form), counted in one place for every binding whose client
+// counts frames: what the binding handed its transport, what the client's cumulative ACK (which
+// the core decodes and hands on, Link.acked) covers, and the round trip from one to the other.
+
+const U32 = 0x100000000;
+/** An ACK covering at least this many new frames was sent at once (§13.2: after every 32 frames). */
+export const PROMPT_ACK_FRAMES = 32;
+
+export class AckCounter {
+  /** Frames whose first byte the transport has taken (ESTOP frames included), unwrapped. */
+  started = 0;
+  /** Of those, the frames the client's ACKs cover. */
+  acked = 0;
+  /** The client has acknowledged at least once. */
+  seen = false;
+  /** The round trip of the newest frame the last ACK covered (ms), or −1; and whether that ACK was prompt. */
+  rttMs = -1;
+  prompt = false;
+  // When each of the last frames was handed over, by frame number mod the ring size.
+  /** When each of the last frames was handed over, by frame number & mask (null: none timed). */
+  readonly handedAt: Float64Array | null;
+  readonly mask: number;
+
+  /** `timedFrames`: how many recent hand-overs to remember for the round trip (0: none timed). */
+  constructor(timedFrames = 0) {
+    let ring = 1;
+    while (ring < timedFrames) ring <<= 1;
+    this.handedAt = timedFrames > 0 ? new Float64Array(ring) : null;
+    this.mask = ring - 1;
+  }
+
+  /** One more frame started at `now`. */
+  startedOne(now: number): void {
+    const h = this.handedAt;
+    if (h !== null) h[this.started & this.mask] = now;
+    this.started++;
+  }
+
+  /** `count` more frames started at `now`. */
+  startedAt(count: number, now: number): void {
+    const h = this.handedAt;
+    if (h !== null) for (let i = 0; i < count; i++) h[(this.started + i) & this.mask] = now;
+    this.started += count;
+  }
+
+  /** Frames handed over and not yet acknowledged. */
+  outstanding(): number {
+    return this.started - this.acked;
+  }
+
+  /**
+   * The client's cumulative count (key 28, modulo 2^32), at `now`. A count ahead of what was
+   * handed over (a client claiming frames it cannot have had) reads as no lag. Returns true when
+   * it acknowledged something new.
+   */
+  ack(count: number, now: number): boolean {
+    const started = this.started;
+    let lag = (started - count) % U32;
+    if (lag < 0) lag += U32;
+    if (lag > started || lag >= U32 / 2) lag = 0;
+    const n = started - lag;
+    this.seen = true;
+    this.rttMs = -1;
+    if (!(n > this.acked)) return false;
+    const h = this.handedAt;
+    if (h !== null && lag < h.length) {
+      this.rttMs = now - (h[(n - 1) & this.mask] as number);
+      this.prompt = n - this.acked >= PROMPT_ACK_FRAMES;
+    }
+    this.acked = n;
+    return true;
+  }
+
+  /** Starts again for a new transport. */
+  reset(): void {
+    this.started = 0;
+    this.acked = 0;
+    this.seen = false;
+    this.rttMs = -1;
   }
 }

@@ -23,7 +23,7 @@ import { ChannelClass, Direction } from '../catalog/schema.js';
 import { crc16Update, CRC16_INIT } from '../hub/crc16.js';
 import { EstopSource } from '../hub/estop-frame.js';
 import { Nack } from '../hub/nack.js';
-import type { Clock, RobotPort } from '../hub/ports.js';
+import type { SampleBlock, Clock, RobotPort } from '../hub/ports.js';
 import { utf8ByteLength, utf8Check, utf8Decode, utf8Write, UTF8_DECODE_CHUNK } from '../hub/utf8.js';
 
 export const ROBOT_SYNC = 0xa5;
@@ -74,16 +74,16 @@ export class RobotEncoder {
     return seal(this.buf, RobotFrameType.RELEASE, 0);
   }
 
-  /** One sample `[t, v1, …]`; -1 when it does not fit one frame. */
-  publish(channelId: number, sample: readonly number[]): number {
-    const count = sample.length - 1;
+  /** One sample `[t, v1, …]`: numbers[at, at + width); -1 when it does not fit one frame. */
+  publish(channelId: number, numbers: ArrayLike<number>, at: number, width: number): number {
+    const count = width - 1;
     const n = 2 + 8 + 4 * count;
     if (count < 0 || n > ROBOT_PAYLOAD_MAX) return -1;
     const v = this.view;
     this.buf[PAYLOAD] = channelId;
     this.buf[PAYLOAD + 1] = count;
-    v.setFloat64(PAYLOAD + 2, sample[0] as number, true);
-    for (let i = 0; i < count; i++) v.setFloat32(PAYLOAD + 10 + 4 * i, sample[i + 1] as number, true);
+    v.setFloat64(PAYLOAD + 2, numbers[at] as number, true);
+    for (let i = 0; i < count; i++) v.setFloat32(PAYLOAD + 10 + 4 * i, numbers[at + i + 1] as number, true);
     return seal(this.buf, RobotFrameType.PUBLISH, n);
   }
 
@@ -295,9 +295,9 @@ export class RobotLink implements RobotPort {
     this.urgentFrame(this.enc.release());
   }
 
-  publish(channelId: number, samples: readonly (readonly number[])[]): void {
-    for (let i = 0; i < samples.length; i++) {
-      const n = this.tx ? this.enc.publish(channelId, samples[i] as readonly number[]) : -1;
+  publish(channelId: number, samples: SampleBlock): void {
+    for (let i = 0; i < samples.count; i++) {
+      const n = this.tx ? this.enc.publish(channelId, samples.numbers, i * samples.width, samples.width) : -1;
       if (n < 0 || !this.enqueue(n)) this.counters.publishDrops++;
       else this.counters.published++;
     }

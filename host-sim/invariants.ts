@@ -17,7 +17,7 @@
 // the log, and the frames the hub hands each tap; nothing here changes what the run does.
 
 import { ChannelClass, StreamKind } from '../catalog/schema.js';
-import { decodeFrame, FrameType, MAX_HUB_FRAME_BYTES, peekFrameType, type SubGrant } from '../hub/frames.js';
+import { decodeFrame, FrameType, MAX_HUB_FRAME_BYTES, type SubGrant } from '../hub/frames.js';
 import type { HubFootprint, SessionView } from '../hub/hub.js';
 import { Nack } from '../hub/nack.js';
 import { SessionState } from '../hub/session.js';
@@ -90,38 +90,12 @@ export class Watch {
   }
 
   /**
-   * Marks the hub dirty whenever one of its entry points runs: its tick, the robot's samples, the
-   * button, and every frame or loss a binding feeds a LinkSink. Between those nothing the checks
-   * read can change, so an instant without any is not looked at again.
+   * Marks the hub dirty whenever one of its entry points runs (Hub.observer): its tick, the
+   * robot's samples, the button, and every frame or loss a binding feeds a LinkSink. Between
+   * those nothing the checks read can change, so an instant without any is not looked at again.
    */
   private watchHub(): void {
-    const hub = this.sim.hub as unknown as Record<string, unknown>;
-    for (const name of ['tick', 'setButton', 'estop', 'publishSample', 'publishEvent', 'evict']) {
-      const f = hub[name];
-      if (typeof f !== 'function') continue;
-      const bound = (f as (...a: unknown[]) => unknown).bind(this.sim.hub);
-      hub[name] = (...a: unknown[]): unknown => {
-        this.dirty = true;
-        return bound(...a);
-      };
-    }
-    const attach = this.sim.hub.attach.bind(this.sim.hub);
-    this.sim.hub.attach = (link) => {
-      this.dirty = true;
-      const sink = attach(link);
-      const frame = sink.frame.bind(sink);
-      const lost = sink.lost.bind(sink);
-      return {
-        frame: (bytes: Uint8Array, start: number, end: number): void => {
-          this.dirty = true;
-          frame(bytes, start, end);
-        },
-        lost: (): void => {
-          this.dirty = true;
-          lost();
-        },
-      };
-    };
+    this.sim.hub.observer = { entered: () => (this.dirty = true) };
   }
 
   /** A new hub-side link: the frames the hub hands it are read for WELCOME, GRANT and NACK. */
@@ -129,17 +103,11 @@ export class Watch {
     const info: TapInfo = { tap, conn, session: 0, refusedResume: false };
     this.taps.push(info);
     this.byTap.set(tap, info);
-    const close = tap.close.bind(tap);
-    tap.close = (): void => {
-      if (!this.closedAt.has(tap)) this.closedAt.set(tap, this.sim.kernel.nowUs);
-      close();
-    };
-    const send = tap.send.bind(tap);
-    tap.send = (frame: Uint8Array, length: number, shed?: number): void => {
-      // DATA (type 7) is most of what passes; only control frames are decoded.
-      const type = (frame[0] as number) >= 0xa0 ? peekFrameType(frame, 0, Math.min(length, 16)) : -1;
-      if (type === FrameType.WELCOME || type === FrameType.GRANT || type === FrameType.NACK) this.control(info, frame, length);
-      send(frame, length, shed);
+    tap.watcher = {
+      control: (_tap, frame) => this.control(info, frame, frame.length),
+      closed: (t) => {
+        if (!this.closedAt.has(t)) this.closedAt.set(t, this.sim.kernel.nowUs);
+      },
     };
   }
 

@@ -8,7 +8,7 @@
 
 import type { CatalogIndex } from '../catalog/index.js';
 import type { Hub } from '../hub/hub.js';
-import type { RobotPort } from '../hub/ports.js';
+import type { RobotPort, SampleBlock } from '../hub/ports.js';
 import { type Kernel, type Task, US_PER_MS } from './kernel.js';
 
 export interface RobotParams {
@@ -334,17 +334,19 @@ export class SimRobot implements RobotPort, Task {
     if (hub) this.kernel.timeout(0, () => hub.publishEvent(this.ids.fault, this.nowMs(), [RobotFault.ESTOP, 3, 0], 'estop cleared'));
   }
 
-  publish(channelId: number, samples: readonly (readonly number[])[]): void {
+  publish(channelId: number, samples: SampleBlock): void {
     if (this.stopped) this.stats.motionWhileStopped++;
+    const w = samples.width;
+    const x = samples.numbers;
     if (channelId === this.ids.cmdVel) {
-      const last = samples[samples.length - 1];
-      if (!last) return;
-      this.cmdV = clamp(last[1] ?? 0, -1.5, 1.5);
-      this.cmdW = clamp(last[2] ?? 0, -2, 2);
+      if (samples.count < 1) return;
+      const last = (samples.count - 1) * w;
+      this.cmdV = clamp(w > 1 ? (x[last + 1] as number) : 0, -1.5, 1.5);
+      this.cmdW = clamp(w > 2 ? (x[last + 2] as number) : 0, -2, 2);
       this.cmdAtUs = this.kernel.nowUs;
       this.stats.cmdVelApplied++;
     } else if (channelId === this.ids.trajectory) {
-      for (const s of samples) this.acceptSegment(s);
+      for (let i = 0; i < samples.count; i++) this.acceptSegment(Array.from(x.subarray(i * w, i * w + w)));
     }
   }
 

@@ -110,7 +110,7 @@ function headSize(n: number): number {
 }
 
 /** The binary16 pattern that holds `x` exactly, or -1. */
-function f16Bits(x: number): number {
+export function f16Bits(x: number): number {
   if (x !== x) return F16_NAN;
   const sign = x < 0 || (x === 0 && 1 / x < 0) ? 0x8000 : 0;
   const a = sign ? -x : x;

@@ -112,20 +112,30 @@ export class IngressGovernor {
     const hub = this.slots;
     const session = slot >= 0 && slot < hub ? slot : -1;
     const n = bytes > 0 ? bytes : 0;
-    this.advance(hub, slice);
+    const head = this.head;
+    const used = this.used;
+    if (slice > (head[hub] as number)) this.advance(hub, slice);
     let u = 0;
     if (session >= 0) {
-      this.advance(session, slice);
-      const after = (this.used[session] as number) + n;
+      if (slice > (head[session] as number)) this.advance(session, slice);
+      const after = (used[session] as number) + n;
       if (after > this.sessionBytesPerS) return this.reject(GovernorVerdict.REJECT_SESSION, session, n, now, after / this.sessionBytesPerS);
       u = after / this.sessionBytesPerS;
     }
-    const hubAfter = (this.used[hub] as number) + n;
+    const hubAfter = (used[hub] as number) + n;
     if (hubScope && hubAfter > this.hubBytesPerS) return this.reject(GovernorVerdict.REJECT_HUB, hub, n, now, hubAfter / this.hubBytesPerS);
     const hu = hubAfter / this.hubBytesPerS;
     if (hu > u) u = hu;
-    if (session >= 0) this.add(session, slice, n);
-    this.add(hub, slice, n);
+    // The bytes go into each window's newest slice (a clock that stepped back writes there too).
+    const ring = this.ring;
+    if (session >= 0) {
+      const i = session * GOVERNOR_SLICES + sliceIndex(head[session] as number);
+      ring[i] = (ring[i] as number) + n;
+      used[session] = (used[session] as number) + n;
+    }
+    const j = hub * GOVERNOR_SLICES + sliceIndex(head[hub] as number);
+    ring[j] = (ring[j] as number) + n;
+    used[hub] = hubAfter;
     this.bytesAccepted += n;
     this.retryAfterMs = 0;
     this.utilisation = u;
@@ -213,13 +223,5 @@ export class IngressGovernor {
       this.used[scope] = used > 0 ? used : 0;
     }
     this.head[scope] = slice;
-  }
-
-  private add(scope: number, slice: number, bytes: number): void {
-    const head = this.head[scope] as number;
-    const s = slice > head ? slice : head;
-    const i = scope * GOVERNOR_SLICES + sliceIndex(s);
-    this.ring[i] = (this.ring[i] as number) + bytes;
-    this.used[scope] = (this.used[scope] as number) + bytes;
   }
 }

@@ -305,3 +305,15 @@ export function planShares(subs: readonly SubWish[], budgets: ReadonlyMap<number
   }
   return result;
 }
+
+/**
+ * The grant gate (§10.2): the earliest time the next non-critical push may go, in nextDue[k],
+ * advanced by one period of grantedHz[k] for a push that went at `now`. At most one period of
+ * credit: a push that comes late does not buy a burst afterwards. A broadcast segment gates a
+ * channel's effective rate with the same function (§10.6).
+ */
+export function consumeGrantSlot(grantedHz: Float64Array, nextDue: Float64Array, k: number, now: number): void {
+  const period = 1000 / (grantedHz[k] as number);
+  const next = (nextDue[k] as number) + period;
+  nextDue[k] = next < now - period ? now + period : next;
+}

@@ -44,6 +44,17 @@ export interface Log {
 export const NULL_LOG: Log = Object.freeze({ event(): void {} });
 
 /**
+ * Samples a client published, as the robot port receives them: `count` samples of `width`
+ * numbers each, sample i being numbers[i × width, (i + 1) × width): [t, v1, …]. A view the core
+ * refills for every BUNDLE: valid only during the call.
+ */
+export interface SampleBlock {
+  readonly count: number;
+  readonly width: number;
+  readonly numbers: Float64Array;
+}
+
+/**
  * The robot's real-time core as the hub sees it. Telemetry flows the other way:
  * the host calls `Hub.publishSample` when the robot produces a sample.
  */
@@ -52,24 +63,81 @@ export interface RobotPort {
   stop(source: number): void;
   /** Resume permission after an ESTOP clear (the robot stays still until commanded). */
   release(): void;
-  /** A motion or other publication accepted from a client: up to 32 samples, each `[t, v1, …]`. */
-  publish(channelId: number, samples: readonly (readonly number[])[]): void;
+  /** A motion or other publication accepted from a client: up to 32 samples (§10.5). */
+  publish(channelId: number, samples: SampleBlock): void;
   /** An intent accepted from a client; returns 0 on success or a NACK code. */
   intent(channelId: number, args: readonly (number | string)[]): number;
 }
 
 /** Congestion levels as the shedding table reads them (§10.3). */
-export const LinkLevel = { CLEAR: 0, CONGESTED: 1, SEVERE: 2 } as const;
+export const LinkLevel = Object.freeze({ CLEAR: 0, CONGESTED: 1, SEVERE: 2 } as const);
 
 /**
- * Link.send's `shed` hint (docs/protocol.md §13.6). VALUE + channel id (1..255) marks a STATE
- * value of that channel: one number, so that the hot path passes it without allocating.
+ * What the core knows of a frame it hands a link, packed into one number (`Link.send`'s `tag`)
+ * so that the hot path passes it without allocating; a route computes its tags once, not per
+ * delivery. No binding learns any of this by reading the frame (docs/architecture.md "The
+ * send contract").
+ *
+ *   bits 0–4    the frame type (FrameType)
+ *   SAMPLE      a non-critical STREAM sample: the binding may drop it unsent once it waited
+ *               longer than the link's sample budget (docs/protocol.md §13.6)
+ *   VALUE       a non-critical STATE value: the binding may drop it unsent once a newer value of
+ *               its channel is queued behind it
+ *   CRITICAL    in the never-shed set (§10.1): a datagram binding sends it again when every
+ *               MAC retry of its datagram failed
+ *   SHARED      the push's one encoding, the same bytes for every subscriber (a DATA frame
+ *               without gap, dropped or text): a broadcast segment may carry it once for all
+ *   bits 16–23  the channel of a DATA frame (1–255); 0 for any other frame
  */
-export const SendShed = Object.freeze({ NEVER: 0, SAMPLE: 1, VALUE: 256 } as const);
+export const Tag = Object.freeze({
+  TYPE: 0x1f,
+  SAMPLE: 0x20,
+  VALUE: 0x40,
+  CRITICAL: 0x80,
+  SHARED: 0x100,
+  CHANNEL_SHIFT: 16,
+} as const);
 
-/** The channel of a VALUE hint, or 0 when `shed` is no VALUE hint. */
-export function shedValueChannel(shed: number | undefined): number {
-  return shed !== undefined && shed > SendShed.VALUE && shed < SendShed.VALUE + 256 ? shed - SendShed.VALUE : 0;
+/** A tag from its parts. */
+export function tagOf(frameType: number, flags: number, channelId = 0): number {
+  return (frameType & Tag.TYPE) | flags | ((channelId & 0xff) << Tag.CHANNEL_SHIFT);
+}
+
+/** The frame type a tag carries. */
+export function tagType(tag: number): number {
+  return tag & Tag.TYPE;
+}
+
+/** The channel a tag carries (0: none). */
+export function tagChannel(tag: number): number {
+  return (tag >>> Tag.CHANNEL_SHIFT) & 0xff;
+}
+
+/** How a binding's clients acknowledge what the hub sends (§5.12). */
+export const AckForm = Object.freeze({
+  /** ACK key 28: a cumulative count of the frames received on the transport (TCP, WebSocket, BLE). */
+  STREAM: 0,
+  /** ACK keys 29–30: the datagrams received, as a base and a bitmap (ESP-NOW, §13.3). */
+  BITMAP: 1,
+} as const);
+
+/**
+ * What a link is, as the core acts on it: capabilities, never a binding's name (the name is for
+ * health and logs only). Every field is fixed for the link's life.
+ */
+export interface LinkCaps {
+  /** The binding's name in health reports and logs: 'tcp', 'ws', 'ble', 'espnow'. */
+  readonly binding: string;
+  /** One transmission serves every peer of a segment (§10.6). */
+  readonly broadcast: boolean;
+  /** Frames travel in datagrams that can be lost whole (ESP-NOW); false: a reliable stream. */
+  readonly datagram: boolean;
+  /** The largest frame the link carries in one piece, after its own framing (WELCOME key 22). */
+  readonly mtu: number;
+  /** ESTOP frames the link holds ahead of its queue at once (§10.4, §11.2). */
+  readonly writeAheadSlots: number;
+  /** How its client acknowledges (AckForm). */
+  readonly ackForm: number;
 }
 
 /** What a link can tell about itself: delivered throughput and round-trip time (§10.2 "link estimate"). */
@@ -81,30 +149,48 @@ export interface LinkEstimate {
 }
 
 /**
- * One transport to one client, as the core sees it (the binding layer implements it).
- * The core hands it whole frames; framing, fragmentation and the egress queue are the
- * binding's. `send` copies the bytes: the caller reuses its buffer at once.
+ * A session's subscription grants as the core states them (WELCOME key 35, GRANT): a view the
+ * core refills, valid only during the call. Critical subscriptions are listed with priority 3.
+ */
+export interface GrantSet {
+  readonly count: number;
+  channelId(i: number): number;
+  grantedHz(i: number): number;
+  priority(i: number): number;
+}
+
+/**
+ * One transport to one client, as the core sees it (the binding layer implements it). The core
+ * hands it whole frames with what it knows of each (`Tag`); framing, fragmentation, the egress
+ * queue and the congestion detector are the binding's.
+ *
+ * The send contract (docs/architecture.md), the same on every binding: `send` either copies the
+ * frame into the link's queue and returns true, or, when there is no room for it right now,
+ * queues nothing, counts the refusal in its §10.3 detector (a frame turned away reads as a full
+ * queue, §13.5.5) and returns false. It never throws for want of room and never keeps a frame it
+ * refused; what happens to a refused frame is the core's decision (a sample is dropped, a
+ * never-shed frame waits in the session's never-shed queue).
  */
 export interface Link {
-  readonly binding: string;
-  /** Largest frame the binding carries in one piece (after its own framing). */
-  readonly mtu: number;
-  /** One transmission serves every peer (§10.6). */
-  readonly broadcast: boolean;
-  /** Room for a frame of `length` bytes in the egress queue right now. */
-  canSend(length: number): boolean;
+  readonly caps: LinkCaps;
   /**
-   * Queues a frame; only called after `canSend` said yes. `shed` (SendShed) says what the
-   * binding may drop unsent (docs/protocol.md §13.6): a non-critical STREAM sample once it has
-   * waited longer than the link's sample budget (§10.4 "a stale motion sample is worse than a
-   * missing one"); a non-critical STATE value once a newer value of its channel waits behind it
-   * (a depth-1 STATE queue conflates). Anything else, or no `shed`, goes however long it waits.
+   * The §10.3 congestion level as the binding last judged it (0, 1, ≥ 2): judged once per
+   * instant from the link's own events and its tick, never per frame; a change is reported to
+   * the core through `LinkSink.levelChanged`.
    */
-  send(frame: Uint8Array, length: number, shed?: number): void;
+  readonly level: number;
+  /**
+   * Queues `frame` (exactly the frame: its length is the frame's) with its `tag`; `seq` is the
+   * push's sequence for a DATA frame (one push: one seq across its subscribers), 0 otherwise.
+   * See the send contract above.
+   */
+  send(frame: Uint8Array, tag: number, seq: number): boolean;
   /** The 12-byte ESTOP frame, written ahead of every queue (§10.4, §11.2). */
   writeAhead(frame: Uint8Array): void;
-  /** Current congestion level from the binding's own detector (§10.3): 0, 1, ≥ 2. */
-  level(): number;
+  /** The client's cumulative ACK (key 28, §5.12), as the core decoded it. */
+  acked(count: number): void;
+  /** The grants the core is about to state to this link's client (WELCOME or GRANT, §10.2). */
+  granted(grants: GrantSet): void;
   estimate(): LinkEstimate;
   /** Egress-queue occupancy 0..1, for health and the hub ladder's aggregate egress signal (docs/operations.md "Health, admission and overload"). */
   occupancy(): number;
@@ -116,18 +202,12 @@ export interface Link {
    */
   stalledMs(): number;
   /**
-   * Frames the binding dropped unsent since this transport began (`shed`, docs/protocol.md §13.6).
-   * The client never receives them, so they are not in its ACK: the hub's ack lag leaves them
-   * out. Absent on a binding that never drops what it was handed.
+   * Frames handed to the transport and not yet covered by the client's ACK (§5.12 stream form);
+   * NaN on a link whose client acknowledges by bitmap (AckForm.BITMAP).
    */
-  unsent?(): number;
-  /**
-   * Datagram loss 0..1 over the binding's recent window, for health (ESP-NOW's bitmap ACKs,
-   * §13.3). Absent, or NaN, on a binding that does not measure loss: health then reads -1,
-   * never a healthy 0. (Not `loss`: the ESP-NOW link already names its LossDetector so; its
-   * `lossRate()` is that detector's ratio().)
-   */
-  lossRate?(): number;
+  ackLag(): number;
+  /** Datagram loss 0..1 over the binding's recent window (§13.3); NaN on a link that does not measure loss. */
+  lossRate(): number;
   /** Closes the transport. The core calls it when it parks or closes a session. */
   close(): void;
 }
@@ -138,4 +218,6 @@ export interface LinkSink {
   frame(bytes: Uint8Array, start: number, end: number): void;
   /** The transport was lost or reported lost (§6.6). */
   lost(): void;
+  /** The link's `level` changed. The core only notes it: it never re-enters the link from here. */
+  levelChanged(): void;
 }

@@ -3,59 +3,61 @@
 // oldest with a visible counter (§9.4). Nothing here allocates per call.
 
 import { NEVER_SHED_STALL_EVICTION_MS } from './constants.js';
+import { StagedBytes } from './bytes.js';
 import type { Link } from './ports.js';
 
 /**
  * §10.4 never-shed queue: whole frames that the link could not take at once wait here, in
- * order, until it can. One byte buffer plus a ring of frame lengths; every frame is contiguous
- * in the buffer (when it does not fit before the end, it goes to the front and the tail end is
- * left as a gap), so the head frame can be handed on without copying it (`storage`,
- * `headStart`, `headLength`) or copied out (`copyHead`).
+ * order, with the tag each was handed with (hub/ports.ts Tag), until it can. Its bytes are a
+ * region of a StagedBytes arena (the hub keeps every session's queue in one, with the control
+ * frames' staging area after them, docs/architecture.md "Copies"): a frame goes in and comes out
+ * with one native copy each, and `drainTo` hands the link the head frame as an exact view.
  *
- * Frames follow one another, so a frame's start is the end of the one before it, except once:
- * the first frame after the gap starts at 0. At most one gap exists at a time (new frames go
- * between the tail and the head until the head itself has passed the gap), so one offset,
- * `gapAt`, is all it takes to know every start: no start offsets are kept per frame.
+ * Every frame is contiguous in the region (when it does not fit before the end, it goes to the
+ * front and the tail end is left as a gap), so a frame's start is the end of the one before it,
+ * except once: the first frame after the gap starts at 0. At most one gap exists at a time (new
+ * frames go between the tail and the head until the head itself has passed the gap), so one
+ * offset, `gapAt`, is all it takes to know every start: no start offsets are kept per frame.
  *
  * `push` returns false when the frame does not fit (bytes or frame count): never-shed
  * traffic is not dropped by the queue, the caller decides (a full never-shed queue is a
  * stalled link, which the StallClock parks).
  */
 export class FrameRing {
-  /** The ring's buffer; the head frame is storage[headStart, headStart + headLength). */
-  readonly storage: Uint8Array;
+  /** The arena this ring's bytes live in, at [base, base + capacityBytes). */
+  readonly arena: StagedBytes;
+  readonly base: number;
+  readonly capacityBytes: number;
   // 16 bits hold any frame of a ring up to 64 KiB: half the bytes of the usual ring.
   private readonly lengths: Uint16Array | Uint32Array;
+  private readonly tags: Uint32Array;
   private first = 0; // index ring: slot of the head frame
-  private n = 0; // frames held
+  /** Frames held (read on every delivery: a field, not a getter). */
+  size = 0;
   private head = 0; // byte offset of the head frame
   private tail = 0; // byte offset where the next frame goes
   private used = 0; // bytes of frames held (gaps not counted)
   private gapAt = -1; // where the gap before the end begins while the frames wrap; -1 when they do not
   // When each frame was pushed, whole ms modulo 2^32, parallel to `lengths` (health's egress
-  // wait, docs/operations.md "Health, admission and overload"): 4 bytes a frame, 256 per never-shed queue. Whole ms are all the device's
-  // clock has, and the histogram's smallest bound is 1 ms.
+  // wait, docs/operations.md "Health, admission and overload"): 4 bytes a frame. Whole ms are all
+  // the device's clock has, and the histogram's smallest bound is 1 ms.
   private readonly pushedAt: Uint32Array;
 
-  constructor(capacityBytes: number, maxFrames: number) {
+  /** Without an arena the ring makes its own, with a staging area as large as the ring. */
+  constructor(capacityBytes: number, maxFrames: number, arena?: StagedBytes, base = 0) {
     if (!Number.isInteger(capacityBytes) || capacityBytes < 1) throw new RangeError('FrameRing capacityBytes must be an integer ≥ 1');
     if (!Number.isInteger(maxFrames) || maxFrames < 1) throw new RangeError('FrameRing maxFrames must be an integer ≥ 1');
-    this.storage = new Uint8Array(capacityBytes);
+    this.arena = arena ?? new StagedBytes(capacityBytes, capacityBytes);
+    if (!(base >= 0 && base + capacityBytes <= this.arena.capacity)) throw new RangeError('FrameRing: the region lies outside its arena');
+    this.base = base;
+    this.capacityBytes = capacityBytes;
     this.lengths = capacityBytes <= 0xffff ? new Uint16Array(maxFrames) : new Uint32Array(maxFrames);
+    this.tags = new Uint32Array(maxFrames);
     this.pushedAt = new Uint32Array(maxFrames);
-  }
-
-  get capacityBytes(): number {
-    return this.storage.length;
   }
 
   get maxFrames(): number {
     return this.lengths.length;
-  }
-
-  /** Frames held. */
-  get size(): number {
-    return this.n;
   }
 
   /** Bytes of the frames held. */
@@ -63,14 +65,19 @@ export class FrameRing {
     return this.used;
   }
 
-  /** Offset of the head frame in `storage`; -1 when empty. */
+  /** Offset of the head frame in the region; -1 when empty. */
   get headStart(): number {
-    return this.n === 0 ? -1 : this.head;
+    return this.size === 0 ? -1 : this.head;
   }
 
   /** Length of the head frame; 0 when empty. */
   get headLength(): number {
-    return this.n === 0 ? 0 : (this.lengths[this.first] as number);
+    return this.size === 0 ? 0 : (this.lengths[this.first] as number);
+  }
+
+  /** The tag the head frame was pushed with; 0 when empty. */
+  get headTag(): number {
+    return this.size === 0 ? 0 : (this.tags[this.first] as number);
   }
 
   /** Whether a frame of `length` bytes would be accepted now. */
@@ -79,49 +86,58 @@ export class FrameRing {
   }
 
   /**
-   * Appends frame[0, length), pushed at `now` (ms; for the egress wait `drainTo` reports).
-   * False (and nothing changes) when it does not fit. A length below 1 or beyond the frame is a
+   * Appends `frame` (exactly the frame) with its tag, pushed at `now` (ms; for the egress wait
+   * `drainTo` reports). False (and nothing changes) when it does not fit. An empty frame is a
    * caller bug and throws.
    */
-  push(frame: Uint8Array, length: number, now = 0): boolean {
-    if (!Number.isInteger(length) || length < 1 || length > frame.length) throw new RangeError('FrameRing.push: bad length');
+  push(frame: Uint8Array, tag = 0, now = 0): boolean {
+    const length = frame.length;
+    if (length < 1) throw new RangeError('FrameRing.push: an empty frame');
     const at = this.placeFor(length);
     if (at < 0) return false;
-    const buf = this.storage;
-    if (length === frame.length) buf.set(frame, at);
-    else for (let i = 0; i < length; i++) buf[at + i] = frame[i] as number;
+    const all = this.arena.all;
+    // The arena's own staging area (a control frame written there) moves within one buffer.
+    if (frame.buffer === all.buffer) all.copyWithin(this.base + at, frame.byteOffset, frame.byteOffset + length);
+    else all.set(frame, this.base + at);
     const maxFrames = this.lengths.length;
-    let slot = this.first + this.n;
+    let slot = this.first + this.size;
     if (slot >= maxFrames) slot -= maxFrames;
     this.lengths[slot] = length;
+    this.tags[slot] = tag;
     this.pushedAt[slot] = wholeMs(now);
-    if (this.n === 0) this.head = at;
+    if (this.size === 0) this.head = at;
     else if (at === 0) this.gapAt = this.tail; // wrapped: the frames before the gap end here
-    this.n++;
+    this.size++;
     this.tail = at + length;
     this.used += length;
     return true;
   }
 
+  /** The head frame, as an exact view in the arena's staging area (valid until the arena stages again); null when empty. */
+  stageHead(): Uint8Array | null {
+    if (this.size === 0) return null;
+    return this.arena.stage(this.base + this.head, this.lengths[this.first] as number);
+  }
+
   /** Copies the head frame to into[0, …) and returns its length; 0 when empty. */
   copyHead(into: Uint8Array): number {
-    if (this.n === 0) return 0;
-    const len = this.lengths[this.first] as number;
+    const staged = this.stageHead();
+    if (staged === null) return 0;
+    const len = staged.length;
+    if (into.length >= len) into.set(staged, 0);
+    this.arena.unstage();
     if (into.length < len) throw new RangeError('FrameRing.copyHead: destination too small');
-    const buf = this.storage;
-    const at = this.head;
-    for (let i = 0; i < len; i++) into[i] = buf[at + i] as number;
     return len;
   }
 
   /** Removes the head frame; false when empty. */
   shift(): boolean {
-    if (this.n === 0) return false;
+    if (this.size === 0) return false;
     const len = this.lengths[this.first] as number;
     this.used -= len;
-    this.n--;
+    this.size--;
     this.first = this.first + 1 === this.lengths.length ? 0 : this.first + 1;
-    if (this.n === 0) {
+    if (this.size === 0) {
       // Empty: start again at offset 0, the largest contiguous room there is.
       this.head = 0;
       this.tail = 0;
@@ -138,26 +154,24 @@ export class FrameRing {
 
   /** Whole ms (mod 2^32) from the head frame's push to `now`; 0 when empty. */
   headWaitMs(now: number): number {
-    return this.n === 0 ? 0 : (wholeMs(now) - (this.pushedAt[this.first] as number)) >>> 0;
+    return this.size === 0 ? 0 : (wholeMs(now) - (this.pushedAt[this.first] as number)) >>> 0;
   }
 
   /**
-   * Sends head frames while the link has room, through `scratch` (Link.send takes a frame
-   * from offset 0 and copies it). Returns how many went: the progress a StallClock reads.
-   * With `waits`, each frame's wait from its push to `now` is recorded there.
+   * Hands head frames to the link while it takes them (Link.send: the send contract), each as
+   * an exact view staged in the arena with the tag it was pushed with. Returns how many went:
+   * the progress a StallClock reads. With `waits`, each frame's wait from its push to `now` is
+   * recorded there.
    */
-  drainTo(link: Link, scratch: Uint8Array, now = 0, waits: EgressWaitSink | null = null): number {
+  drainTo(link: Link, now = 0, waits: EgressWaitSink | null = null): number {
     let sent = 0;
-    while (this.n > 0) {
-      const len = this.lengths[this.first] as number;
-      if (!link.canSend(len)) break;
+    const arena = this.arena;
+    while (this.size > 0) {
+      const frame = arena.stage(this.base + this.head, this.lengths[this.first] as number);
+      const ok = link.send(frame, this.tags[this.first] as number, 0);
+      arena.unstage();
+      if (!ok) break;
       if (waits !== null) waits.recordEgressWait(this.headWaitMs(now), now);
-      if (this.head === 0) {
-        link.send(this.storage, len);
-      } else {
-        this.copyHead(scratch);
-        link.send(scratch, len);
-      }
       this.shift();
       sent++;
     }
@@ -166,7 +180,7 @@ export class FrameRing {
 
   clear(): void {
     this.first = 0;
-    this.n = 0;
+    this.size = 0;
     this.head = 0;
     this.tail = 0;
     this.used = 0;
@@ -176,9 +190,9 @@ export class FrameRing {
   // Where a frame of `length` bytes would start, or -1. Unwrapped (head < tail): the room
   // after the tail, else the room before the head. Wrapped (tail ≤ head): the room between.
   private placeFor(length: number): number {
-    const capacity = this.storage.length;
-    if (this.n === this.lengths.length) return -1;
-    if (this.n === 0) return length <= capacity ? 0 : -1;
+    const capacity = this.capacityBytes;
+    if (this.size === this.lengths.length) return -1;
+    if (this.size === 0) return length <= capacity ? 0 : -1;
     if (this.head < this.tail) {
       if (length <= capacity - this.tail) return this.tail;
       return length <= this.head ? 0 : -1;

@@ -94,6 +94,17 @@ export class LinkBudget {
     return true;
   }
 
+  /**
+   * When `update` could next change anything while the level stays `level` (ms; Infinity: not
+   * until the level changes). The hub calls `update` at that time, and whenever the level
+   * changes, instead of at every tick: the controller acts only on those.
+   */
+  nextAt(level: number): number {
+    if (level >= LEVEL_CONGESTED) return Number.isNaN(this.congestedSince) ? -Infinity : this.congestedSince + REGRANT_AFTER_CONGESTED_MS;
+    if (this.budget === Infinity) return Infinity;
+    return Number.isNaN(this.probedAt) ? -Infinity : this.probedAt + PROBE_INTERVAL_MS;
+  }
+
   /** On resume: a fresh link starts unlimited (rule 1). */
   reset(): void {
     this.budget = Infinity;

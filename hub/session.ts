@@ -5,13 +5,15 @@
 // arrays) cost more than the whole device has for 8 sessions × 16 subscriptions
 // (docs/architecture.md "Memory").
 import type { ChannelInfo } from '../catalog/index.js';
-import { ChannelClass } from '../catalog/schema.js';
+import { ChannelClass, StreamKind } from '../catalog/schema.js';
+import { dataPrefix } from './fast-frames.js';
+import { FrameType } from './frames.js';
 import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S, STREAM_INGRESS_OVERAGE_NACK_PER_S } from './constants.js';
 import { NackThrottle, TokenBucket, type WindowCounter } from './limits.js';
 import { EventRing, FrameRing, StallClock } from './queues.js';
 import { LinkBudget } from './regrant.js';
-import { DECIMATION_STATE, resetDecimation } from './shed.js';
-import type { Link } from './ports.js';
+import { DECIMATION_STATE, resetDecimation, shedBase } from './shed.js';
+import { Tag, tagOf, type Link } from './ports.js';
 
 export const SessionState = Object.freeze({ ACTIVE: 0, STALE: 1, CLOSED: 2 } as const);
 export type SessionStateCode = (typeof SessionState)[keyof typeof SessionState];
@@ -47,12 +49,44 @@ export class ChannelRoute {
   readonly last: (Float64Array | undefined)[] | null;
   /** §9.4, EVENT channels only: the bounded queue of every subscriber, one reader per session slot. */
   readonly events: EventRing<EventRecord> | null;
+  /** In the never-shed set (§10.1): the catalog marks it critical. */
+  readonly critical: boolean;
+  /** §10.4 rows 4–6: a segments STREAM, shed whole-source or not at all, never thinned by its grant. */
+  readonly segments: boolean;
+  /** What the core tells a link of this channel's DATA frames (hub/ports.ts Tag): per-subscriber variants, and the push's shared encoding. */
+  readonly tag: number;
+  readonly sharedTag: number;
+  /** This channel's block of the shedding lookup (shed.ts SHED_LOOKUP). */
+  readonly shedBase: number;
+  /** Its DATA frames' first bytes, up to the seq (fast-frames.ts dataPrefix). */
+  readonly prefix: Uint8Array;
+  /** The catalog's field count: the most values a sample carries. */
+  readonly fields: number;
 
   constructor(ch: ChannelInfo, index: number, slots: number) {
     this.ch = ch;
     this.index = index;
+    this.critical = ch.critical;
+    this.segments = ch.cls === ChannelClass.STREAM && ch.kind === StreamKind.segments;
+    // §10.4 "never delay-and-burst", at the binding (docs/protocol.md §13.6): a STREAM sample may
+    // be dropped unsent once it waited past the link's sample budget; a STATE value once a newer
+    // value of its channel waits behind it. Critical channels and segments never are.
+    const flags = this.critical ? Tag.CRITICAL : this.segments ? 0 : ch.cls === ChannelClass.STREAM ? Tag.SAMPLE : ch.cls === ChannelClass.STATE ? Tag.VALUE : 0;
+    this.tag = tagOf(FrameType.DATA, flags, ch.id);
+    this.sharedTag = this.tag | Tag.SHARED;
+    this.shedBase = shedBase(ch.cls, ch.kind);
+    this.prefix = dataPrefix(ch.id);
+    this.fields = ch.fieldCount;
     this.last = ch.cls === ChannelClass.STATE ? new Array<Float64Array | undefined>(slots).fill(undefined) : null;
     this.events = ch.cls === ChannelClass.EVENT ? new EventRing<EventRecord>(Math.max(1, ch.queueDepth), slots) : null;
+  }
+
+  /** §10.4 row 8: the values a STATE push sent to `slot`, kept for the next conflation test. */
+  keep(slot: number, values: Float64Array, n: number, lastLen: Int8Array, k: number): void {
+    const last = (this.last as (Float64Array | undefined)[])[slot] as Float64Array;
+    const m = n < last.length ? n : last.length;
+    for (let j = 0; j < m; j++) last[j] = values[j] as number;
+    lastLen[k] = m;
   }
 
   /** The slot's array of values last sent (STATE channels only). */
@@ -212,25 +246,32 @@ export class Session {
   lastHeard: number;
   staleSince = 0;
   /**
-   * §5.12 key 28: every frame handed to this session's current transport (sends, never-shed
-   * drains, write-ahead ESTOPs, and what went to the transport before its HELLO), and the
-   * client's cumulative ACK of them; both modulo 2^32. The ack lag is their difference.
+   * Frames handed to this session's current transport (sends, never-shed drains, write-ahead
+   * ESTOPs, and what went to the transport before its HELLO), modulo 2^32: how the hub tells a
+   * link that keeps up (hub ladder). The client's acknowledgements are the link's to count
+   * (Link.acked, Link.ackLag).
    */
   sentFrames = 0;
-  ackedFrames = 0;
   /** §5.18: the report a chunked HEALTH answer is cut from, kept until its last chunk went. */
   healthText: string | null = null;
   /** A GRANT re-stating every grant is owed to this session (set by a re-plan). */
   grantOwed = false;
+  /** Events wait in this session's EVENT queues for its link: the tick flushes them. */
+  eventsOwed = false;
+  /** The link level the re-grant controller last saw, and when it is next due (hub.ts tick). */
+  levelSeen = 0;
+  budgetAt = -Infinity;
 
-  constructor(id: number, slot: number, tier: number, token: Uint8Array, now: number, neverShedBytes: number, malformed: WindowCounter) {
+  /** `neverShed`: the slot's never-shed queue (the hub keeps one per slot, in its egress arena), emptied. */
+  constructor(id: number, slot: number, tier: number, token: Uint8Array, now: number, neverShed: FrameRing, malformed: WindowCounter) {
     this.id = id;
     this.slot = slot;
     this.tier = tier;
     this.resumeToken = token;
     this.priorToken = new Uint8Array(token.length);
     this.lastHeard = now;
-    this.neverShed = new FrameRing(neverShedBytes, NEVER_SHED_FRAMES);
+    neverShed.clear();
+    this.neverShed = neverShed;
     this.intentBucket = new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now);
     this.malformed = malformed;
   }
@@ -247,39 +288,9 @@ export class Session {
   loadMark = 0;
   handedAt = -Infinity;
 
-  /** One more frame handed to the transport (§5.12: counted modulo 2^32). */
+  /** One more frame handed to the transport (counted modulo 2^32). */
   handed(): void {
     this.sentFrames = (this.sentFrames + 1) >>> 0;
   }
-
-  /** Frames handed but not yet acknowledged (§5.12, modulo 2^32). */
-  get ackLag(): number {
-    const d = distanceMod(this.sentFrames, this.ackedFrames);
-    return d >= HALF ? 0 : d;
-  }
-
-  /** The ack lag less `unsent` frames the binding dropped without sending them (Link.unsent). */
-  ackLagLess(unsent: number): number {
-    const d = distanceMod((this.sentFrames - unsent) >>> 0, this.ackedFrames);
-    return d >= HALF ? 0 : d;
-  }
-
-  /**
-   * A cumulative ACK: taken when it acknowledges more than the last one. A count ahead of what
-   * was handed (a client claiming frames it cannot have had) reads as everything acknowledged.
-   */
-  ack(acked: number): void {
-    const d = distanceMod(this.sentFrames, acked);
-    if (d >= HALF) this.ackedFrames = this.sentFrames;
-    else if (d < this.ackLag) this.ackedFrames = acked >>> 0;
-  }
 }
 
-const U32 = 0x100000000;
-const HALF = U32 / 2;
-
-// (a − b) modulo 2^32, in [0, 2^32).
-function distanceMod(a: number, b: number): number {
-  const d = (a - b) % U32;
-  return d < 0 ? d + U32 : d;
-}

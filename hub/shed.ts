@@ -177,3 +177,49 @@ export function sameValues(a: Float64Array, aLen: number, b: Float64Array, bLen:
   }
   return true;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The table as a lookup, for the hot path: shedDecide over every input a delivery can present,
+// computed once at load. A route knows its class and kind (its `shedBase`); a delivery adds its
+// subscription's priority, whether its first push is owed and its level, and reads one entry:
+// no call, no branches. test/core/shed.test.ts holds it equal to shedDecide everywhere.
+
+// The four class-and-kind combinations the table tells apart, each a block of 24 entries:
+// priority (0–3) × first push (0, 1) × level (0, 1, ≥ 2).
+const SHED_BLOCK = 24;
+const CLASS_SAMPLES = 0;
+const CLASS_SEGMENTS = 1;
+const CLASS_STATE = 2;
+const CLASS_OTHER = 3;
+
+function lookupTable(): readonly number[] {
+  const out: number[] = [];
+  const classes = [
+    [STREAM, StreamKind.samples],
+    [STREAM, SEGMENTS],
+    [STATE, NO_STREAM_KIND],
+    [ChannelClass.EVENT, NO_STREAM_KIND],
+  ];
+  for (const [cls, kind] of classes) {
+    for (let priority = 0; priority < 4; priority++) {
+      for (let first = 0; first < 2; first++) {
+        for (let level = 0; level < 3; level++) out.push(shedDecide(level, priority, cls as number, kind as number, first === 1));
+      }
+    }
+  }
+  return Object.freeze(out);
+}
+
+/** shedDecide for every (class and kind, priority, first push, level), packed as shedDecide packs. */
+export const SHED_LOOKUP: readonly number[] = lookupTable();
+
+/** Where a channel's block of SHED_LOOKUP starts. */
+export function shedBase(cls: number, kind: number): number {
+  if (cls === STREAM) return (kind === SEGMENTS ? CLASS_SEGMENTS : CLASS_SAMPLES) * SHED_BLOCK;
+  return (cls === STATE ? CLASS_STATE : CLASS_OTHER) * SHED_BLOCK;
+}
+
+/** The entry of SHED_LOOKUP for a delivery: the route's base, its priority (0–3), first push (0, 1) and level (anything ≥ 2 severe; NaN, negative clear). */
+export function shedIndex(base: number, priority: number, firstPush: number, level: number): number {
+  return base + priority * 6 + firstPush * 3 + (level >= LEVEL_SEVERE ? 2 : level >= LEVEL_CONGESTED ? 1 : 0);
+}

@@ -243,7 +243,14 @@ export class Reassembler {
   readonly buffer: Uint8Array;
   readonly limits: ReassemblyLimits;
   readonly counters = new ReassemblyCounters();
+  /**
+   * While a partial frame is held, its first fragment's time plus the timeout (`tick` discards it
+   * once more than the timeout has passed); Infinity while none is.
+   */
+  expiresAt = Infinity;
   private readonly sink: ReassemblySink;
+  private readonly timeoutMs: number;
+  private readonly maxFrameBytes: number;
   private total = 0; // declared length of the partial frame; 0: none
   private got = 0;
   private fragments = 0;
@@ -256,6 +263,8 @@ export class Reassembler {
     if (!(limits.maxFragments >= 2)) throw new RangeError('Reassembler: maxFragments must be ≥ 2');
     this.sink = sink;
     this.limits = limits;
+    this.timeoutMs = limits.timeoutMs;
+    this.maxFrameBytes = limits.maxFrameBytes;
     this.buffer = new Uint8Array(limits.maxFrameBytes + 1);
   }
 
@@ -266,7 +275,11 @@ export class Reassembler {
 
   /** One write or notification, bytes[start, end), received at `now`. */
   push(bytes: Uint8Array, start: number, end: number, now: number): void {
-    this.tick(now);
+    // tick(now), without the call when no partial frame is held.
+    if (this.total > 0 && now - this.began > this.timeoutMs) {
+      this.counters.timeouts++;
+      this.fail(this.counter);
+    }
     if (end <= start) {
       this.malformed();
       return;
@@ -281,8 +294,14 @@ export class Reassembler {
     const position = h >>> 6;
     if (position === FragmentPosition.ONLY) {
       this.skip &= ~(1 << c);
-      if (end - start < 2) this.malformed();
-      else this.deliverWhole(bytes, start + FRAGMENT_HEADER_BYTES, end);
+      const n = end - start - FRAGMENT_HEADER_BYTES;
+      if (n < 1) this.malformed();
+      else if (n > this.maxFrameBytes) this.tooLarge(bytes, start + FRAGMENT_HEADER_BYTES, end, -1);
+      else {
+        // deliverWhole, inline: the usual write is a whole frame.
+        this.counters.frames++;
+        this.sink.frame(bytes, start + FRAGMENT_HEADER_BYTES, end);
+      }
       return;
     }
     if (position === FragmentPosition.FIRST) {
@@ -325,7 +344,7 @@ export class Reassembler {
 
   /** Discards a partial frame older than the timeout; call it at least every hub tick. */
   tick(now: number): void {
-    if (this.total > 0 && now - this.began > this.limits.timeoutMs) {
+    if (this.total > 0 && now - this.began > this.timeoutMs) {
       this.counters.timeouts++;
       this.fail(this.counter);
     }
@@ -346,7 +365,7 @@ export class Reassembler {
     }
     const total = ((bytes[start + 1] as number) << 8) | (bytes[start + 2] as number);
     const from = start + head;
-    if (total > this.limits.maxFrameBytes) {
+    if (total > this.maxFrameBytes) {
       this.tooLarge(bytes, from, end, c);
       return;
     }
@@ -361,10 +380,11 @@ export class Reassembler {
     this.fragments = 1;
     this.counter = c;
     this.began = now;
+    this.expiresAt = now + this.timeoutMs;
   }
 
   private deliverWhole(bytes: Uint8Array, start: number, end: number): void {
-    if (end - start > this.limits.maxFrameBytes) {
+    if (end - start > this.maxFrameBytes) {
       this.tooLarge(bytes, start, end, -1);
       return;
     }
@@ -397,5 +417,6 @@ export class Reassembler {
     this.total = 0;
     this.got = 0;
     this.fragments = 0;
+    this.expiresAt = Infinity;
   }
 }

@@ -11,7 +11,6 @@
 // stands in for a completion that never comes.
 //
 // Platform-free (the connection is typed by what is used of it), so a Node test can drive it.
-import { FRAGMENT_MAX_BYTES } from './fragment.js';
 import type { BleLink, BleTransport } from './link.js';
 
 /** The status a notify that threw, or a callback handed something other than a number, reports (NimBLE statuses are positive). */
@@ -20,26 +19,16 @@ export const BLE_STATUS_THREW = -1;
 /** What the binding uses of the stack's connection object. */
 export interface GattPeer<Ch> {
   readonly maximumWrite: number;
-  notify(characteristic: Ch, value: ArrayBuffer, callback: (status: number) => void): void;
+  /** The SDK reads `value` as a buffer (xsmcGetBufferReadable): an ArrayBuffer or any view of one, exactly the notification. */
+  notify(characteristic: Ch, value: ArrayBuffer | Uint8Array, callback: (status: number) => void): void;
   close(): void;
 }
-
-// ES2024 resizable ArrayBuffer (XS has it; the SDK's own advertising code uses it): one buffer
-// per connection, shrunk to each notification's length for the call, so that nothing is
-// allocated and nothing copied again per notification.
-interface ResizableArrayBuffer extends ArrayBuffer {
-  resize(byteLength: number): void;
-}
-const ResizableArrayBufferCtor = ArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => ResizableArrayBuffer;
 
 export class GattConnection<Ch = unknown, P extends GattPeer<Ch> = GattPeer<Ch>> implements BleTransport {
   readonly connection: P;
   /** The notify characteristic's host object, known once the client subscribes. */
   characteristic: Ch | null = null;
   link: BleLink | null = null;
-  /** The link builds each notification here (a length-tracking view of `resizable`). */
-  readonly buffer: Uint8Array;
-  private readonly resizable: ResizableArrayBuffer;
   /** The completion handed to every notify: referenced here while any notification is in flight. */
   readonly completed: (status: number) => void;
   private readonly onClose: (conn: GattConnection<Ch, P>) => void;
@@ -47,8 +36,6 @@ export class GattConnection<Ch = unknown, P extends GattPeer<Ch> = GattPeer<Ch>>
   constructor(connection: P, onClose: (conn: GattConnection<Ch, P>) => void) {
     this.connection = connection;
     this.onClose = onClose;
-    this.resizable = new ResizableArrayBufferCtor(FRAGMENT_MAX_BYTES, { maxByteLength: FRAGMENT_MAX_BYTES });
-    this.buffer = new Uint8Array(this.resizable);
     this.completed = (status: number): void => {
       if (this.link) this.link.notified(typeof status === 'number' ? status : status ? BLE_STATUS_THREW : 0);
     };
@@ -58,19 +45,14 @@ export class GattConnection<Ch = unknown, P extends GattPeer<Ch> = GattPeer<Ch>>
     return this.connection.maximumWrite;
   }
 
-  notify(value: Uint8Array, length: number): void {
+  /**
+   * `value` is exactly the notification (the link's queue hands out a view of its own staging
+   * area, hub/bytes.ts): the stack copies it at once, and nothing is copied or allocated here.
+   */
+  notify(value: Uint8Array, _length: number): void {
     const ch = this.characteristic;
     if (ch === null) throw new Error('notifications not enabled');
-    const b = this.buffer;
-    if (value !== b) for (let i = 0; i < length; i++) b[i] = value[i] as number;
-    // The stack copies the value at once; the bytes before `length` survive the resizes, so a
-    // failed notification can be handed out again from the same buffer.
-    this.resizable.resize(length);
-    try {
-      this.connection.notify(ch, this.resizable, this.completed);
-    } finally {
-      this.resizable.resize(FRAGMENT_MAX_BYTES);
-    }
+    this.connection.notify(ch, value, this.completed);
   }
 
   close(): void {

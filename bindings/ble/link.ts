@@ -5,9 +5,9 @@
 // this one implementation on both.
 
 import { WatermarkDetector } from '../detector.js';
-import { DrainClock, SAMPLE_BUDGET_MAX_MS, ThroughputEstimator, WindowedMax, type BindingLink, type HubAttach } from '../link.js';
+import { AckCounter, MIN_RTT_WINDOW_MS, SAMPLE_BUDGET_MAX_MS, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
-import { SendShed, type Clock, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
+import { AckForm, Tag, type Clock, type GrantSet, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { fragmentSize, HUB_REASSEMBLY, Reassembler, type ReassemblyLimits, type ReassemblySink } from './fragment.js';
 import { NotifyQueue, type NotifyQueueOptions } from './notify-queue.js';
 
@@ -16,18 +16,14 @@ export interface BleTransport {
   /** ATT MTU − 3 as negotiated so far (it grows once the MTU exchange completes). */
   maximumWrite(): number;
   /**
-   * Hands one notification, value[0, length), to the stack; the stack copies it. Its completion
-   * comes back through `BleLink.notified`, synchronously or later. May throw: that counts as a
-   * failed notification.
+   * Hands one notification to the stack: `value` is exactly it (`length` bytes), a view the
+   * link reuses once the notification completed; the stack copies it. Its completion comes
+   * back through `BleLink.notified`, synchronously or later. May throw: that counts as a failed
+   * notification.
    */
   notify(value: Uint8Array, length: number): void;
   /** Ends the connection (the core parks or closes the session). */
   close(): void;
-  /**
-   * Where the link builds notifications, if the transport has a preference (at least
-   * FRAGMENT_MAX_BYTES long): `notify` is then always called with this very array.
-   */
-  readonly buffer?: Uint8Array;
 }
 
 /**
@@ -67,20 +63,24 @@ export class BleLinkCounters {
   deliveredBytes = 0;
 }
 
+/**
+ * The longest service time is kept over about MIN_RTT_WINDOW_MS as bindings/link.ts WindowedMax
+ * keeps it, in two buckets of this long each (here in the link's fields: a completion that
+ * changes nothing there then costs a comparison, not a call).
+ */
+const SERVICE_HALF_MS = MIN_RTT_WINDOW_MS / 2;
+
 export class BleLink implements BindingLink {
-  readonly binding = 'ble';
-  readonly broadcast = false;
-  /** WELCOME `mtu`: the largest frame the client may send, which reassembly takes whole (§7). */
-  readonly mtu: number;
+  /** WELCOME `mtu` (caps.mtu): the largest frame the client may send, which reassembly takes whole (§7). */
+  readonly caps: LinkCaps;
   readonly queue: NotifyQueue;
+  /** Frames handed to the stack and what the client's ACKs cover (bindings/link.ts). */
+  readonly acks = new AckCounter();
   readonly reassembler: Reassembler;
   readonly detector: WatermarkDetector;
   readonly counters = new BleLinkCounters();
   /** §10.2 link estimate: frame bytes the stack reported sent. */
   readonly throughput: ThroughputEstimator;
-  readonly drain: DrainClock;
-  /** The longest a notification took from hand-out to completion lately: about one connection interval. */
-  readonly service = new WindowedMax();
   private readonly transport: BleTransport;
   private readonly clock: Clock;
   private readonly retryMs: number;
@@ -89,12 +89,38 @@ export class BleLink implements BindingLink {
   private shutDown = false;
   private subscribedOn: boolean;
   private pumping = false;
+  // The fragment size in use, and the transport's maximum write it was taken from.
   private size: number;
+  private mw: number;
   private flightSince = 0;
   private retryAt = 0;
   private judgedAt = -Infinity;
+  private lvl = 0;
   private sampled = 0;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
+  // Stalled time (bindings/link.ts DrainClock): when the stack last took a notification, or a
+  // backlog began.
+  private movedAt: number;
+  // The longest a notification took from hand-out to completion lately (about one connection
+  // interval), as bindings/link.ts WindowedMax keeps it (−1: none in the bucket), and the sample
+  // budget taken from it, worked out when a sample changes it.
+  private serviceCur = -1;
+  private servicePrev = -1;
+  private serviceStart = -Infinity;
+  private budgetMs = BLE_SAMPLE_BUDGET_DEFAULT_MS;
+  // The periodic work (tick) has nothing of the link's own to do before this: the earliest a
+  // notification can time out, a failed one be retried, or a partial client frame time out,
+  // 1 ms early so that float rounding never makes it late (the tick then checks exactly).
+  // Events only lower it; a tick that does the work works it out again.
+  private dueAt = -Infinity;
+  // The detector judged an input since the link last compared its level (tick, level).
+  private fed = false;
+  // The detector's queue signal is known to be 0 (a refusal raises it, and a take that leaves the
+  // queue empty lowers it to 0): then such a take, before the detector's next deadline, changes
+  // nothing in it (see take).
+  private signalZero = true;
+  // The instant of such a take left out: another input at that instant first hands it over.
+  private takeOwedAt = NaN;
 
   /**
    * `subscribed`: whether the client has enabled notifications already (the device learns it
@@ -103,13 +129,14 @@ export class BleLink implements BindingLink {
   constructor(transport: BleTransport, clock: Clock, options: BleLinkOptions = {}, subscribed = false) {
     this.transport = transport;
     this.clock = clock;
-    this.queue = new NotifyQueue(options.queue, transport.buffer);
+    this.queue = new NotifyQueue(options.queue);
     const limits = options.reassembly ?? HUB_REASSEMBLY;
-    this.mtu = limits.maxFrameBytes;
+    this.caps = Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu: limits.maxFrameBytes, writeAheadSlots: this.queue.aheadSlots, ackForm: AckForm.STREAM });
     this.retryMs = options.retryMs ?? BLE_NOTIFY_RETRY_MS;
     this.notifyTimeoutMs = options.notifyTimeoutMs ?? BLE_NOTIFY_TIMEOUT_MS;
     this.subscribedOn = subscribed;
-    this.size = fragmentSize(transport.maximumWrite());
+    this.mw = transport.maximumWrite();
+    this.size = fragmentSize(this.mw);
     // Refusals go to the core as the frames that draw the same NACK from its own checks
     // (ReassemblySink): LinkSink has no other way to be told.
     const sink: ReassemblySink = {
@@ -124,7 +151,7 @@ export class BleLink implements BindingLink {
     const now = clock.now();
     this.detector = new WatermarkDetector(now);
     this.throughput = new ThroughputEstimator(now);
-    this.drain = new DrainClock(now);
+    this.movedAt = now;
   }
 
   /** A link attached to `hub` at once: the usual way to make one. */
@@ -164,19 +191,38 @@ export class BleLink implements BindingLink {
   /** One GATT write from the client: one fragment, value[start, end). */
   written(value: Uint8Array, start: number, end: number): void {
     if (this.shutDown) return;
-    this.reassembler.push(value, start, end, this.clock.now());
+    const r = this.reassembler;
+    r.push(value, start, end, this.clock.now());
+    // A partial frame begun: its timeout is the tick's to watch.
+    const due = r.expiresAt - 1;
+    if (due < this.dueAt) this.dueAt = due;
   }
 
   /** The notification in flight completed: status 0 sent, anything else failed. */
   notified(status: number): void {
-    if (this.shutDown || !this.queue.inFlight) return;
+    const q = this.queue;
+    if (this.shutDown || !q.inFlight) return;
     const now = this.clock.now();
     if (status === 0) {
-      this.service.sample(now - this.flightSince, now);
-      this.delivered(this.queue.done(true), now);
+      // A service time no longer than the longest in its bucket changes nothing there.
+      const v = now - this.flightSince;
+      if (v > this.serviceCur || now - this.serviceStart >= SERVICE_HALF_MS) this.serviceSample(v, now);
+      const bytes = q.completed();
+      if (bytes > 0) {
+        this.movedAt = now;
+        this.counters.deliveredBytes += bytes;
+        this.throughput.add(bytes, now);
+      }
     } else {
-      this.queue.done(false);
-      this.retryAt = now + this.retryMs;
+      q.done(false);
+      this.retryLater(now);
+    }
+    // Nothing waits: the pump would only take the fragment size again.
+    if (q.vacant && !this.pumping) {
+      const mw = this.transport.maximumWrite();
+      if (mw !== this.mw) this.resize(mw);
+      this.sampled = 0;
+      return;
     }
     this.pump();
   }
@@ -197,40 +243,102 @@ export class BleLink implements BindingLink {
 
   /**
    * Periodic work: reassembly timeout, a notification retry or completion timeout, the
-   * detector's windows. Call at least every hub tick.
+   * detector's windows. Call at least every hub tick. Until the link's next deadline and the
+   * detector's, with no input to the detector since and the same fragment size, there is none:
+   * the tick then costs a few comparisons (the clock is monotonic, hub/ports.ts Clock).
    */
   tick(now: number = this.clock.now()): void {
+    if (now < this.dueAt && !this.fed && now < this.detector.quietUntil && this.transport.maximumWrite() === this.mw) return;
     if (this.shutDown) return;
     this.reassembler.tick(now);
-    if (this.queue.inFlight && now - this.flightSince >= this.notifyTimeoutMs) {
+    const q = this.queue;
+    if (q.inFlight && now - this.flightSince >= this.notifyTimeoutMs) {
       this.counters.unconfirmed++;
-      this.delivered(this.queue.done(true), now);
+      this.delivered(q.completed(), now);
     }
     this.pump();
-    this.judgedAt = now;
-    this.detector.tick(now);
+    this.judge(now);
+    if (this.shutDown) return;
+    // The next deadline, from what is left.
+    let due = this.reassembler.expiresAt - 1;
+    if (q.inFlight) {
+      const d = this.flightSince + this.notifyTimeoutMs - 1;
+      if (d < due) due = d;
+    }
+    if (q.retryPending && this.retryAt < due) due = this.retryAt;
+    this.dueAt = due;
   }
 
   // ------------------------------------------------------------------ Link
 
-  canSend(length: number): boolean {
-    if (this.shutDown) return false;
-    if (this.queue.fits(length, this.size)) return true;
-    // §13.5.5: a frame turned away reads as a full queue.
-    this.detector.refused(this.clock.now());
-    return false;
+  get binding(): string {
+    return this.caps.binding;
   }
 
-  send(frame: Uint8Array, length: number, shed?: number): void {
-    if (this.shutDown) return;
+  get mtu(): number {
+    return this.caps.mtu;
+  }
+
+  /** Whether a frame of `length` bytes would be queued now (for tests and tools; the core just sends). */
+  canSend(length: number): boolean {
+    return !this.shutDown && this.queue.fits(length, this.size);
+  }
+
+  send(frame: Uint8Array, tag: number, _seq: number): boolean {
+    if (this.shutDown) return false;
     const now = this.clock.now();
-    if (!(this.queue.ratio(this.size) > 0)) this.drain.moved(now);
-    // A notification queue holds a few frames: STATE values are not conflated here (§13.6).
-    if (!this.queue.push(frame, length, this.size, now, shed === SendShed.SAMPLE)) {
-      this.counters.refusedSends++;
-      return;
+    const q = this.queue;
+    const length = frame.length;
+    // Nothing queued, ahead or in flight: a frame of one fragment goes straight out. The queue
+    // would take it whatever the fragment size (it is empty), and the pump would take the size
+    // again first: so it is taken here.
+    if (q.vacant && this.subscribedOn && !this.pumping && length >= 1 && length <= q.capacityBytes) {
+      const mw = this.transport.maximumWrite();
+      if (mw !== this.mw) this.resize(mw);
+      if (length < this.size) {
+        // What pushing it and pumping would do, with one copy instead of two. A backlog starts
+        // (stalledMs) and is taken at once.
+        this.movedAt = now;
+        this.pumping = true;
+        const n = q.handOutWhole(frame);
+        // AckCounter.startedAt without hand-over times (this link times no round trip).
+        this.acks.started++;
+        this.flightSince = now;
+        const due = now + this.notifyTimeoutMs - 1;
+        if (due < this.dueAt) this.dueAt = due;
+        try {
+          this.transport.notify(q.out, n);
+        } catch {
+          if (q.inFlight) {
+            q.done(false);
+            this.retryLater(now);
+          }
+        }
+        if (q.inFlight && q.frames === 0 && !this.shutDown) {
+          // The pump's end: the queue is empty, so the take left nothing (ratio 0); take()'s
+          // test first, to leave out working out what it found.
+          this.pumping = false;
+          if (this.signalZero && now < this.detector.quietUntil) this.takeOwedAt = now;
+          else this.take(this.foundWhole(length), 0, now);
+          this.sampled = 0;
+        } else this.drainFrom(this.foundWhole(length));
+        return true;
+      }
     }
+    const empty = q.frames === 0 && !q.retryPending;
+    // A notification queue holds a few frames: STATE values are not conflated here (§13.6).
+    if (!q.push(frame, length, this.size, now, (tag & Tag.SAMPLE) !== 0)) {
+      // §13.5.5: a frame turned away reads as a full queue.
+      this.counters.refusedSends++;
+      if (now === this.takeOwedAt) this.repayTake(now);
+      this.detector.refused(now);
+      this.signalZero = false;
+      this.fed = true;
+      return false;
+    }
+    if (empty) this.movedAt = now;
     this.pump();
+    return true;
   }
 
   /** §10.4, §11.2: the ESTOP frame goes right after the notification in flight. */
@@ -240,13 +348,32 @@ export class BleLink implements BindingLink {
     this.pump();
   }
 
-  level(): number {
+  /** The §10.3 level, judged once per instant. */
+  get level(): number {
     const now = this.clock.now();
     if (now !== this.judgedAt) {
-      this.judgedAt = now;
-      this.detector.tick(now);
+      // Until the detector's next deadline, and with no input since, its level stands.
+      if (this.fed || !(now < this.detector.quietUntil)) this.judge(now);
+      else this.judgedAt = now;
     }
-    return this.detector.level();
+    return this.lvl;
+  }
+
+  /** The client's cumulative ACK (key 28), as the core decoded it: the ack lag health reports. */
+  acked(count: number): void {
+    if (!this.shutDown) this.acks.ack(count, this.clock.now());
+  }
+
+  /** A BLE connection carries no broadcast: the grants are the core's alone. */
+  granted(_grants: GrantSet): void {}
+
+  ackLag(): number {
+    return this.acks.outstanding();
+  }
+
+  /** Notifications are acknowledged by the link layer: no loss rate. */
+  lossRate(): number {
+    return NaN;
   }
 
   /** Throughput from the completions; no round trip is timed at this layer (rttMs 0, unknown). */
@@ -260,10 +387,7 @@ export class BleLink implements BindingLink {
    * interval each, once one has waited for the next event), within the floor and the cap.
    */
   sampleBudgetMs(): number {
-    if (!this.service.known) return BLE_SAMPLE_BUDGET_DEFAULT_MS;
-    const b = 2 * this.service.value();
-    if (b < BLE_SAMPLE_BUDGET_FLOOR_MS) return BLE_SAMPLE_BUDGET_FLOOR_MS;
-    return b < SAMPLE_BUDGET_MAX_MS ? b : SAMPLE_BUDGET_MAX_MS;
+    return this.budgetMs;
   }
 
   /** Frames this link dropped unsent (stale samples): docs/protocol.md §13.6. */
@@ -278,8 +402,12 @@ export class BleLink implements BindingLink {
     return r < 1 ? r : 1;
   }
 
+  /** How long a backlog has waited without a notification completing; 0 without one. */
   stalledMs(): number {
-    return this.drain.stalledMs(this.clock.now(), this.queue.ratio(this.size) > 0);
+    const q = this.queue;
+    if (q.frames === 0 && !q.retryPending) return 0;
+    const d = this.clock.now() - this.movedAt;
+    return d > 0 ? d : 0;
   }
 
   close(): void {
@@ -290,41 +418,90 @@ export class BleLink implements BindingLink {
 
   // ------------------------------------------------------------------ inside
 
+  /** Judges the detector at `now`; a new level is reported to the core. */
+  private judge(now: number): void {
+    if (now === this.takeOwedAt) this.repayTake(now);
+    this.judgedAt = now;
+    this.fed = false;
+    const d = this.detector;
+    // Before its next deadline the detector's tick finds nothing new (its own test, without the call).
+    if (!(now < d.quietUntil)) d.tick(now);
+    const l = d.level();
+    if (l !== this.lvl) {
+      this.lvl = l;
+      if (this.sink) this.sink.levelChanged();
+    }
+  }
+
   private shut(): void {
     this.shutDown = true;
+    this.dueAt = -Infinity;
     this.queue.clear();
     this.reassembler.reset();
+  }
+
+  private resize(mw: number): void {
+    this.mw = mw;
+    this.size = fragmentSize(mw);
+  }
+
+  /** The depth a hand-out of a whole frame of `length` bytes found: its one notification, or its bytes of the storage. */
+  private foundWhole(length: number): number {
+    const q = this.queue;
+    const byNotifications = 1 / q.capacityNotifications;
+    const byBytes = length / q.capacityBytes;
+    return byNotifications > byBytes ? byNotifications : byBytes;
   }
 
   /** Hands notifications to the transport while none is in flight. */
   private pump(): void {
     if (this.pumping) return;
     this.pumping = true;
-    // §13.5.1: the signal is the depth the link finds when it hands out a notification.
-    let found = -1;
+    this.drainFrom(-1);
+  }
+
+  /**
+   * The pump's loop, with `pumping` set (it clears it), then its report to the detector.
+   * `found`: the depth found at a hand-out already made (a whole frame, send), or −1 when none was.
+   */
+  private drainFrom(found: number): void {
+    const q = this.queue;
     try {
-      this.size = fragmentSize(this.transport.maximumWrite());
-      while (!this.shutDown && this.subscribedOn && !this.queue.inFlight) {
+      if (found < 0) {
+        const mw = this.transport.maximumWrite();
+        if (mw !== this.mw) this.resize(mw);
+      }
+      // §13.5.1: the signal is the depth the link finds when it hands out a notification.
+      while (!this.shutDown && this.subscribedOn && !q.inFlight) {
         const now = this.clock.now();
-        if (this.queue.retryPending && now < this.retryAt) break;
+        if (q.retryPending && now < this.retryAt) break;
+        const size = this.size;
         // §10.4 "never delay and burst", at the binding (docs/protocol.md §13.6): samples that
         // waited past the budget go unsent, and that reads as a full queue (§13.5.5).
-        const ahead = this.queue.ratio(this.size);
-        if (this.queue.expire(now, this.sampleBudgetMs(), this.size) > 0) {
+        if (q.stale(now, this.budgetMs)) {
+          const ahead = q.ratio(size);
+          q.expire(now, this.budgetMs, size);
+          if (now === this.takeOwedAt) this.repayTake(now);
           this.detector.stale(now);
+          this.fed = true;
           if (found < 0) found = ahead;
         }
-        const before = this.queue.ratio(this.size);
-        const n = this.queue.next(this.size);
+        const before = found < 0 ? q.ratio(size) : 0;
+        const started = q.framesStarted;
+        const n = q.next(size);
         if (n === 0) break;
+        // AckCounter.startedAt without hand-over times (this link times no round trip).
+        this.acks.started += q.framesStarted - started;
         if (found < 0) found = before;
         this.flightSince = now;
+        const due = now + this.notifyTimeoutMs - 1;
+        if (due < this.dueAt) this.dueAt = due;
         try {
-          this.transport.notify(this.queue.scratch, n);
+          this.transport.notify(q.out, n);
         } catch {
-          if (this.queue.inFlight) {
-            this.queue.done(false);
-            this.retryAt = now + this.retryMs;
+          if (q.inFlight) {
+            q.done(false);
+            this.retryLater(now);
           }
         }
       }
@@ -332,18 +509,72 @@ export class BleLink implements BindingLink {
       this.pumping = false;
     }
     if (this.shutDown) return;
-    const r = this.queue.ratio(this.size);
+    const r = q.ratio(this.size);
     // A pump that only dropped stale frames drained the queue too: what is left is judged.
-    if (found >= 0) this.detector.drained(found, r, this.clock.now());
+    if (found >= 0) this.take(found, r, this.clock.now());
     // The detector holds a signal until the next input, so only a rise needs one.
-    else if (r > this.sampled) this.detector.queued(r, this.clock.now());
+    else if (r > this.sampled) {
+      const now = this.clock.now();
+      if (now === this.takeOwedAt) this.repayTake(now);
+      this.detector.queued(r, now);
+      this.signalZero = false;
+      this.fed = true;
+    }
     this.sampled = r;
+  }
+
+  /**
+   * The detector's `drained(found, after, now)`. A take that leaves the queue empty while the
+   * signal is 0 (so no refusal waits either), before the detector's next deadline, judges the same
+   * conditions at an instant no window closes: it would change nothing but the instant of the
+   * last take, which matters only to another take at the same instant. It is left out, and
+   * handed over (`repayTake`) before any other input at that instant.
+   */
+  private take(found: number, after: number, now: number): void {
+    const d = this.detector;
+    if (!(after > 0) && this.signalZero && now < d.quietUntil) {
+      this.takeOwedAt = now;
+      return;
+    }
+    if (now === this.takeOwedAt) this.repayTake(now);
+    d.drained(found, after, now);
+    this.signalZero = !(after > 0);
+    this.fed = true;
+  }
+
+  private repayTake(now: number): void {
+    this.takeOwedAt = NaN;
+    // With the queue left empty, drained ignores what the take found.
+    this.detector.drained(0, 0, now);
+  }
+
+  private retryLater(now: number): void {
+    const at = now + this.retryMs;
+    this.retryAt = at;
+    if (at < this.dueAt) this.dueAt = at;
   }
 
   private delivered(bytes: number, now: number): void {
     if (bytes <= 0) return;
-    this.drain.moved(now);
+    this.movedAt = now;
     this.counters.deliveredBytes += bytes;
     this.throughput.add(bytes, now);
+  }
+
+  /** One notification's service time: bindings/link.ts WindowedMax.sample, and the budget from it. */
+  private serviceSample(v: number, now: number): void {
+    if (!(v >= 0)) return;
+    const age = now - this.serviceStart;
+    if (age >= SERVICE_HALF_MS) {
+      // A bucket more than one half old is forgotten outright; else it becomes the previous one.
+      this.servicePrev = age >= 2 * SERVICE_HALF_MS ? -1 : this.serviceCur;
+      this.serviceCur = v;
+      this.serviceStart = now;
+    } else if (v > this.serviceCur) this.serviceCur = v;
+    else return;
+    const cur = this.serviceCur;
+    const longest = cur > this.servicePrev ? cur : this.servicePrev;
+    const b = 2 * longest;
+    this.budgetMs = b < BLE_SAMPLE_BUDGET_FLOOR_MS ? BLE_SAMPLE_BUDGET_FLOOR_MS : b < SAMPLE_BUDGET_MAX_MS ? b : SAMPLE_BUDGET_MAX_MS;
   }
 }

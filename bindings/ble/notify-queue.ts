@@ -11,18 +11,35 @@
 
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { MAX_HUB_FRAME_BYTES } from '../../hub/frames.js';
+import { ESTOP_AHEAD_SLOTS as LINK_ESTOP_AHEAD_SLOTS, EstopAhead } from '../link.js';
 import {
   FRAGMENT_COUNTER_MASK,
   FRAGMENT_HEADER_BYTES,
+  FRAGMENT_LENGTH_BYTES,
   FRAGMENT_MAX_BYTES,
   FragmentPosition,
   fragmentCount,
-  fragmentPayload,
   fragmentsLeft,
   header,
-  nextCounter,
-  writeFragment,
 } from './fragment.js';
+
+const NO_HEADER = Object.freeze(new Uint8Array(0)) as Uint8Array;
+// Header bytes without the message counter (fragment.ts `header`): the position in bits 7–6.
+const ONLY_HEADER = header(FragmentPosition.ONLY, 0);
+const FIRST_HEADER = header(FragmentPosition.FIRST, 0);
+const MIDDLE_HEADER = header(FragmentPosition.MIDDLE, 0);
+const LAST_HEADER = header(FragmentPosition.LAST, 0);
+/** An ESTOP frame's notification: one ONLY fragment. */
+const ESTOP_NOTIFICATION_BYTES = FRAGMENT_HEADER_BYTES + ESTOP_FRAME_BYTES;
+
+// A resizable ArrayBuffer seen through length-tracking views (ES2024, in XS and Node), as
+// hub/bytes.ts explains: the notification area is shrunk to the notification's length so that
+// `out` is exactly it, with no view made per notification; XS resizes within the first capacity
+// in place.
+interface ResizableArrayBuffer extends ArrayBuffer {
+  resize(byteLength: number): void;
+}
+const Resizable = ArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => ResizableArrayBuffer;
 
 /**
  * The queue's capacity in notifications: the denominator of the congestion signal and the
@@ -43,7 +60,7 @@ export const NOTIFY_QUEUE_FRAMES = 32;
  * ESTOP frames waiting ahead of the queue. More than this without one notification completing
  * is a dead link; the oldest is then dropped (the newest carries the current latch state).
  */
-export const ESTOP_AHEAD_SLOTS = 4;
+export const ESTOP_AHEAD_SLOTS = LINK_ESTOP_AHEAD_SLOTS;
 
 export interface NotifyQueueOptions {
   /** Capacity in notifications (default NOTIFY_QUEUE_NOTIFICATIONS). */
@@ -73,23 +90,51 @@ export class NotifyQueueCounters {
  * Order on the air: the notification in flight (or waiting to be retried), then every ESTOP
  * written ahead, then the fragments of the queued frames in order. An ESTOP is one ONLY
  * fragment and may fall between two fragments of a frame; receivers accept that (§13.4).
+ *
+ * The state the link reads on every event (`frames`, `held`, `vacant`, `inFlight`,
+ * `retryPending`) is kept in plain fields rather than getters: on XS a getter costs a call, a
+ * field a load. Only the queue writes them.
  */
 export class NotifyQueue {
   readonly capacityNotifications: number;
   readonly capacityBytes: number;
   readonly maxFrames: number;
   readonly counters = new NotifyQueueCounters();
-  /** The notification `next` handed out: scratch[0, its length). Kept until completed. */
-  readonly scratch: Uint8Array;
+  /**
+   * [frames | ESTOP slots | the notification being handed out], one length-tracking view:
+   * frames go in and fragments come out with one native copy each (copyWithin across the parts).
+   */
+  readonly all: Uint8Array;
+  /**
+   * Exactly the notification `next` handed out, kept until it completed (a failed one goes again
+   * unchanged): always this same view, shrunk or grown to each notification's length.
+   */
+  readonly out: Uint8Array;
+  /** Frames queued (the one being cut included). */
+  frames = 0;
+  /** Frames and ESTOP frames waiting to be handed out (the notification in flight not counted). */
+  held = 0;
+  /** Nothing waits and nothing is in flight (or waits to be retried): `handOutWhole` may be used. */
+  vacant = true;
+  /** A notification is with the transport and not yet completed. */
+  inFlight = false;
+  /** The last notification failed and waits to be handed out again. */
+  retryPending = false;
+  /** Frames whose first fragment has been handed out, and ESTOP frames (the client counts every frame, §5.12). */
+  framesStarted = 0;
   // Frames, each contiguous in storage (one that does not fit before the end goes to the front).
   private readonly storage: Uint8Array;
+  private readonly rab: ResizableArrayBuffer;
+  // Where the notification area begins in `all`, and the length `out` has now.
+  private readonly outAt: number;
+  private outLength = FRAGMENT_MAX_BYTES;
+  private readonly ahead: EstopAhead;
   private readonly starts: Uint32Array;
   private readonly lengths: Uint32Array;
   // When each frame was queued, and whether it may be dropped unsent once stale (Link.send).
   private readonly times: Float64Array;
   private readonly expendable: Uint8Array;
   private first = 0;
-  private n = 0;
   private head = 0;
   private tail = 0;
   private used = 0;
@@ -97,52 +142,38 @@ export class NotifyQueue {
   private headCounter = 0;
   private pendingN = 0; // notifications still to hand out for the queued frames ...
   private countedAt = 0; // ... counted at this fragment size
-  private readonly ahead = new Uint8Array(ESTOP_AHEAD_SLOTS * ESTOP_FRAME_BYTES);
-  private aheadFirst = 0;
-  private aheadN = 0;
   private counter = FRAGMENT_COUNTER_MASK;
-  private flight = 0; // length of the notification in scratch; 0: none
+  private flight = 0; // length of the notification in `out`; 0: none
   private flightCarried = 0;
-  private failed = false;
 
-  /**
-   * `scratch`: where notifications are built, at least FRAGMENT_MAX_BYTES long (the device
-   * passes the buffer it hands to the stack, which saves a copy per notification).
-   */
-  constructor(options: NotifyQueueOptions = {}, scratch: Uint8Array = new Uint8Array(FRAGMENT_MAX_BYTES)) {
-    if (scratch.length < FRAGMENT_MAX_BYTES) throw new RangeError('NotifyQueue: scratch must hold FRAGMENT_MAX_BYTES');
-    this.scratch = scratch;
+  constructor(options: NotifyQueueOptions = {}) {
     this.capacityNotifications = options.notifications ?? NOTIFY_QUEUE_NOTIFICATIONS;
     this.capacityBytes = options.bytes ?? NOTIFY_QUEUE_BYTES;
     this.maxFrames = options.frames ?? NOTIFY_QUEUE_FRAMES;
     if (!Number.isInteger(this.capacityNotifications) || this.capacityNotifications < 1) throw new RangeError('NotifyQueue: notifications must be an integer ≥ 1');
     if (!Number.isInteger(this.capacityBytes) || this.capacityBytes < ESTOP_FRAME_BYTES || this.capacityBytes > 0xffff) throw new RangeError('NotifyQueue: bytes must be an integer in 12..65535');
     if (!Number.isInteger(this.maxFrames) || this.maxFrames < 1) throw new RangeError('NotifyQueue: frames must be an integer ≥ 1');
-    this.storage = new Uint8Array(this.capacityBytes);
+    this.outAt = this.capacityBytes + ESTOP_AHEAD_SLOTS * ESTOP_FRAME_BYTES;
+    const total = this.outAt + FRAGMENT_MAX_BYTES;
+    this.rab = new Resizable(total, { maxByteLength: total });
+    this.all = new Uint8Array(this.rab);
+    this.out = new Uint8Array(this.rab, this.outAt);
+    this.storage = this.all;
+    this.ahead = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_AHEAD_SLOTS, this.all, this.capacityBytes);
     this.starts = new Uint32Array(this.maxFrames);
     this.lengths = new Uint32Array(this.maxFrames);
     this.times = new Float64Array(this.maxFrames);
     this.expendable = new Uint8Array(this.maxFrames);
   }
 
-  /** A notification is with the transport and not yet completed. */
-  get inFlight(): boolean {
-    return this.flight > 0 && !this.failed;
-  }
-
-  /** The last notification failed and waits to be handed out again. */
-  get retryPending(): boolean {
-    return this.failed;
-  }
-
-  /** Frames queued (the one being cut included). */
-  get frames(): number {
-    return this.n;
-  }
-
   /** ESTOP frames waiting ahead. */
   get estopsWaiting(): number {
-    return this.aheadN;
+    return this.ahead.count;
+  }
+
+  /** ESTOP frames it holds ahead at once. */
+  get aheadSlots(): number {
+    return this.ahead.slots;
   }
 
   /** Bytes of queued frames not yet handed out. */
@@ -152,12 +183,12 @@ export class NotifyQueue {
 
   /** Notifications waiting at fragment size `size`: the queued frames' plus a failed one. */
   depth(size: number): number {
-    return this.pending(size) + (this.failed ? 1 : 0);
+    return (size === this.countedAt ? this.pendingN : this.pending(size)) + (this.retryPending ? 1 : 0);
   }
 
   /** The §10.3 signal: depth ÷ capacity, or bytes ÷ storage when that is higher. ≥ 1 is full. */
   ratio(size: number): number {
-    const byNotifications = this.depth(size) / this.capacityNotifications;
+    const byNotifications = ((size === this.countedAt ? this.pendingN : this.pending(size)) + (this.retryPending ? 1 : 0)) / this.capacityNotifications;
     const byBytes = (this.used - this.sent) / this.capacityBytes;
     return byNotifications > byBytes ? byNotifications : byBytes;
   }
@@ -178,73 +209,137 @@ export class NotifyQueue {
    * `expendable`: `expire` may drop it unsent (a STREAM sample, Link.send).
    */
   push(frame: Uint8Array, length: number, size: number, now = 0, expendable = false): boolean {
-    if (!this.fits(length, size)) return false;
-    if (length > frame.length) throw new RangeError('NotifyQueue.push: length beyond the frame');
+    // fits(), with the placement and the fragment count kept for the frame.
+    if (!(length >= 1)) return false;
     const at = this.placeFor(length);
-    const buf = this.storage;
-    if (length === frame.length) buf.set(frame, at);
-    else for (let i = 0; i < length; i++) buf[at + i] = frame[i] as number;
-    let slot = this.first + this.n;
+    if (at < 0) return false;
+    const waiting = (size === this.countedAt ? this.pendingN : this.pending(size)) + (this.retryPending ? 1 : 0);
+    const count = length + FRAGMENT_HEADER_BYTES <= size ? 1 : fragmentCount(length, size);
+    if (waiting !== 0 && waiting + count > this.capacityNotifications) return false;
+    if (length > frame.length) throw new RangeError('NotifyQueue.push: length beyond the frame');
+    this.storage.set(length === frame.length ? frame : frame.subarray(0, length), at);
+    let slot = this.first + this.frames;
     if (slot >= this.maxFrames) slot -= this.maxFrames;
     this.starts[slot] = at;
     this.lengths[slot] = length;
     this.times[slot] = now;
     this.expendable[slot] = expendable ? 1 : 0;
-    if (this.n === 0) {
+    if (this.frames === 0) {
       this.head = at;
       this.sent = 0;
     }
-    this.n++;
+    this.frames++;
+    this.held++;
+    this.vacant = false;
     this.tail = at + length;
     this.used += length;
-    this.pendingN += fragmentCount(length, size);
+    this.pendingN += count;
     return true;
   }
 
   /** The 12-byte ESTOP frame, ahead of every queued frame (§10.4, §11.2). */
   pushAhead(frame: Uint8Array): void {
-    if (this.aheadN === ESTOP_AHEAD_SLOTS) {
-      this.aheadFirst = (this.aheadFirst + 1) % ESTOP_AHEAD_SLOTS;
-      this.aheadN--;
-      this.counters.estopsDropped++;
-    }
-    const at = ((this.aheadFirst + this.aheadN) % ESTOP_AHEAD_SLOTS) * ESTOP_FRAME_BYTES;
-    for (let i = 0; i < ESTOP_FRAME_BYTES; i++) this.ahead[at + i] = frame[i] as number;
-    this.aheadN++;
-    this.counters.estops++;
+    const a = this.ahead;
+    a.write(NO_HEADER, 0, frame);
+    this.held = this.frames + a.count;
+    this.vacant = false;
+    this.counters.estops = a.written;
+    this.counters.estopsDropped = a.dropped;
   }
 
   /**
-   * Puts the next notification into `scratch` and returns its length; 0 when one is in flight
-   * or nothing waits. A failed one is handed out again, unchanged, before anything else.
+   * Puts the next notification into `out` and returns its length; 0 when one is in flight or
+   * nothing waits. A failed one is handed out again, unchanged, before anything else.
    */
   next(size: number): number {
     if (this.flight > 0) {
-      if (!this.failed) return 0;
-      this.failed = false;
+      if (!this.retryPending) return 0;
+      this.retryPending = false;
+      this.inFlight = true;
       this.counters.handedOut++;
       return this.flight;
     }
-    const out = this.scratch;
-    if (this.aheadN > 0) {
-      this.counter = nextCounter(this.counter);
-      out[0] = header(FragmentPosition.ONLY, this.counter);
-      const at = this.aheadFirst * ESTOP_FRAME_BYTES;
-      for (let i = 0; i < ESTOP_FRAME_BYTES; i++) out[FRAGMENT_HEADER_BYTES + i] = this.ahead[at + i] as number;
-      this.aheadFirst = (this.aheadFirst + 1) % ESTOP_AHEAD_SLOTS;
-      this.aheadN--;
-      return this.handOut(FRAGMENT_HEADER_BYTES + ESTOP_FRAME_BYTES, ESTOP_FRAME_BYTES);
+    const all = this.all;
+    const o = this.outAt;
+    if (this.held > this.frames) {
+      // An ESTOP frame waits ahead (`held` counts them with the frames).
+      const a = this.ahead;
+      const c = (this.counter + 1) & FRAGMENT_COUNTER_MASK;
+      this.counter = c;
+      this.fit(ESTOP_NOTIFICATION_BYTES);
+      all[o] = ONLY_HEADER | c;
+      const from = a.frontOffset();
+      all.copyWithin(o + FRAGMENT_HEADER_BYTES, from, from + ESTOP_FRAME_BYTES);
+      a.shift();
+      this.held--;
+      this.framesStarted++;
+      return this.handOut(ESTOP_NOTIFICATION_BYTES, ESTOP_FRAME_BYTES);
     }
-    if (this.n === 0) return 0;
-    this.pending(size);
+    if (this.frames === 0) return 0;
+    if (size !== this.countedAt) this.pending(size);
     const len = this.lengths[this.first] as number;
-    if (this.sent === 0) this.headCounter = this.counter = nextCounter(this.counter);
-    const carried = fragmentPayload(len, this.sent, size);
-    const k = writeFragment(out, this.storage, this.head, len, this.sent, this.headCounter, size);
-    this.sent += carried;
+    const sent = this.sent;
+    let c = this.headCounter;
+    if (sent === 0) {
+      c = (this.counter + 1) & FRAGMENT_COUNTER_MASK;
+      this.counter = c;
+      this.headCounter = c;
+      this.framesStarted++;
+    }
+    // The fragment's header (bindings/ble/fragment.ts writeFragment's layout), then its payload.
+    const left = len - sent;
+    let h = FRAGMENT_HEADER_BYTES;
+    let n: number;
+    let head: number;
+    if (left + FRAGMENT_HEADER_BYTES <= size) {
+      n = left;
+      head = (sent === 0 ? ONLY_HEADER : LAST_HEADER) | c;
+    } else if (sent === 0) {
+      h = FRAGMENT_HEADER_BYTES + FRAGMENT_LENGTH_BYTES;
+      n = size - h;
+      head = FIRST_HEADER | c;
+    } else {
+      n = size - h;
+      head = MIDDLE_HEADER | c;
+    }
+    const length = h + n;
+    if (length !== this.outLength) this.fit(length);
+    all[o] = head;
+    if (h !== FRAGMENT_HEADER_BYTES) {
+      all[o + 1] = (len >>> 8) & 0xff;
+      all[o + 2] = len & 0xff;
+    }
+    const from = this.head + sent;
+    all.copyWithin(o + h, from, from + n);
     this.pendingN--;
-    if (this.sent >= len) this.shiftFrame();
-    return this.handOut(k, carried);
+    if (sent + n >= len) this.shiftFrame();
+    else this.sent = sent + n;
+    return this.handOut(length, n);
+  }
+
+  /**
+   * Hands `frame` out at once as one ONLY notification, without queueing it: the frame a queue
+   * would take and cut into exactly this (one copy instead of two). Only while nothing is queued,
+   * written ahead or in flight, and for a frame of 1 to `capacityBytes` bytes that fits one
+   * fragment; the caller makes sure. Returns the notification's length.
+   */
+  handOutWhole(frame: Uint8Array): number {
+    const length = frame.length;
+    const n = length + FRAGMENT_HEADER_BYTES;
+    if (n !== this.outLength) this.fit(n);
+    // The message counter it goes under (nextCounter); no later fragment needs it as headCounter.
+    const c = (this.counter + 1) & FRAGMENT_COUNTER_MASK;
+    this.counter = c;
+    const out = this.out;
+    out[0] = ONLY_HEADER | c;
+    out.set(frame, FRAGMENT_HEADER_BYTES);
+    this.framesStarted++;
+    this.flight = n;
+    this.flightCarried = length;
+    this.inFlight = true;
+    this.vacant = false;
+    this.counters.handedOut++;
+    return n;
   }
 
   /**
@@ -252,17 +347,34 @@ export class NotifyQueue {
    * again). Returns the frame bytes it carried when ok, else 0.
    */
   done(ok: boolean): number {
-    if (this.flight === 0 || this.failed) return 0;
     if (!ok) {
-      this.failed = true;
+      if (!this.inFlight) return 0;
+      this.inFlight = false;
+      this.retryPending = true;
       this.counters.failures++;
       return 0;
     }
+    return this.completed();
+  }
+
+  /** done(true): the notification in flight was sent. Returns the frame bytes it carried. */
+  completed(): number {
+    if (!this.inFlight) return 0;
+    this.inFlight = false;
     const carried = this.flightCarried;
     this.flight = 0;
     this.flightCarried = 0;
+    this.vacant = this.held === 0;
     this.counters.completed++;
     return carried;
+  }
+
+  /**
+   * Whether `expire` would drop a frame now: the front one is expendable, none of its fragments
+   * has gone, and it was queued more than `budgetMs` before `now`.
+   */
+  stale(now: number, budgetMs: number): boolean {
+    return this.frames > 0 && this.sent === 0 && this.expendable[this.first] === 1 && now - (this.times[this.first] as number) > budgetMs;
   }
 
   /**
@@ -271,35 +383,50 @@ export class NotifyQueue {
    */
   expire(now: number, budgetMs: number, size: number): number {
     let dropped = 0;
-    while (this.n > 0 && this.sent === 0 && this.expendable[this.first] === 1 && now - (this.times[this.first] as number) > budgetMs) {
+    while (this.frames > 0 && this.sent === 0 && this.expendable[this.first] === 1 && now - (this.times[this.first] as number) > budgetMs) {
       this.pending(size);
       this.pendingN -= fragmentCount(this.lengths[this.first] as number, size);
       this.shiftFrame();
       dropped++;
     }
-    this.counters.expired += dropped;
+    if (dropped > 0) {
+      this.counters.expired += dropped;
+      this.vacant = this.held === 0 && this.flight === 0;
+    }
     return dropped;
   }
 
   /** Empties everything, the notification in flight and the ESTOP frames ahead included. */
   clear(): void {
     this.first = 0;
-    this.n = 0;
+    this.frames = 0;
+    this.held = 0;
     this.head = 0;
     this.tail = 0;
     this.used = 0;
     this.sent = 0;
     this.pendingN = 0;
-    this.aheadFirst = 0;
-    this.aheadN = 0;
+    this.ahead.clear();
     this.flight = 0;
     this.flightCarried = 0;
-    this.failed = false;
+    this.inFlight = false;
+    this.retryPending = false;
+    this.vacant = true;
+  }
+
+  // `out` becomes `length` bytes long (the notification area is written after this).
+  private fit(length: number): void {
+    if (length !== this.outLength) {
+      this.rab.resize(this.outAt + length);
+      this.outLength = length;
+    }
   }
 
   private handOut(length: number, carried: number): number {
     this.flight = length;
     this.flightCarried = carried;
+    this.inFlight = true;
+    this.vacant = false;
     this.counters.handedOut++;
     return length;
   }
@@ -309,7 +436,7 @@ export class NotifyQueue {
     if (size !== this.countedAt) {
       let sum = 0;
       let slot = this.first;
-      for (let i = 0; i < this.n; i++) {
+      for (let i = 0; i < this.frames; i++) {
         const len = this.lengths[slot] as number;
         sum += i === 0 ? fragmentsLeft(len, this.sent, size) : fragmentCount(len, size);
         slot = slot + 1 === this.maxFrames ? 0 : slot + 1;
@@ -323,9 +450,10 @@ export class NotifyQueue {
   private shiftFrame(): void {
     this.used -= this.lengths[this.first] as number;
     this.sent = 0;
-    this.n--;
+    this.frames--;
+    this.held--;
     this.first = this.first + 1 === this.maxFrames ? 0 : this.first + 1;
-    if (this.n === 0) {
+    if (this.frames === 0) {
       this.head = 0;
       this.tail = 0;
     } else {
@@ -336,8 +464,8 @@ export class NotifyQueue {
   // Where a frame of `length` bytes would start, or -1 (the same placement as hub/queues.ts
   // FrameRing: after the tail, else before the head; an empty queue starts at 0).
   private placeFor(length: number): number {
-    if (this.n === this.maxFrames) return -1;
-    if (this.n === 0) return length <= this.capacityBytes ? 0 : -1;
+    if (this.frames === this.maxFrames) return -1;
+    if (this.frames === 0) return length <= this.capacityBytes ? 0 : -1;
     if (this.head < this.tail) {
       if (length <= this.capacityBytes - this.tail) return this.tail;
       return length <= this.head ? 0 : -1;

@@ -15,6 +15,8 @@
 import type { CborWriter } from '../../hub/cbor.js';
 import { ESTOP_FRAME_BYTES, ESTOP_MAGIC } from '../../hub/estop-frame.js';
 import { FrameType, Key } from '../../hub/frames.js';
+import { Tag } from '../../hub/ports.js';
+import { EstopAhead } from '../link.js';
 
 /** ESP-NOW v1 payload limit (ESP_NOW_MAX_DATA_LEN). */
 export const DATAGRAM_MAX_BYTES = 250;
@@ -173,24 +175,38 @@ export class DatagramCursor {
 }
 
 /**
- * A bounded FIFO of whole frames in one byte ring (lengths in a parallel ring). Push only after
- * canPush; a full queue refuses, it never overwrites (the core decides what is dropped, §10.4).
+ * A bounded FIFO of whole frames, each with the tag it was queued with (hub/ports.ts Tag), every
+ * frame contiguous in a ring of `capacityBytes` (one that does not fit before the end goes to the
+ * front, the tail end left as a gap, as the hub's never-shed ring does). Its memory is one array
+ * with the stream's datagram buffer after the ring, so that packing a datagram copies each frame
+ * with one native copy. Push only after canPush; a full queue refuses, it never overwrites (the
+ * core decides what is dropped, §10.4).
  */
 export class FrameQueue {
   readonly capacityBytes: number;
   readonly capacityFrames: number;
-  private readonly ring: Uint8Array;
+  /** [ring | one datagram]: `datagram` is the view of the second part. */
+  readonly mem: Uint8Array;
+  readonly datagram: Uint8Array;
+  private readonly starts: Uint16Array;
   private readonly lens: Uint16Array;
-  private head = 0;
+  private readonly tags: Uint32Array;
   private headFrame = 0;
   private nFrames = 0;
   private nBytes = 0;
+  private head = 0;
+  private tail = 0;
+  private gapAt = -1;
 
   constructor(capacityBytes: number, capacityFrames: number) {
+    if (!(capacityBytes >= 1 && capacityBytes <= 0xffff)) throw new RangeError('FrameQueue: capacityBytes must be 1..65535');
     this.capacityBytes = capacityBytes;
     this.capacityFrames = capacityFrames;
-    this.ring = new Uint8Array(capacityBytes);
+    this.mem = new Uint8Array(capacityBytes + DATAGRAM_MAX_BYTES);
+    this.datagram = this.mem.subarray(capacityBytes);
+    this.starts = new Uint16Array(capacityFrames);
     this.lens = new Uint16Array(capacityFrames);
+    this.tags = new Uint32Array(capacityFrames);
   }
 
   get frames(): number {
@@ -202,62 +218,126 @@ export class FrameQueue {
   }
 
   canPush(length: number): boolean {
-    return length > 0 && this.nFrames < this.capacityFrames && this.nBytes + length <= this.capacityBytes;
+    return length > 0 && this.nFrames < this.capacityFrames && this.placeFor(length) >= 0;
   }
 
-  push(frame: Uint8Array, length: number): boolean {
+  /** Queues `frame` (exactly the frame) with its tag; false when it does not fit. */
+  push(frame: Uint8Array, tag = 0): boolean {
+    const length = frame.length;
     if (!this.canPush(length)) return false;
-    const cap = this.capacityBytes;
-    const ring = this.ring;
-    let w = this.head + this.nBytes;
-    if (w >= cap) w -= cap;
-    for (let i = 0; i < length; i++) {
-      ring[w] = frame[i] as number;
-      if (++w === cap) w = 0;
-    }
+    const at = this.placeFor(length);
+    this.mem.set(frame, at);
     let f = this.headFrame + this.nFrames;
     if (f >= this.capacityFrames) f -= this.capacityFrames;
+    this.starts[f] = at;
     this.lens[f] = length;
+    this.tags[f] = tag;
+    if (this.nFrames === 0) this.head = at;
+    else if (at === 0) this.gapAt = this.tail;
     this.nFrames++;
     this.nBytes += length;
+    this.tail = at + length;
     return true;
   }
 
   /** Length of the k-th frame from the head (0 is the oldest). */
   lengthAt(k: number): number {
-    let f = this.headFrame + k;
-    if (f >= this.capacityFrames) f -= this.capacityFrames;
-    return this.lens[f] as number;
+    return this.lens[this.slot(k)] as number;
   }
 
-  /** Copies `length` bytes starting `offset` bytes past the head into out[at…]. */
-  copyOut(offset: number, length: number, out: Uint8Array, at: number): void {
-    const cap = this.capacityBytes;
-    const ring = this.ring;
-    let r = this.head + offset;
-    if (r >= cap) r -= cap;
-    for (let i = 0; i < length; i++) {
-      out[at + i] = ring[r] as number;
-      if (++r === cap) r = 0;
+  /** The tag the k-th frame was queued with. */
+  tagAt(k: number): number {
+    return this.tags[this.slot(k)] as number;
+  }
+
+  /** Copies the k-th frame into mem[at…] (the datagram area): one native copy. */
+  copyFrame(k: number, at: number): void {
+    const f = this.slot(k);
+    const from = this.starts[f] as number;
+    this.mem.copyWithin(at, from, from + (this.lens[f] as number));
+  }
+
+  /**
+   * @internal Writes whole frames from the head as [length][frame]… into the datagram area from
+   * `p` (an offset in `datagram`) while they fit below `max`, and whether each must survive a
+   * failed send (`reliableTag`) into `reliable`; returns where they end. `packed` says how many
+   * it took. Nothing is consumed (shift does that).
+   */
+  packInto(p: number, max: number, reliable: Uint8Array): number {
+    const mem = this.mem;
+    const base = this.capacityBytes;
+    const cap = this.capacityFrames;
+    const n = this.nFrames;
+    const lens = this.lens;
+    let f = this.headFrame;
+    let k = 0;
+    while (k < n) {
+      const len = lens[f] as number;
+      if (p + 1 + len > max) break;
+      const from = this.starts[f] as number;
+      mem[base + p] = len;
+      mem.copyWithin(base + p + 1, from, from + len);
+      reliable[k] = ((this.tags[f] as number) & Tag.CRITICAL) !== 0 ? 1 : 0;
+      p += 1 + len;
+      k++;
+      f = f + 1 === cap ? 0 : f + 1;
+    }
+    this.packed = k;
+    return p;
+  }
+
+  /** @internal The frames the last packInto took. */
+  packed = 0;
+
+  /** Drops the `frames` oldest frames. */
+  shift(frames: number): void {
+    if (frames >= this.nFrames) {
+      // All of them: the queue is empty, as the loop would leave it.
+      this.clear();
+      return;
+    }
+    for (let i = 0; i < frames && this.nFrames > 0; i++) {
+      const len = this.lens[this.headFrame] as number;
+      this.nBytes -= len;
+      this.nFrames--;
+      this.headFrame = this.headFrame + 1 === this.capacityFrames ? 0 : this.headFrame + 1;
+      if (this.nFrames === 0) {
+        this.head = this.tail = 0;
+        this.gapAt = -1;
+        this.headFrame = 0;
+      } else if (this.head + len === this.gapAt) {
+        this.head = 0;
+        this.gapAt = -1;
+      } else this.head += len;
     }
   }
 
-  /** Drops the `frames` oldest frames, `bytes` bytes in all. */
-  shift(frames: number, bytes: number): void {
-    this.nFrames -= frames;
-    this.nBytes -= bytes;
-    this.headFrame = (this.headFrame + frames) % this.capacityFrames;
-    this.head = (this.head + bytes) % this.capacityBytes;
-    if (this.nFrames === 0) this.head = this.headFrame = 0;
+  clear(): void {
+    this.head = this.tail = this.headFrame = this.nFrames = this.nBytes = 0;
+    this.gapAt = -1;
   }
 
-  clear(): void {
-    this.head = this.headFrame = this.nFrames = this.nBytes = 0;
+  private slot(k: number): number {
+    const f = this.headFrame + k;
+    return f >= this.capacityFrames ? f - this.capacityFrames : f;
+  }
+
+  // Where a frame of `length` bytes would start, or -1.
+  private placeFor(length: number): number {
+    const capacity = this.capacityBytes;
+    if (this.nFrames === 0) return length <= capacity ? 0 : -1;
+    if (this.head < this.tail) {
+      if (length <= capacity - this.tail) return this.tail;
+      return length <= this.head ? 0 : -1;
+    }
+    return length <= this.head - this.tail ? this.tail : -1;
   }
 }
 
-/** Which frames must survive a failed send status (the sender's never-shed set). */
-export type ReliableTest = (bytes: Uint8Array, start: number, end: number) => boolean;
+/** Whether a queued frame must survive a failed send status: ESTOP and the sender's never-shed set (its tag says CRITICAL, or it is no DATA at all). */
+export function reliableTag(tag: number): boolean {
+  return (tag & Tag.CRITICAL) !== 0;
+}
 
 /** A datagram owed a resend: its frames as [length][bytes]…, its number, the attempt it is on. */
 class Resend {
@@ -271,19 +351,21 @@ class Resend {
 }
 
 /**
- * One sender's stream of datagrams: its queue, its write-ahead ESTOP slots and the datagrams owed
- * a resend, ESTOP first (§10.4: ESTOP ahead of every queue). `pack` builds a datagram without
- * consuming anything; `commit` consumes it once the radio accepted it, so a refused send loses
- * nothing.
+ * One sender's stream of datagrams: its queue, its write-ahead ESTOP slots (bindings/link.ts
+ * EstopAhead) and the datagrams owed a resend, ESTOP first (§10.4: ESTOP ahead of every queue).
+ * `pack` builds a datagram in the queue's own datagram area (`datagram`) without consuming
+ * anything; `commit` consumes it once the radio accepted it, so a refused send loses nothing.
  *
  * A resend (§13.3.3) carries the failed datagram's own sequence number and only the frames of it
- * that must not be lost, nothing newer: a receiver that did get the original (only the MAC's
- * acknowledgement was lost) drops the whole resend as a duplicate, and nothing is lost with it.
- * ESTOP datagrams hold ESTOP frames only, so a stream owes at most two resends at once: one of an
- * ESTOP datagram, one of any other.
+ * that must not be lost (their tags said so, `reliableTag`), nothing newer: a receiver that did
+ * get the original (only the MAC's acknowledgement was lost) drops the whole resend as a
+ * duplicate, and nothing is lost with it. ESTOP datagrams hold ESTOP frames only, so a stream
+ * owes at most two resends at once: one of an ESTOP datagram, one of any other.
  */
 export class Egress {
   readonly queue: FrameQueue;
+  /** The datagram the last pack built, from [0]: the caller writes the header before `start`. */
+  readonly datagram: Uint8Array;
   /** The sequence number the next new datagram carries. */
   seq = 0;
   /** Frames dropped because their retransmission budget ran out or the slots were full. */
@@ -294,18 +376,19 @@ export class Egress {
    * than the resends last must still learn the latch once it is back (§11.2).
    */
   private readonly owed = new Uint8Array(ESTOP_FRAME_BYTES);
-  private owedEstop = false;
+  /** @internal Whether one is owed (takeOwedEstop), for a receiver's one-comparison check. */
+  owedEstop = false;
   /** ESTOP frames written again to a peer heard after their resends had failed. */
   estopsReowed = 0;
-  private readonly estops = new Uint8Array(ESTOP_SLOTS * ESTOP_FRAME_BYTES);
-  private estopCount = 0;
+  readonly estops: EstopAhead;
   private readonly estopResend = new Resend(ESTOP_SLOTS * (LENGTH_BYTES + ESTOP_FRAME_BYTES));
   private readonly resend = new Resend(DATAGRAM_MAX_BYTES);
-  // What the last pack took, consumed by commit.
+  // What the last pack took, consumed by commit, and whether each frame of it must survive a failure.
   private pResend: Resend | null = null;
   private pEstops = 0;
   private pFrames = 0;
-  private pBytes = 0;
+  private pReliable = new Uint8Array(DATAGRAM_MAX_BYTES);
+  private cReliable = new Uint8Array(DATAGRAM_MAX_BYTES);
   /** The attempt number of the datagram last committed (0: first transmission of its frames). */
   committedGen = 0;
   /** The sequence number of the datagram last committed. */
@@ -313,6 +396,8 @@ export class Egress {
 
   constructor(queueBytes: number, queueFrames: number) {
     this.queue = new FrameQueue(queueBytes, queueFrames);
+    this.datagram = this.queue.datagram;
+    this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS);
   }
 
   pending(): boolean {
@@ -321,11 +406,17 @@ export class Egress {
 
   /** An ESTOP or a resend is waiting: this stream goes before plain traffic. */
   urgent(): boolean {
-    return this.estopCount > 0 || this.estopResend.bytes > 0 || this.resend.bytes > 0;
+    return this.estops.count > 0 || this.estopResend.bytes > 0 || this.resend.bytes > 0;
   }
 
   estopsWaiting(): number {
-    return this.estopCount;
+    return this.estops.count;
+  }
+
+  /** @internal What waits, for the scheduler in one call: 2 urgent (`urgent`), 1 queued frames only, 0 nothing. */
+  work(): number {
+    if (this.estops.count > 0 || this.estopResend.bytes > 0 || this.resend.bytes > 0) return 2;
+    return this.queue.frames > 0 ? 1 : 0;
   }
 
   /** The next pack is a resend: the sender adds nothing of its own to it (no acknowledgement). */
@@ -340,33 +431,34 @@ export class Egress {
 
   /** The 12-byte ESTOP frame, ahead of everything queued; the oldest waiting one yields when full. */
   writeAhead(frame: Uint8Array): void {
-    const n = ESTOP_FRAME_BYTES;
     this.owedEstop = false;
-    if (this.estopCount === ESTOP_SLOTS) {
-      this.estops.copyWithin(0, n, ESTOP_SLOTS * n);
-      this.estopCount--;
-      this.abandoned++;
-    }
-    const at = this.estopCount * n;
-    for (let i = 0; i < n; i++) this.estops[at + i] = frame[i] as number;
-    this.estopCount++;
+    const dropped = this.estops.dropped;
+    this.estops.write(NO_HEADER, 0, frame);
+    this.abandoned += this.estops.dropped - dropped;
   }
 
   /**
-   * Writes frames into out[start…] (the caller writes the header before `start`, numbered
+   * Writes frames into `datagram` from `start` (the caller writes the header before it, numbered
    * `packedSeq()`) and returns the datagram's length, or 0 when nothing is waiting; nothing is
    * consumed until commit. In order: the resend of an ESTOP datagram; the ESTOP frames written
    * ahead, alone (the shortest datagram on the air, so that the hub's ESTOP to every peer, §11.2,
    * goes out one short datagram after another); the resend of any other datagram; the queue in
    * order while whole frames fit.
    */
-  pack(out: Uint8Array, start: number): number {
-    this.pEstops = this.pFrames = this.pBytes = 0;
+  pack(start: number): number {
+    this.pEstops = this.pFrames = 0;
     this.pResend = null;
+    // Plain traffic, nearly always: no ESTOP waiting, no resend owed.
+    if (this.estops.count === 0 && this.estopResend.bytes === 0 && this.resend.bytes === 0) {
+      const q = this.queue;
+      const end = q.packInto(start, DATAGRAM_MAX_BYTES, this.pReliable);
+      this.pFrames = q.packed;
+      return end === start ? 0 : end;
+    }
+    const out = this.datagram;
     const r = this.nextResend();
     if (r) {
-      const f = r.frames;
-      for (let i = 0; i < r.bytes; i++) out[start + i] = f[i] as number;
+      out.set(r.bytes === r.frames.length ? r.frames : r.frames.subarray(0, r.bytes), start);
       this.pResend = r;
       return start + r.bytes;
     }
@@ -375,28 +467,46 @@ export class Egress {
     const n = ESTOP_FRAME_BYTES;
     let e = 0;
     const estops = this.estops;
-    while (e < this.estopCount && p + 1 + n <= max) {
+    while (e < estops.count && p + 1 + n <= max) {
       out[p] = n;
-      for (let i = 0; i < n; i++) out[p + 1 + i] = estops[e * n + i] as number;
+      const from = estops.storage;
+      const at = estops.frontOffset() + e * n;
+      for (let i = 0; i < n; i++) out[p + 1 + i] = from[(at + i) % (estops.slots * n)] as number;
       p += 1 + n;
       e++;
     }
-    const q = this.queue;
     let frames = 0;
-    let bytes = 0;
-    while (e === 0 && frames < q.frames) {
-      const len = q.lengthAt(frames);
-      if (p + 1 + len > max) break;
-      out[p] = len;
-      q.copyOut(bytes, len, out, p + 1);
-      p += 1 + len;
-      frames++;
-      bytes += len;
+    if (e === 0) {
+      const q = this.queue;
+      p = q.packInto(p, max, this.pReliable);
+      frames = q.packed;
     }
     this.pEstops = e;
     this.pFrames = frames;
-    this.pBytes = bytes;
     return p === start ? 0 : p;
+  }
+
+  /**
+   * @internal The datagram of `frame` (queued with `tag`) alone, header and all, built in
+   * `datagram` straight from the caller's buffer and committed: what pack, writing the header,
+   * and commit would have made of it had it been queued, for a stream with nothing else waiting
+   * (no ESTOP, no resend, an empty queue: the caller knows) and no datagram of its in the air.
+   * Returns its sequence number; its length is HEADER_BYTES + 1 + the frame's. A radio that does
+   * not take it hands the number back (`seq = ` the one returned) and queues the frame instead.
+   */
+  direct(frame: Uint8Array, tag: number): number {
+    const out = this.datagram;
+    const seq = this.seq;
+    out[0] = DATAGRAM_VERSION << 4;
+    out[1] = seq >>> 8;
+    out[2] = seq & 0xff;
+    out[HEADER_BYTES] = frame.length;
+    out.set(frame, HEADER_BYTES + 1);
+    this.cReliable[0] = (tag & Tag.CRITICAL) !== 0 ? 1 : 0; // reliableTag
+    this.committedGen = 0;
+    this.committedSeq = seq;
+    this.seq = (seq + 1) & SEQ_MASK;
+    return seq;
   }
 
   /** Consumes what the last pack took; returns the sequence number that datagram carries. */
@@ -407,15 +517,21 @@ export class Egress {
       r.bytes = 0;
       this.committedGen = r.gen;
       this.committedSeq = r.seq;
+      // Every frame of a resend is one that must survive (only those were kept for it).
+      this.cReliable.fill(1);
       return r.seq;
     }
-    const n = ESTOP_FRAME_BYTES;
-    if (this.pEstops > 0) {
-      this.estops.copyWithin(0, this.pEstops * n, this.estopCount * n);
-      this.estopCount -= this.pEstops;
+    for (let i = 0; i < this.pEstops; i++) this.estops.shift();
+    // The ESTOP frames of an ESTOP datagram survive; the queue's frames as their tags said (the
+    // flags pack wrote become the committed ones, and the old ones pack's to overwrite).
+    if (this.pEstops > 0) this.cReliable.fill(1);
+    else {
+      const c = this.cReliable;
+      this.cReliable = this.pReliable;
+      this.pReliable = c;
     }
-    if (this.pFrames > 0) this.queue.shift(this.pFrames, this.pBytes);
-    this.pEstops = this.pFrames = this.pBytes = 0;
+    if (this.pFrames > 0) this.queue.shift(this.pFrames);
+    this.pEstops = this.pFrames = 0;
     this.committedGen = 0;
     const seq = this.seq;
     this.committedSeq = seq;
@@ -426,15 +542,16 @@ export class Egress {
   /**
    * Every MAC retry of the last committed datagram (bytes [start, end) of `datagram`, its frames)
    * failed, though the peer may have it (only the acknowledgement lost): its ESTOP frames and the
-   * frames `reliable` names are owed a resend under that datagram's number, up to
+   * frames its tags marked reliable are owed a resend under that datagram's number, up to
    * RETRANSMIT_LIMIT more attempts. Everything else is gone: a late sample is worse than a
    * missing one (§10.4).
    */
-  failed(datagram: Uint8Array, start: number, end: number, reliable: ReliableTest): void {
+  failed(datagram: Uint8Array, start: number, end: number): void {
     const gen = this.committedGen + 1;
     let r: Resend | null = null;
     let at = 0;
     let p = start;
+    let i = 0;
     while (p < end) {
       const len = datagram[p] as number;
       const fs = p + 1;
@@ -442,11 +559,13 @@ export class Egress {
       p = fe;
       if (len === 0 || fe > end) break;
       const isEstop = len === ESTOP_FRAME_BYTES && datagram[fs] === ESTOP_MAGIC;
-      if (!isEstop && !reliable(datagram, fs, fe)) continue;
+      const keep = isEstop || this.cReliable[i] === 1;
+      i++;
+      if (!keep) continue;
       if (gen > RETRANSMIT_LIMIT) {
         this.abandoned++;
         if (isEstop) {
-          for (let i = 0; i < ESTOP_FRAME_BYTES; i++) this.owed[i] = datagram[fs + i] as number;
+          for (let j = 0; j < ESTOP_FRAME_BYTES; j++) this.owed[j] = datagram[fs + j] as number;
           this.owedEstop = true;
         }
         continue;
@@ -457,7 +576,7 @@ export class Egress {
         this.abandoned++;
         continue;
       }
-      for (let i = fs - 1; i < fe; i++) r.frames[at++] = datagram[i] as number;
+      for (let j = fs - 1; j < fe; j++) r.frames[at++] = datagram[j] as number;
     }
     if (!r || at === 0) return;
     r.bytes = at;
@@ -479,18 +598,20 @@ export class Egress {
   // A failed ESTOP datagram goes before everything; any other after the ESTOP frames waiting.
   private nextResend(): Resend | null {
     if (this.estopResend.bytes > 0) return this.estopResend;
-    return this.estopCount === 0 && this.resend.bytes > 0 ? this.resend : null;
+    return this.estops.count === 0 && this.resend.bytes > 0 ? this.resend : null;
   }
 
   clear(): void {
     this.queue.clear();
     this.owedEstop = false;
-    this.estopCount = 0;
+    this.estops.clear();
     this.estopResend.bytes = this.resend.bytes = 0;
     this.pResend = null;
-    this.pEstops = this.pFrames = this.pBytes = 0;
+    this.pEstops = this.pFrames = 0;
   }
 }
+
+const NO_HEADER = Object.freeze(new Uint8Array(0)) as Uint8Array;
 
 /**
  * The sequence numbers one stream's receiver got lately (§13.3.3): a datagram whose number arrived
@@ -632,6 +753,43 @@ export const parsedAck = { base: 0, bitmap: 0 };
  */
 export function parseBitmapAck(buf: Uint8Array, start: number, end: number): boolean {
   if (end - start < 7 || buf[start] !== 0xa3 || buf[start + 1] !== Key.TYPE || buf[start + 2] !== FrameType.ACK) return false;
+  // Every ESP-NOW ACK takes this path: the form encodeBitmapAck writes (the keys' one-byte heads,
+  // each number in its shortest head) is read inline; anything else the long way below, which
+  // reads the same numbers from the same bytes (and refuses what this does not take).
+  if (buf[start + 3] === 0x18 && buf[start + 4] === Key.ACK_BASE) {
+    let p = start + 5;
+    let h = buf[p] as number;
+    let base = -1;
+    if (h < 24) {
+      base = h;
+      p++;
+    } else if (h === 24) {
+      base = buf[p + 1] as number;
+      p += 2;
+    } else if (h === 25) {
+      base = ((buf[p + 1] as number) << 8) | (buf[p + 2] as number);
+      p += 3;
+    }
+    // The bitmap key, then a head that ends the frame exactly.
+    if (base >= 0 && buf[p] === 0x18 && buf[p + 1] === Key.ACK_BITMAP) {
+      p += 2;
+      h = buf[p] as number;
+      const left = end - p;
+      let bitmap = -1;
+      if (h === 26) {
+        if (left === 5) bitmap = (((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number)) >>> 0;
+      } else if (h < 24) {
+        if (left === 1) bitmap = h;
+      } else if (h === 25) {
+        if (left === 3) bitmap = ((buf[p + 1] as number) << 8) | (buf[p + 2] as number);
+      } else if (h === 24 && left === 2) bitmap = buf[p + 1] as number;
+      if (bitmap >= 0) {
+        parsedAck.base = base;
+        parsedAck.bitmap = bitmap;
+        return true;
+      }
+    }
+  }
   if (readUint(buf, start + 3, end) !== Key.ACK_BASE) return false;
   const base = readUint(buf, uintEnd, end);
   if (base < 0 || base > SEQ_MASK) return false;
@@ -640,30 +798,5 @@ export function parseBitmapAck(buf: Uint8Array, start: number, end: number): boo
   if (bitmap < 0 || uintEnd !== end) return false;
   parsedAck.base = base;
   parsedAck.bitmap = bitmap;
-  return true;
-}
-
-/** The channel id and push sequence of the last DATA frame parsed by parseDataHead. */
-export const parsedData = { channelId: 0, seq: 0, shared: false };
-
-/**
- * Reads the head the hub's DATA encoder writes ({0: 7, 3: channel_id, 4: seq, …}) without
- * allocating. `shared` is true for the plain five-key form the hub encodes once per push and
- * copies to every subscriber; a frame carrying gap (26), dropped (27) or text (37) is
- * per-subscriber (§10.4 row 6's lost source, §9.4's dropped count) and is never shared.
- */
-export function parseDataHead(buf: Uint8Array, start: number, end: number): boolean {
-  if (end - start < 7) return false;
-  const h = buf[start] as number;
-  if (h >> 5 !== 5 || buf[start + 1] !== Key.TYPE || buf[start + 2] !== FrameType.DATA) return false;
-  if (buf[start + 3] !== Key.CHANNEL_ID) return false;
-  const ch = readUint(buf, start + 4, end);
-  if (ch < 0) return false;
-  if (buf[uintEnd] !== Key.SEQ) return false;
-  const seq = readUint(buf, uintEnd + 1, end);
-  if (seq < 0) return false;
-  parsedData.channelId = ch;
-  parsedData.seq = seq;
-  parsedData.shared = h === 0xa5;
   return true;
 }

@@ -14,9 +14,7 @@
 //
 // Platform-free: the radio, the clock and the core's attach come in through EspNowOptions.
 
-import type { CatalogIndex } from '../../catalog/index.js';
-import { FrameType, peekFrameType } from '../../hub/frames.js';
-import type { Clock, Link, LinkEstimate, LinkSink } from '../../hub/ports.js';
+import { AckForm, type Clock, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { LossDetector, WatermarkDetector } from '../detector.js';
 import { DrainClock } from '../link.js';
 import { BroadcastSegment, Route } from './broadcast.js';
@@ -24,16 +22,14 @@ import {
   DatagramCursor,
   DatagramFlag,
   DATAGRAM_MAX_BYTES,
+  DATAGRAM_VERSION,
   Egress,
   HEADER_BYTES,
   MAX_DATAGRAM_FRAME,
   parseBitmapAck,
-  parseDataHead,
   parsedAck,
-  parsedData,
   SeqWindow,
   writeHeader,
-  type ReliableTest,
 } from './datagram.js';
 
 /** ESP_NOW_MAX_TOTAL_PEER_NUM: the radio's peer table, the broadcast address included. */
@@ -48,6 +44,8 @@ export const ESPNOW_MAX_PEERS = 20;
 export const ESPNOW_MAX_ENCRYPTED_PEERS = 7;
 /** The broadcast address FF:FF:FF:FF:FF:FF as a 48-bit number (MACs are numbers here). */
 export const BROADCAST_MAC = 0xffffffffffff;
+/** Byte 0 of a plain datagram: version 1, no flags. */
+const DATAGRAM_HEADER_BYTE = DATAGRAM_VERSION << 4;
 /** Egress queue per peer: about four full datagrams, 12 ms of air at 1 Mbps. Late is worse than lost (§10.4). */
 export const DEFAULT_QUEUE_BYTES = 1024;
 export const DEFAULT_QUEUE_FRAMES = 32;
@@ -99,8 +97,6 @@ export interface EspNowOptions {
   readonly radio: Radio;
   /** Hands a new peer's link to the core and returns where its frames go (Hub.attach). */
   readonly attach: (link: Link) => LinkSink;
-  /** Tells which DATA channels are never-shed, EVENT or INTENT (routing and retransmission). */
-  readonly catalog?: CatalogIndex;
   /** This binding is one broadcast segment (§10.6). */
   readonly broadcast?: boolean;
   /** The radio's peer table size, the broadcast address included (default 20). */
@@ -142,6 +138,9 @@ function fill(e: Egress): number {
 class RateMeter {
   private readonly ids = new Float64Array(METER_BUCKETS);
   private readonly bytes = new Float64Array(METER_BUCKETS);
+  // The bucket the last add counted into: most adds land in it again.
+  private curId = NaN;
+  private curSlot = 0;
 
   constructor() {
     this.ids.fill(-Infinity);
@@ -149,6 +148,10 @@ class RateMeter {
 
   add(n: number, now: number): void {
     const id = Math.floor(now / METER_BUCKET_MS);
+    if (id === this.curId) {
+      this.bytes[this.curSlot] = (this.bytes[this.curSlot] as number) + n;
+      return;
+    }
     const b = id % METER_BUCKETS;
     if (this.ids[b] !== id) {
       if ((this.ids[b] as number) > id) return;
@@ -156,6 +159,8 @@ class RateMeter {
       this.bytes[b] = 0;
     }
     this.bytes[b] = (this.bytes[b] as number) + n;
+    this.curId = id;
+    this.curSlot = b;
   }
 
   perSecond(now: number): number {
@@ -171,8 +176,7 @@ class RateMeter {
 
 /** One peer: the Link the core sees. */
 export class EspNowLink implements Link {
-  readonly binding = 'espnow';
-  readonly mtu = MAX_DATAGRAM_FRAME;
+  readonly caps: LinkCaps;
   readonly broadcast: boolean;
   readonly mac: number;
   /** Its slot in the binding's peer table (and the broadcast segment's peer index). */
@@ -192,16 +196,29 @@ export class EspNowLink implements Link {
   closed = false;
   lastHeard: number;
   readonly meter = new RateMeter();
+  /** @internal The judged level. */
+  lvl = 0;
+  /**
+   * @internal A detector's level moved away from `lvl` since the last judgement (the binding
+   * sets it as it feeds them): only then can a judgement find anything new.
+   */
+  dirty = false;
+  /** @internal The smoothed send-status latency (statusLatency). */
+  srtt = 0;
   private readonly owner: EspNowBinding;
+  private readonly clock: Clock;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
-  private srtt = 0;
+  // The last instant the level was asked for (the binding's tick stands for one at its instant).
+  private judgedAt = -Infinity;
 
-  constructor(owner: EspNowBinding, index: number, mac: number, broadcast: boolean, queueBytes: number, queueFrames: number, now: number) {
+  constructor(owner: EspNowBinding, clock: Clock, index: number, mac: number, broadcast: boolean, queueBytes: number, queueFrames: number, now: number) {
     this.owner = owner;
+    this.clock = clock;
     this.index = index;
     this.mac = mac;
     this.broadcast = broadcast;
     this.egress = new Egress(queueBytes, queueFrames);
+    this.caps = Object.freeze({ binding: 'espnow', broadcast, datagram: true, mtu: MAX_DATAGRAM_FRAME, writeAheadSlots: this.egress.estops.slots, ackForm: AckForm.BITMAP });
     this.loss = new LossDetector(now);
     this.broadcastLoss = broadcast ? new LossDetector(now) : null;
     this.queueLevel = new WatermarkDetector(now);
@@ -209,36 +226,79 @@ export class EspNowLink implements Link {
     this.lastHeard = now;
   }
 
-  canSend(length: number): boolean {
-    if (this.closed || length > MAX_DATAGRAM_FRAME) return false;
-    // §13.5.5: a frame turned away reads as a full queue.
-    if (!this.egress.queue.canPush(length)) {
-      this.queueLevel.refused(this.owner.now());
-      return false;
-    }
-    return this.owner.broadcastRoom(length);
+  get binding(): string {
+    return this.caps.binding;
   }
 
-  send(frame: Uint8Array, length: number): void {
-    if (this.closed) return;
-    if (this.egress.queue.bytes === 0) this.drain.moved(this.owner.now());
-    this.owner.route(this, frame, length);
+  get mtu(): number {
+    return this.caps.mtu;
+  }
+
+  /** Whether a frame of `length` bytes would be queued now (for tests and tools; the core just sends). */
+  canSend(length: number): boolean {
+    return !this.closed && length <= MAX_DATAGRAM_FRAME && this.egress.queue.canPush(length) && this.owner.broadcastRoom(length, false);
+  }
+
+  send(frame: Uint8Array, tag: number, seq: number): boolean {
+    if (this.closed || frame.length > MAX_DATAGRAM_FRAME) return false;
+    return this.owner.offer(this, frame, tag, seq);
+  }
+
+  /** ESP-NOW peers acknowledge by bitmap (§13.3), which the binding reads itself: a stream ACK says nothing here. */
+  acked(_count: number): void {}
+
+  /** On a broadcast segment the grants set the channels' effective rates (§10.6). */
+  granted(grants: GrantSet): void {
+    const seg = this.owner.segment;
+    if (seg && !this.closed) seg.granted(this.index, grants);
+  }
+
+  ackLag(): number {
+    return NaN;
+  }
+
+  lossRate(): number {
+    return this.loss.ratio();
   }
 
   writeAhead(frame: Uint8Array): void {
     if (this.closed) return;
     this.egress.writeAhead(frame);
-    this.owner.pump();
+    this.owner.work();
   }
 
-  level(): number {
+  /**
+   * The §10.3 level: the worst of the loss rates and the queues' watermarks, judged once per
+   * instant (a tick judges at its own). A detector's level changes only as the binding feeds or
+   * ticks it, which marks the link `dirty` when it moves away from the judged one: a link that is
+   * not dirty would judge what it holds.
+   */
+  get level(): number {
+    const now = this.clock.now();
+    if (now !== this.judgedAt && now !== this.owner.tickedAt) {
+      this.judgedAt = now;
+      if (this.dirty) this.judge();
+    }
+    return this.lvl;
+  }
+
+  /** @internal Judges the level from the detectors as they stand; a new one is reported to the core. */
+  judge(): void {
+    this.dirty = false;
     let l = this.loss.level();
-    const b = this.broadcastLoss ? this.broadcastLoss.level() : 0;
-    if (b > l) l = b;
+    const bl = this.broadcastLoss;
+    if (bl !== null) {
+      const b = bl.level();
+      if (b > l) l = b;
+    }
     const q = this.queueLevel.level();
     if (q > l) l = q;
-    const s = this.owner.broadcastQueueLevel();
-    return s > l ? s : l;
+    const s = this.owner.broadcastLevel;
+    if (s > l) l = s;
+    if (l !== this.lvl) {
+      this.lvl = l;
+      if (this.sink) this.sink.levelChanged();
+    }
   }
 
   estimate(): LinkEstimate {
@@ -268,7 +328,9 @@ export class EspNowLink implements Link {
 
   /** @internal frames joined the queue. */
   queued(now: number): void {
-    this.queueLevel.queued(this.occupancy(), now);
+    const ql = this.queueLevel;
+    ql.queued(this.occupancy(), now);
+    this.owner.fed(this, ql.level(), ql.quietUntil);
   }
 }
 
@@ -280,11 +342,16 @@ export class EspNowBinding implements RadioHandler {
   readonly counters = new EspNowCounters();
   /** The §10.6 router of a broadcast segment, null on a unicast binding. */
   readonly segment: BroadcastSegment | null;
+  /** @internal The broadcast queue's watermark level, part of every link's (0 on a unicast binding). */
+  broadcastLevel = 0;
+  /** @internal The instant of the last tick, which judged every link at it. */
+  tickedAt = -Infinity;
   private readonly clock: Clock;
   private readonly radio: Radio;
   private readonly attachFn: (link: Link) => LinkSink;
-  private readonly catalog: CatalogIndex | undefined;
   private readonly links: (EspNowLink | null)[] = [];
+  /** The open links, in slot order: what the scheduler and the tick walk. */
+  private readonly open: EspNowLink[] = [];
   private readonly byMac = new Map<number, EspNowLink>();
   /**
    * The next datagram sequence of peers whose link was closed, so that a re-admitted peer's new
@@ -300,22 +367,31 @@ export class EspNowBinding implements RadioHandler {
   private readonly bcast: Egress | null;
   private readonly bcastLevel: WatermarkDetector | null;
   private readonly cursor = new DatagramCursor();
-  private readonly reliable: ReliableTest;
-  // The one datagram in flight: its bytes, its stream (a link, or the broadcast stream), when it left.
-  private readonly tx = new Uint8Array(DATAGRAM_MAX_BYTES);
+  // The one datagram in flight: its stream's datagram area holds it; its stream (a link, or the
+  // broadcast stream), its length, when it left.
+  private tx: Uint8Array = new Uint8Array(0);
   private txLen = 0;
   private txBusy = false;
   private txLink: EspNowLink | null = null;
   private txAt = 0;
   // The radio said BUSY or NO_MEM: wait for its next status or the next tick.
   private radioWait = false;
-  private rr = 0;
+  // The slot of the stream served last (the broadcast stream: the slot count).
+  private rrAfter = -1;
+  // Every stream was found with nothing waiting, and nothing has been queued, written ahead or
+  // owed a resend since: the scheduler has nothing to look for, and a frame offered to a free
+  // radio goes straight into a datagram of its own (offer).
+  private dry = true;
+  // No open link was heard later than this: before silenceMs past it, no peer can be silent.
+  private oldestHeard = Infinity;
+  // Before this instant no detector is due for a tick and no link needs judging: the earliest
+  // of their `quietUntil` as fed (an input can only bring one nearer), −∞ once a link is dirty.
+  private wakeAt = -Infinity;
 
   constructor(options: EspNowOptions) {
     this.clock = options.clock;
     this.radio = options.radio;
     this.attachFn = options.attach;
-    this.catalog = options.catalog;
     this.queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
     this.queueFrames = options.queueFrames ?? DEFAULT_QUEUE_FRAMES;
     this.silenceMs = options.silenceMs ?? PEER_SILENCE_MS;
@@ -326,7 +402,7 @@ export class EspNowBinding implements RadioHandler {
     for (let i = 0; i < slots; i++) this.links.push(null);
     const now = this.clock.now();
     if (broadcast) {
-      this.segment = new BroadcastSegment(slots, this.catalog);
+      this.segment = new BroadcastSegment(slots);
       this.bcast = new Egress(this.queueBytes, this.queueFrames);
       this.bcastLevel = new WatermarkDetector(now);
       this.radio.addPeer(BROADCAST_MAC, false);
@@ -335,14 +411,6 @@ export class EspNowBinding implements RadioHandler {
       this.bcast = null;
       this.bcastLevel = null;
     }
-    const catalog = this.catalog;
-    // The hub's never-shed set (§10.1): every control frame, and DATA on critical channels.
-    this.reliable = (bytes, start, end) => {
-      if (peekFrameType(bytes, start, end) !== FrameType.DATA) return true;
-      if (!catalog || !parseDataHead(bytes, start, end)) return false;
-      const ch = catalog.byId(parsedData.channelId);
-      return ch !== undefined && ch.critical;
-    };
     this.radio.setHandler(this);
   }
 
@@ -369,34 +437,151 @@ export class EspNowBinding implements RadioHandler {
     return this.bcast ? this.bcast.seq : 0;
   }
 
-  /** @internal room for a frame in the broadcast queue, which any DATA on a segment may need. */
-  broadcastRoom(length: number): boolean {
+  /** @internal room for a frame in the broadcast queue, which any DATA on a segment may need; `refuse` counts a refusal. */
+  broadcastRoom(length: number, refuse: boolean): boolean {
     if (this.bcast === null || this.bcast.queue.canPush(length)) return true;
-    (this.bcastLevel as WatermarkDetector).refused(this.clock.now());
+    if (refuse) {
+      const bl = this.bcastLevel as WatermarkDetector;
+      bl.refused(this.clock.now());
+      this.broadcastJudged(bl);
+    }
     return false;
   }
 
   /** @internal the broadcast queue's watermark level; 0 on a unicast binding. */
   broadcastQueueLevel(): number {
-    return this.bcastLevel ? this.bcastLevel.level() : 0;
+    return this.broadcastLevel;
   }
 
-  /** @internal a frame the core handed `link`. */
-  route(link: EspNowLink, frame: Uint8Array, length: number): void {
+  // The broadcast watermark was fed or ticked: a new level of it is part of every link's.
+  private broadcastJudged(bl: WatermarkDetector): void {
+    if (bl.quietUntil < this.wakeAt) this.wakeAt = bl.quietUntil;
+    const b = bl.level();
+    if (b === this.broadcastLevel) return;
+    this.broadcastLevel = b;
+    const open = this.open;
+    for (let i = 0; i < open.length; i++) (open[i] as EspNowLink).dirty = true;
+    this.wakeAt = -Infinity;
+  }
+
+  /**
+   * @internal One of `link`'s detectors was fed: it stands at `level` and is quiet until
+   * `quietUntil`. A level other than the link's makes the link's worth judging again (any other
+   * leaves the worst of them where it was).
+   */
+  fed(link: EspNowLink, level: number, quietUntil: number): void {
+    if (level !== link.lvl) {
+      link.dirty = true;
+      this.wakeAt = -Infinity;
+    } else if (quietUntil < this.wakeAt) this.wakeAt = quietUntil;
+  }
+
+  /**
+   * @internal A frame the core handed `link` (it fits a datagram), with its tag and push
+   * sequence: true when it was taken. With every stream idle and the radio free, the frame is the
+   * next datagram whatever the order of service: it goes out straight from the caller's buffer,
+   * as pump would have sent it had it been queued first (the watermark sees it queued and taken).
+   */
+  offer(link: EspNowLink, frame: Uint8Array, tag: number, seq: number): boolean {
+    const e = link.egress;
+    const q = e.queue;
+    const length = frame.length;
+    if (!this.dry || this.txBusy || this.radioWait || this.segment !== null || !(length > 0 && length <= q.capacityBytes && q.capacityFrames > 0)) {
+      // §13.5.5: a frame turned away reads as a full queue.
+      if (!q.canPush(length)) {
+        const ql = link.queueLevel;
+        ql.refused(this.clock.now());
+        this.fed(link, ql.level(), ql.quietUntil);
+        return false;
+      }
+      if (!this.broadcastRoom(length, true)) return false;
+      const now = this.clock.now();
+      if (q.bytes === 0) link.drain.moved(now);
+      this.route(link, frame, tag, seq, now);
+      return true;
+    }
     const now = this.clock.now();
+    const n = e.direct(frame, tag);
+    const tx = e.datagram;
+    const len = HEADER_BYTES + 1 + length;
+    // The stream served: pump would have picked it (the only one with anything) in its turn.
+    this.rrAfter = link.index;
+    const mac = link.mac;
+    let status = this.radio.send(mac, tx, len);
+    if (status === RadioStatus.NOT_FOUND) {
+      // The radio lost the peer (a Wi-Fi restart clears its table): add it back once.
+      const added = this.radio.addPeer(mac, this.encrypt(mac));
+      if (added === RadioStatus.OK || added === RadioStatus.EXISTS) status = this.radio.send(mac, tx, len);
+    }
+    const after = this.clock.now();
+    const ql = link.queueLevel;
+    const ratio = length / q.capacityBytes;
+    if (status === RadioStatus.BUSY || status === RadioStatus.NO_MEM) {
+      // Not taken: the number is the stream's again, and the frame waits in the queue as any other.
+      e.seq = n;
+      if (status === RadioStatus.NO_MEM) this.counters.radioNoMem++;
+      q.push(frame, tag);
+      link.drain.moved(now);
+      ql.queued(ratio, now);
+      this.fed(link, ql.level(), ql.quietUntil);
+      this.dry = false;
+      this.radioWait = true;
+      return true;
+    }
+    link.drain.moved(after);
+    // §13.5.1: the watermark is the backlog this datagram found queued: the frame alone.
+    let lv: number;
+    if (after === now) lv = ql.through(ratio, now);
+    else {
+      ql.queued(ratio, now);
+      ql.drained(ratio, 0, after);
+      lv = ql.level();
+    }
+    if (lv !== link.lvl) {
+      link.dirty = true;
+      this.wakeAt = -Infinity;
+    } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
+    if (status !== RadioStatus.OK) {
+      this.counters.radioRefused++;
+      return true;
+    }
+    this.txBusy = true;
+    this.tx = tx;
+    this.txLen = len;
+    this.txLink = link;
+    this.txAt = after;
+    this.counters.datagramsSent++;
+    const loss = link.loss;
+    if (loss.sent(n, after) !== link.lvl) {
+      link.dirty = true;
+      this.wakeAt = -Infinity;
+    } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
+    return true;
+  }
+
+  /** @internal a frame the core handed `link`, with its tag and push sequence; the caller found room. */
+  route(link: EspNowLink, frame: Uint8Array, tag: number, seq: number, now: number): void {
     const seg = this.segment;
     if (seg && this.bcast) {
-      const r = seg.route(link.index, frame, length, now);
+      const r = seg.route(link.index, tag, seq, frame.length, now);
       if (r === Route.COALESCED || r === Route.GATED) return;
       if (r === Route.BROADCAST) {
-        if (!this.bcast.queue.push(frame, length)) this.counters.queueDrops++;
-        (this.bcastLevel as WatermarkDetector).queued(fill(this.bcast), now);
-        this.pump();
+        if (!this.bcast.queue.push(frame, tag)) this.counters.queueDrops++;
+        const bl = this.bcastLevel as WatermarkDetector;
+        bl.queued(fill(this.bcast), now);
+        this.broadcastJudged(bl);
+        this.work();
         return;
       }
     }
-    if (!link.egress.queue.push(frame, length)) this.counters.queueDrops++;
+    if (!link.egress.queue.push(frame, tag)) this.counters.queueDrops++;
     link.queued(now);
+    this.work();
+  }
+
+  /** @internal Something was queued, written ahead or owed a resend: the scheduler looks again. */
+  work(): void {
+    this.dry = false;
     this.pump();
   }
 
@@ -405,6 +590,8 @@ export class EspNowBinding implements RadioHandler {
     link.closed = true;
     link.egress.clear();
     if (this.links[link.index] === link) this.links[link.index] = null;
+    const at = this.open.indexOf(link);
+    if (at >= 0) this.open.splice(at, 1);
     if (this.byMac.get(link.mac) === link) {
       this.byMac.delete(link.mac);
       this.radio.removePeer(link.mac);
@@ -421,49 +608,50 @@ export class EspNowBinding implements RadioHandler {
 
   // ------------------------------------------------------------------ egress
 
-  private streamCount(): number {
-    return this.links.length + (this.bcast ? 1 : 0);
-  }
-
-  private streamAt(i: number): Egress | null {
-    if (i < this.links.length) {
-      const l = this.links[i];
-      return l ? l.egress : null;
-    }
-    return this.bcast;
-  }
-
   /** Sends the next datagram if the radio is free: ESTOP and retransmissions first, then round-robin. */
   pump(): void {
-    if (this.txBusy || this.radioWait) return;
-    const n = this.streamCount();
+    if (this.txBusy || this.radioWait || this.dry) return;
+    const open = this.open;
+    const n = open.length;
+    const bc = this.bcast;
+    const total = n + (bc !== null ? 1 : 0);
+    // The streams in slot order, the broadcast stream last; the turn passes on from the last served.
+    let start = 0;
+    const rr = this.rrAfter;
+    while (start < n && (open[start] as EspNowLink).index <= rr) start++;
+    // An urgent datagram (ESTOP, a resend) goes first and does not take its stream's turn: the
+    // round-robin order stands; else the first stream in turn with anything queued.
     let pick = -1;
-    for (let k = 0; k < n && pick < 0; k++) {
-      const i = (this.rr + k) % n;
-      const e = this.streamAt(i);
-      if (e && e.urgent()) pick = i;
-    }
-    // An urgent datagram does not take its stream's turn: the round-robin order stands.
-    if (pick < 0) {
-      for (let k = 0; k < n && pick < 0; k++) {
-        const i = (this.rr + k) % n;
-        const e = this.streamAt(i);
-        if (e && e.pending()) pick = i;
+    let next = -1;
+    for (let k = 0; k < total; k++) {
+      const j = start + k < total ? start + k : start + k - total;
+      const w = (j < n ? (open[j] as EspNowLink).egress : (bc as Egress)).work();
+      if (w === 2) {
+        pick = j;
+        break;
       }
-      if (pick < 0) return;
-      this.rr = (pick + 1) % n;
+      if (w === 1 && next < 0) next = j;
     }
-    const e = this.streamAt(pick) as Egress;
-    const link = pick < this.links.length ? (this.links[pick] as EspNowLink) : null;
-    const len = e.pack(this.tx, HEADER_BYTES);
+    if (pick < 0) {
+      if (next < 0) {
+        this.dry = true;
+        return;
+      }
+      pick = next;
+      this.rrAfter = pick < n ? (open[pick] as EspNowLink).index : this.links.length;
+    }
+    const link = pick < n ? (open[pick] as EspNowLink) : null;
+    const e = link !== null ? link.egress : (bc as Egress);
+    const len = e.pack(HEADER_BYTES);
     if (len === 0) return;
-    writeHeader(this.tx, link ? 0 : DatagramFlag.BROADCAST, e.packedSeq());
+    const tx = e.datagram;
+    writeHeader(tx, link ? 0 : DatagramFlag.BROADCAST, e.packedSeq());
     const mac = link ? link.mac : BROADCAST_MAC;
-    let status = this.radio.send(mac, this.tx, len);
+    let status = this.radio.send(mac, tx, len);
     if (status === RadioStatus.NOT_FOUND && link) {
       // The radio lost the peer (a Wi-Fi restart clears its table): add it back once.
       const added = this.radio.addPeer(mac, this.encrypt(mac));
-      if (added === RadioStatus.OK || added === RadioStatus.EXISTS) status = this.radio.send(mac, this.tx, len);
+      if (added === RadioStatus.OK || added === RadioStatus.EXISTS) status = this.radio.send(mac, tx, len);
     }
     const now = this.clock.now();
     if (status === RadioStatus.BUSY || status === RadioStatus.NO_MEM) {
@@ -474,25 +662,36 @@ export class EspNowBinding implements RadioHandler {
     // §13.5.1: the watermark is the backlog this datagram found queued.
     const found = fill(e);
     const seq = e.commit();
-    if (link) link.drain.moved(now);
-    const level = link ? link.queueLevel : this.bcastLevel;
-    if (level) level.drained(found, fill(e), now);
+    if (link) {
+      link.drain.moved(now);
+      const ql = link.queueLevel;
+      ql.drained(found, fill(e), now);
+      this.fed(link, ql.level(), ql.quietUntil);
+    } else {
+      const bl = this.bcastLevel as WatermarkDetector;
+      bl.drained(found, fill(e), now);
+      this.broadcastJudged(bl);
+    }
     if (status !== RadioStatus.OK) {
       this.counters.radioRefused++;
       return;
     }
     this.txBusy = true;
+    this.tx = tx;
     this.txLen = len;
     this.txLink = link;
     this.txAt = now;
     this.counters.datagramsSent++;
     if (link) {
-      link.loss.sent(seq, now);
+      const loss = link.loss;
+      this.fed(link, loss.sent(seq, now), loss.quietUntil);
     } else {
       this.counters.broadcastDatagrams++;
-      for (let i = 0; i < this.links.length; i++) {
-        const l = this.links[i];
-        if (l && l.broadcastLoss) l.broadcastLoss.sent(seq, now);
+      const open2 = this.open;
+      for (let i = 0; i < open2.length; i++) {
+        const l = open2[i] as EspNowLink;
+        const bl = l.broadcastLoss;
+        if (bl !== null) this.fed(l, bl.sent(seq, now), bl.quietUntil);
       }
     }
   }
@@ -512,36 +711,69 @@ export class EspNowBinding implements RadioHandler {
     const payload = this.txLen - HEADER_BYTES;
     if (link) {
       if (!link.closed && link.mac === mac) {
-        link.loss.sendStatus(ok, now);
-        link.statusLatency(now - this.txAt);
+        const loss = link.loss;
+        if (loss.sendStatus(ok, now) !== link.lvl) {
+          link.dirty = true;
+          this.wakeAt = -Infinity;
+        } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
+        const latency = now - this.txAt;
+        link.srtt = link.srtt === 0 ? latency : link.srtt + RTT_GAIN * (latency - link.srtt);
         if (ok) link.meter.add(payload, now);
         else {
           this.counters.datagramsFailed++;
-          link.egress.failed(this.tx, HEADER_BYTES, this.txLen, this.reliable);
+          link.egress.failed(this.tx, HEADER_BYTES, this.txLen);
+          this.dry = false;
         }
       }
     } else {
-      for (let i = 0; i < this.links.length; i++) {
-        const l = this.links[i];
-        if (!l || !l.broadcastLoss) continue;
-        l.broadcastLoss.sendStatus(ok, now);
+      const open = this.open;
+      for (let i = 0; i < open.length; i++) {
+        const l = open[i] as EspNowLink;
+        const bl = l.broadcastLoss;
+        if (bl === null) continue;
+        this.fed(l, bl.sendStatus(ok, now), bl.quietUntil);
         // Broadcast has no acknowledgement: what a peer got is the payload less its loss rate.
-        l.meter.add(payload * (1 - l.broadcastLoss.ratio()), now);
+        l.meter.add(payload * (1 - bl.ratio()), now);
       }
     }
-    this.pump();
+    if (!this.dry) this.pump();
   }
 
   received(mac: number, data: Uint8Array, length: number): void {
     const now = this.clock.now();
+    const link = this.byMac.get(mac);
+    // One frame in a plain datagram (what nearly every peer sends: an ACK, a PING, a command),
+    // read without the cursor: the checks DatagramCursor.open makes of it, in a few comparisons.
+    if (link !== undefined && data[0] === DATAGRAM_HEADER_BYTE && length <= DATAGRAM_MAX_BYTES && length <= data.length && length === HEADER_BYTES + 1 + (data[HEADER_BYTES] as number) && length > HEADER_BYTES + 1) {
+      this.counters.datagramsReceived++;
+      // heard(), inline.
+      link.lastHeard = now;
+      if (now < this.oldestHeard) this.oldestHeard = now;
+      if (link.egress.owedEstop && link.egress.takeOwedEstop()) this.work();
+      // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
+      if (link.inbound.seen(((data[1] as number) << 8) | (data[2] as number), now)) {
+        this.counters.duplicates++;
+        return;
+      }
+      const start = HEADER_BYTES + 1;
+      // §13.3: the bitmap ACK is the binding's own signal; the core needs only the stream form.
+      if (parseBitmapAck(data, start, length)) {
+        const loss = link.loss;
+        if (loss.ack(parsedAck.base, parsedAck.bitmap, now) !== link.lvl) {
+          link.dirty = true;
+          this.wakeAt = -Infinity;
+        } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
+      } else if (link.sink) link.sink.frame(data, start, length);
+      return;
+    }
     const c = this.cursor;
     if (c.open(data, length) !== 0) {
       this.counters.malformed++;
       return;
     }
     this.counters.datagramsReceived++;
-    let link = this.byMac.get(mac);
-    if (!link) {
+    let l = link;
+    if (!l) {
       // Acknowledgements alone do not open a transport: they are echoes of one that was closed.
       let opens = false;
       while (c.next()) {
@@ -553,28 +785,36 @@ export class EspNowBinding implements RadioHandler {
       if (!opens) return;
       const admitted = this.admit(mac, now);
       if (!admitted) return;
-      link = admitted;
+      l = admitted;
       c.open(data, length);
     }
-    link.lastHeard = now;
-    // §11.2: the peer is back within reach; an ESTOP whose resends failed while it was not goes again.
-    if (link.egress.takeOwedEstop()) this.pump();
+    this.heard(l, now);
     // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
-    if (!c.bare && link.inbound.seen(c.seq, now)) {
+    if (!c.bare && l.inbound.seen(c.seq, now)) {
       this.counters.duplicates++;
       return;
     }
-    if (c.flags & DatagramFlag.BROADCAST_ACK && link.broadcastLoss) link.broadcastLoss.ack(c.ackBase, c.ackBitmap, now);
-    const sink = link.sink;
+    const bl = l.broadcastLoss;
+    if (c.flags & DatagramFlag.BROADCAST_ACK && bl) {
+      this.fed(l, bl.ack(c.ackBase, c.ackBitmap, now), bl.quietUntil);
+    }
+    const sink = l.sink;
     while (c.next()) {
-      // §13.3: the bitmap ACK is the binding's own signal; the core needs only the stream form.
       if (parseBitmapAck(data, c.start, c.end)) {
-        link.loss.ack(parsedAck.base, parsedAck.bitmap, now);
+        this.fed(l, l.loss.ack(parsedAck.base, parsedAck.bitmap, now), l.loss.quietUntil);
         continue;
       }
       if (sink) sink.frame(data, c.start, c.end);
-      if (link.closed) return;
+      if (l.closed) return;
     }
+  }
+
+  // `link` was heard at `now`.
+  private heard(link: EspNowLink, now: number): void {
+    link.lastHeard = now;
+    if (now < this.oldestHeard) this.oldestHeard = now;
+    // §11.2: the peer is back within reach; an ESTOP whose resends failed while it was not goes again.
+    if (link.egress.owedEstop && link.egress.takeOwedEstop()) this.work();
   }
 
   private admit(mac: number, now: number): EspNowLink | null {
@@ -589,11 +829,19 @@ export class EspNowBinding implements RadioHandler {
       this.counters.refusedPeers++;
       return null;
     }
-    const link = new EspNowLink(this, slot, mac, this.segment !== null, this.queueBytes, this.queueFrames, now);
+    const link = new EspNowLink(this, this.clock, slot, mac, this.segment !== null, this.queueBytes, this.queueFrames, now);
     const seq = this.nextSeqByMac.get(mac);
     if (seq !== undefined) link.egress.seq = seq;
     this.links[slot] = link;
+    let at = 0;
+    while (at < this.open.length && (this.open[at] as EspNowLink).index < slot) at++;
+    this.open.splice(at, 0, link);
     this.byMac.set(mac, link);
+    if (now < this.oldestHeard) this.oldestHeard = now;
+    // The segment's watermark is part of the new link's level from the start; its detectors
+    // are due at the next tick.
+    if (this.broadcastLevel !== link.lvl) link.dirty = true;
+    this.wakeAt = -Infinity;
     if (this.segment) this.segment.join(slot);
     link.sink = this.attachFn(link);
     return link;
@@ -601,25 +849,68 @@ export class EspNowBinding implements RadioHandler {
 
   // ------------------------------------------------------------------ time
 
-  /** Ages the detectors' windows, closes silent peers (§6.6), retries a radio that was out of memory. */
+  /**
+   * Ages the detectors' windows, closes silent peers (§6.6), retries a radio that was out of
+   * memory. Each detector says until when it stays quiet without input (`quietUntil`): a link
+   * none of whose detectors is due and whose level no input moved has nothing new for the tick,
+   * and before the earliest of them (`wakeAt`) no link has.
+   */
   tick(): void {
     const now = this.clock.now();
-    for (let i = 0; i < this.links.length; i++) {
-      const l = this.links[i];
-      if (!l) continue;
-      if (now - l.lastHeard > this.silenceMs) {
-        this.counters.silentPeers++;
-        const sink = l.sink;
-        this.detach(l);
-        if (sink) sink.lost();
-        continue;
+    const open = this.open;
+    if (now - this.oldestHeard > this.silenceMs) {
+      for (let i = open.length - 1; i >= 0; i--) {
+        const l = open[i] as EspNowLink;
+        if (now - l.lastHeard > this.silenceMs) {
+          this.counters.silentPeers++;
+          const sink = l.sink;
+          this.detach(l);
+          if (sink) sink.lost();
+        }
       }
-      l.loss.tick(now);
-      if (l.broadcastLoss) l.broadcastLoss.tick(now);
-      l.queueLevel.tick(now);
+      let oldest = Infinity;
+      for (let i = 0; i < open.length; i++) {
+        const h = (open[i] as EspNowLink).lastHeard;
+        if (h < oldest) oldest = h;
+      }
+      this.oldestHeard = oldest;
     }
-    if (this.bcastLevel) this.bcastLevel.tick(now);
+    if (now >= this.wakeAt) this.wake(now);
+    this.tickedAt = now;
     this.radioWait = false;
-    this.pump();
+    if (!this.txBusy && !this.dry) this.pump();
+  }
+
+  // The tick's detector work: each link's level from its detectors as they now stand (their
+  // windows aged), a change reported to the core; then when the next is due.
+  private wake(now: number): void {
+    // Inputs while the core hears of a new level (levelChanged) bring it nearer again.
+    this.wakeAt = Infinity;
+    let wake = Infinity;
+    const bcl = this.bcastLevel;
+    if (bcl !== null) {
+      bcl.tick(now);
+      this.broadcastJudged(bcl);
+      wake = bcl.quietUntil;
+    }
+    const open = this.open;
+    for (let i = 0; i < open.length; i++) {
+      const l = open[i] as EspNowLink;
+      const loss = l.loss;
+      const bl = l.broadcastLoss;
+      const ql = l.queueLevel;
+      if (now >= loss.quietUntil || now >= ql.quietUntil || (bl !== null && now >= bl.quietUntil)) {
+        const lvl = l.lvl;
+        if (loss.tick(now) !== lvl) l.dirty = true;
+        if (bl !== null && bl.tick(now) !== lvl) l.dirty = true;
+        ql.tick(now);
+        if (ql.level() !== lvl) l.dirty = true;
+      }
+      if (l.dirty) l.judge();
+      if (loss.quietUntil < wake) wake = loss.quietUntil;
+      if (ql.quietUntil < wake) wake = ql.quietUntil;
+      if (bl !== null && bl.quietUntil < wake) wake = bl.quietUntil;
+    }
+    if (wake < this.wakeAt) this.wakeAt = wake;
   }
 }

@@ -19,7 +19,7 @@ import { Digest } from 'crypt';
 import type { Clock, Log } from '../../hub/ports.js';
 import type { WatermarkOptions } from '../detector.js';
 import type { HubAttach } from '../link.js';
-import { LinkFraming, TcpLink, type LinkTransport } from './egress.js';
+import { LinkFraming, TcpLink, type DirectTransport } from './egress.js';
 
 /**
  * Egress queue capacity per connection on the device: the largest hub frame (4608 bytes) and
@@ -57,13 +57,12 @@ function sha1(text: string): Uint8Array {
 // An unscheduled timer's intervals; the pump timer is re-armed by each kick.
 const IDLE_MS = 0x3fffffff;
 
-class DeviceTransport implements LinkTransport {
+class DeviceTransport implements DirectTransport {
   private tcp: TCP | null = null;
   private free = 0;
   private total = 0;
   private scheduled = false;
   private giving = false;
-  private readonly scratch: Uint8Array;
   private readonly timer: Timer;
 
   constructor(
@@ -71,7 +70,6 @@ class DeviceTransport implements LinkTransport {
     private readonly limit: number,
     private readonly gone: (t: DeviceTransport) => void,
   ) {
-    this.scratch = new Uint8Array(limit);
     // One timer per connection, re-armed rather than re-created: a kick allocates nothing.
     this.timer = Timer.repeat(() => {
       Timer.schedule(this.timer);
@@ -90,6 +88,28 @@ class DeviceTransport implements LinkTransport {
       onError: () => this.end(),
     });
     this.link.start(this);
+  }
+
+  /** What lwIP takes now within the limit: the link hands a frame straight over when it fits (no queue, no copy). */
+  room(): number {
+    if (!this.tcp || this.giving || this.scheduled) return 0;
+    let room = this.limit - (this.total - this.free);
+    if (room > this.free) room = this.free;
+    return room > 0 ? room : 0;
+  }
+
+  writeFrame(header: Uint8Array | null, frame: Uint8Array): void {
+    const tcp = this.tcp;
+    if (!tcp) return;
+    let left: number;
+    try {
+      if (header !== null) tcp.write(header);
+      left = tcp.write(frame);
+    } catch {
+      this.end();
+      return;
+    }
+    this.free = typeof left === 'number' ? left : 0;
   }
 
   kick(): void {
@@ -129,11 +149,13 @@ class DeviceTransport implements LinkTransport {
       let room = this.limit - (this.total - this.free);
       if (room > this.free) room = this.free;
       if (room <= 0) return;
-      const n = link.pull(this.scratch, 0, room);
+      // The link hands over exactly what goes, as a view of its own staging area: nothing is
+      // allocated or copied again here (lwIP copies it, TCP_WRITE_FLAG_COPY).
+      const n = link.take(room);
       if (n === 0) return;
       let left: number;
       try {
-        left = tcp.write(n === this.scratch.length ? this.scratch : this.scratch.subarray(0, n));
+        left = tcp.write(link.out);
       } catch {
         // "would block" cannot happen (room ≤ free); anything else is a dead socket.
         this.end();
@@ -201,6 +223,8 @@ export class DeviceListener {
         framing: ws ? LinkFraming.WS_SERVER : LinkFraming.LENGTH_PREFIX,
         binding: o.kind,
         queueBytes: o.queueBytes ?? DEVICE_QUEUE_BYTES,
+        // One take is at most what the socket may hold: the staging area is no larger.
+        takeBytes: o.socketLimitBytes ?? DEVICE_SOCKET_LIMIT_BYTES,
         maxFrameBytes: o.maxFrameBytes,
         ackWindowFrames: o.ackWindowFrames,
         detector: o.detector,

@@ -10,16 +10,17 @@
 // handed over while `ackWindowFrames` frames are unacknowledged, so that megabytes of kernel
 // buffer cannot hide a client that stopped reading (docs/protocol.md §13.2).
 
-import { WatermarkDetector, type WatermarkOptions } from '../detector.js';
+import { ACK_LAG_CONGESTED_FRAMES, ACK_LAG_RECOVERED_FRAMES, WatermarkDetector, type WatermarkOptions } from '../detector.js';
+import { StagedBytes } from '../../hub/bytes.js';
 import { CborWriter } from '../../hub/cbor.js';
-import { decodeFrame, encodeFrame, FrameError, FrameType, MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES, peekFrameType } from '../../hub/frames.js';
+import { encodeFrame, FrameType, MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES } from '../../hub/frames.js';
 import { MALFORMED_CLOSE_PER_S } from '../../hub/constants.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { WindowCounter } from '../../hub/limits.js';
 import { Nack } from '../../hub/nack.js';
-import type { Clock, LinkEstimate, LinkSink, Log } from '../../hub/ports.js';
-import { NULL_LOG, SendShed, shedValueChannel } from '../../hub/ports.js';
-import { DrainClock, MinRttFilter, RttEstimator, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import type { Clock, GrantSet, LinkCaps, LinkEstimate, LinkSink, Log } from '../../hub/ports.js';
+import { AckForm, NULL_LOG, Tag, tagChannel, tagType } from '../../hub/ports.js';
+import { AckCounter, DrainClock, ESTOP_AHEAD_SLOTS, EstopAhead, MinRttFilter, RttEstimator, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import {
   FrameReassembler,
   FramingError,
@@ -50,15 +51,15 @@ import {
  * What a queued record is. CONTROL and DATA records are protocol frames: they count toward the
  * client's ACK (§5.12 key 28 counts every frame received), and DATA records wait while the ack
  * window is full. RAW records are not frames (the HTTP upgrade answer, WebSocket control
- * frames): neither counted nor held. SAMPLE and VALUE records are DATA records the core marked
- * sheddable (Link.send, docs/protocol.md §13.6), held by the ack window like DATA: a SAMPLE is
- * dropped unsent once older than the link's sample budget; a VALUE becomes SUPERSEDED when a
- * newer VALUE of its channel is queued behind it, and is dropped unsent when reached.
+ * frames): neither counted nor held. SAMPLE and VALUE records are DATA records the core tagged
+ * sheddable (hub/ports.ts Tag, docs/protocol.md §13.6), held by the ack window like DATA: a
+ * SAMPLE is dropped unsent once older than the link's sample budget; a VALUE becomes SUPERSEDED
+ * when a newer VALUE of its channel is queued behind it, and is dropped unsent when reached.
  */
 export const RecordKind = Object.freeze({ CONTROL: 0, DATA: 1, RAW: 2, SAMPLE: 3, VALUE: 4, SUPERSEDED: 5 } as const);
 
-/** ESTOP frames waiting ahead of the queue at once; a fifth replaces the newest waiting one. */
-export const AHEAD_SLOTS = 4;
+/** ESTOP frames waiting ahead of the queue at once (bindings/link.ts EstopAhead). */
+export const AHEAD_SLOTS = ESTOP_AHEAD_SLOTS;
 /** Room for one framed ESTOP: the largest header (WebSocket, 4) plus the 12-byte frame. */
 export const AHEAD_SLOT_BYTES = WS_MAX_HEADER_BYTES + ESTOP_FRAME_BYTES;
 
@@ -67,27 +68,26 @@ function held(kind: number): boolean {
   return kind === RecordKind.DATA || kind === RecordKind.SAMPLE || kind === RecordKind.VALUE || kind === RecordKind.SUPERSEDED;
 }
 
-// Where the current chunk comes from.
-const SRC_NONE = 0;
-const SRC_QUEUE = 1;
-const SRC_AHEAD = 2;
-
 /**
- * The bounded egress queue of one client: whole records (the binding's header and one frame)
- * in one byte ring of `capacity` bytes, at most `maxRecords` of them. A record is accepted
- * whole or not at all. The transport takes bytes from the front in any amounts (`next` /
- * `consume`, or `copyOut`), so a record may be partly handed over; the ratio counts the bytes
- * not yet handed.
+ * The bounded egress queue of one client: whole records (the binding's header and one frame),
+ * each contiguous in a ring of `capacity` bytes (a record that does not fit before the end goes
+ * to the front, the tail end left as a gap, as the hub's never-shed ring does), at most
+ * `maxRecords` of them. A record is accepted whole or not at all. The transport takes bytes
+ * from the front in any amounts (`take`): they are copied, one native copy per record, into a
+ * staging area after the ring, and `out` is then exactly those bytes (hub/bytes.ts); a record
+ * may be partly handed over. The ratio counts the bytes not yet handed.
  *
- * ESTOP write-ahead (§10.4, §11.2): `writeAhead` keeps the framed ESTOP in a few slots apart
- * from the ring, outside the capacity. The next byte the transport takes after it is the
- * ESTOP's first byte, unless a record is partly handed over: that record is finished first, so
- * the receiver's framing stays in step. ESTOPs go in the order written.
+ * ESTOP write-ahead (§10.4, §11.2): the framed ESTOPs wait in EstopAhead slots between the ring
+ * and the staging area, outside the capacity. The next byte the transport takes after one is
+ * written is the ESTOP's first byte, unless a record is partly handed over: that record is
+ * finished first, so the receiver's framing stays in step. ESTOPs go in the order written.
  */
 export class EgressQueue {
   readonly capacity: number;
   readonly maxRecords: number;
-  private readonly ring: Uint8Array;
+  /** [ring | ESTOP slots | staging area]: `mem.out` is what the last take handed over. */
+  readonly mem: StagedBytes;
+  readonly ahead: EstopAhead;
   private readonly lens: Uint32Array;
   private readonly kinds: Uint8Array;
   // When each record was queued, whole ms modulo 2^32 (ages are taken modulo 2^32 too).
@@ -96,50 +96,49 @@ export class EgressQueue {
   // so that a newer one supersedes it in O(1).
   private readonly chans: Uint8Array;
   private readonly latestValue: Int16Array;
-  private first = 0;
-  private n = 0;
-  private head = 0;
-  private used = 0;
+  private first = 0; // slot of the head record
+  /** Records held, the one partly handed over included (a field: read on every send). */
+  count = 0;
+  private head = 0; // byte offset of the head record
+  private tail = 0; // where the next record goes
+  private used = 0; // bytes of records held, gaps not counted
+  private gapAt = -1;
   private headDone = 0;
-  private readonly ahead = new Uint8Array(AHEAD_SLOTS * AHEAD_SLOT_BYTES);
-  private readonly aheadLens = new Uint8Array(AHEAD_SLOTS);
-  private aFirst = 0;
-  private aN = 0;
   private aDone = 0;
-  private src = SRC_NONE;
-  /** The current chunk (after `next`): chunkBuf[chunkAt, chunkAt + chunkLen). */
-  chunkBuf: Uint8Array;
-  chunkAt = 0;
-  chunkLen = 0;
   /** Records handed over completely (ESTOPs not counted). */
   recordsOut = 0;
   /** Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte has been handed over. */
   framesStarted = 0;
   /** ESTOP frames handed over completely. */
   aheadOut = 0;
-  /** ESTOP frames replaced while five or more waited at once. */
-  aheadReplaced = 0;
   /** SAMPLE records dropped unsent for waiting longer than the budget. */
   expired = 0;
   /** SUPERSEDED records dropped unsent: a newer value of the channel was queued. */
   conflated = 0;
-  // What `next` expires SAMPLE records against as it reaches them (`setExpiry`): off until set.
+  // What a take expires SAMPLE records against as it reaches them (`setExpiry`): off until set.
   private expireAt = 0;
   private budget = Infinity;
 
-  constructor(capacity: number, maxRecords: number = Math.max(16, capacity >>> 4)) {
+  /**
+   * `takeBytes`: the most one take hands over (the staging area); by default everything the queue
+   * can hold, ESTOPs included.
+   */
+  constructor(capacity: number, maxRecords: number = Math.max(16, capacity >>> 4), takeBytes?: number) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
     if (!Number.isInteger(maxRecords) || maxRecords < 1) throw new RangeError('EgressQueue maxRecords must be an integer ≥ 1');
+    if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
+    const aheadBytes = AHEAD_SLOTS * AHEAD_SLOT_BYTES;
+    const take = takeBytes ?? capacity + aheadBytes;
+    if (!Number.isInteger(take) || take < AHEAD_SLOT_BYTES) throw new RangeError(`EgressQueue takeBytes must be an integer ≥ ${AHEAD_SLOT_BYTES}`);
     this.capacity = capacity;
     this.maxRecords = maxRecords;
-    this.ring = new Uint8Array(capacity);
+    this.mem = new StagedBytes(capacity + aheadBytes, take);
+    this.ahead = new EstopAhead(AHEAD_SLOT_BYTES, AHEAD_SLOTS, this.mem.all, capacity);
     this.lens = new Uint32Array(maxRecords);
     this.kinds = new Uint8Array(maxRecords);
-    if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
     this.times = new Uint32Array(maxRecords);
     this.chans = new Uint8Array(maxRecords);
     this.latestValue = new Int16Array(256).fill(-1);
-    this.chunkBuf = this.ring;
   }
 
   /** Bytes queued and not yet handed over. */
@@ -149,12 +148,17 @@ export class EgressQueue {
 
   /** Records held, the one partly handed over included. */
   get records(): number {
-    return this.n;
+    return this.count;
   }
 
   /** ESTOP frames waiting ahead (the one partly handed over included). */
   get aheadWaiting(): number {
-    return this.aN;
+    return this.ahead.count;
+  }
+
+  /** ESTOP frames dropped for newer ones while every slot was full. */
+  get aheadReplaced(): number {
+    return this.ahead.dropped;
   }
 
   /** The §10.3 watermark: bytes queued ÷ capacity. */
@@ -164,9 +168,7 @@ export class EgressQueue {
 
   /** Everything the transport still has to take, the ESTOPs included. */
   pendingBytes(): number {
-    let p = this.used;
-    for (let k = 0; k < this.aN; k++) p += this.aheadLens[(this.aFirst + k) % AHEAD_SLOTS] as number;
-    return p - this.aDone;
+    return this.used + this.ahead.bytes() - this.aDone;
   }
 
   /** True while a record or an ESTOP is partly handed over. */
@@ -176,167 +178,136 @@ export class EgressQueue {
 
   /** Whether a record of `total` bytes (header included) would be accepted now. */
   fits(total: number): boolean {
-    return total >= 1 && this.n < this.maxRecords && this.used + total <= this.capacity;
+    return total >= 1 && this.count < this.maxRecords && this.placeFor(total) >= 0;
   }
 
   /**
-   * Appends header[0, hlen) + frame[0, flen) as one record, queued at `now` (whole ms: what
-   * `expire` ages SAMPLE records from); false (nothing changes) when it does not fit. A VALUE record
-   * names its `channel` (1..255): the channel's previous VALUE, still queued and not started,
-   * becomes SUPERSEDED.
+   * Appends header[0, hlen) + frame (its first `flen` bytes) as one record, queued at `now` (whole
+   * ms: what `expire` ages SAMPLE records from); false (nothing changes) when it does not fit. A
+   * VALUE record names its `channel` (1..255): the channel's previous VALUE, still queued and not
+   * started, becomes SUPERSEDED. The frame is copied with one native copy when it is exactly
+   * `flen` long (the core hands exact frames).
    */
   push(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number, kind: number, now = 0, channel = 0): boolean {
     const total = hlen + flen;
-    if (!this.fits(total)) return false;
-    let slot = this.first + this.n;
+    if (!(total >= 1) || this.count >= this.maxRecords) return false;
+    const at = this.placeFor(total);
+    if (at < 0) return false;
+    let slot = this.first + this.count;
     if (slot >= this.maxRecords) slot -= this.maxRecords;
     if (kind === RecordKind.VALUE && channel > 0 && channel < 256) {
       const prev = this.latestValue[channel] as number;
       if (prev >= 0 && this.kinds[prev] === RecordKind.VALUE && this.chans[prev] === channel && !(prev === this.first && this.headDone > 0)) {
         let offset = prev - this.first;
         if (offset < 0) offset += this.maxRecords;
-        if (offset < this.n) this.kinds[prev] = RecordKind.SUPERSEDED;
+        if (offset < this.count) this.kinds[prev] = RecordKind.SUPERSEDED;
       }
       this.latestValue[channel] = slot;
       this.chans[slot] = channel;
     }
-    let at = this.head + this.used;
-    if (at >= this.capacity) at -= this.capacity;
-    at = this.put(header, hlen, at);
-    this.put(frame, flen, at);
+    const all = this.mem.all;
+    for (let k = 0; k < hlen; k++) all[at + k] = header[k] as number;
+    if (flen > 0) all.set(flen === frame.length ? frame : frame.subarray(0, flen), at + hlen);
     this.lens[slot] = total;
     this.kinds[slot] = kind;
     this.times[slot] = now >>> 0;
-    this.n++;
+    if (this.count === 0) this.head = at;
+    else if (at === 0) this.gapAt = this.tail;
+    this.count++;
+    this.tail = at + total;
     this.used += total;
     return true;
   }
 
-  /** Puts header[0, hlen) + frame[0, flen) ahead of every queued record (see the class comment). */
-  writeAhead(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number): void {
-    const total = hlen + flen;
-    if (total > AHEAD_SLOT_BYTES) throw new RangeError('writeAhead: an ESTOP record is at most 16 bytes');
-    let slot: number;
-    if (this.aN < AHEAD_SLOTS) {
-      slot = (this.aFirst + this.aN) % AHEAD_SLOTS;
-      this.aN++;
-    } else {
-      // Only the newest state matters to a client that has not read the last three: the
-      // newest waiting one (never the one in flight, which is the oldest) is replaced.
-      slot = (this.aFirst + AHEAD_SLOTS - 1) % AHEAD_SLOTS;
-      this.aheadReplaced++;
-    }
-    const base = slot * AHEAD_SLOT_BYTES;
-    const a = this.ahead;
-    for (let k = 0; k < hlen; k++) a[base + k] = header[k] as number;
-    for (let k = 0; k < flen; k++) a[base + hlen + k] = frame[k] as number;
-    this.aheadLens[slot] = total;
+  /** Puts header[0, hlen) + the ESTOP frame ahead of every queued record (see the class comment). */
+  writeAhead(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number = frame.length): void {
+    this.ahead.write(header, hlen, flen === frame.length ? frame : frame.subarray(0, flen));
   }
 
   /**
-   * Selects the next contiguous chunk the transport may take (chunkBuf, chunkAt, chunkLen) and
-   * returns its length; 0 when there is nothing, or when the next record is a DATA record not
-   * yet started and `frameStarts` (what the ack window still allows) is 0 or less.
+   * Hands the transport up to `max` bytes, in order, as `mem.out` (exactly them, until the next
+   * take) and returns how many. `frameStarts` is how many more frames the ack window allows: each
+   * frame started uses one, and a DATA record is not started once none is left.
    */
-  next(frameStarts: number): number {
-    if (this.aDone > 0 || (this.headDone === 0 && this.aN > 0)) {
-      this.src = SRC_AHEAD;
-      this.chunkBuf = this.ahead;
-      this.chunkAt = this.aFirst * AHEAD_SLOT_BYTES + this.aDone;
-      this.chunkLen = (this.aheadLens[this.aFirst] as number) - this.aDone;
-      return this.chunkLen;
-    }
-    // A sample is dropped stale only when it would go now: behind a shut ack window the queue
-    // fills, and shows a client that stopped reading by its watermark (§13.2, §10.4).
-    if (this.headDone === 0 && this.budget !== Infinity && frameStarts > 0) this.expire(this.expireAt, this.budget);
-    if (this.n === 0 || (this.headDone === 0 && held(this.kinds[this.first] as number) && !(frameStarts > 0))) {
-      this.src = SRC_NONE;
-      this.chunkLen = 0;
-      return 0;
-    }
-    const left = (this.lens[this.first] as number) - this.headDone;
-    const toEnd = this.capacity - this.head;
-    this.src = SRC_QUEUE;
-    this.chunkBuf = this.ring;
-    this.chunkAt = this.head;
-    this.chunkLen = left < toEnd ? left : toEnd;
-    return this.chunkLen;
-  }
-
-  /** The transport took the first `k` bytes of the current chunk (0 < k ≤ chunkLen). */
-  consume(k: number): void {
-    if (!(k > 0 && k <= this.chunkLen)) throw new RangeError('EgressQueue.consume: outside the current chunk');
-    this.chunkAt += k;
-    this.chunkLen -= k;
-    if (this.src === SRC_AHEAD) {
-      if (this.aDone === 0) this.framesStarted++;
-      this.aDone += k;
-      if (this.aDone === (this.aheadLens[this.aFirst] as number)) {
-        this.aDone = 0;
-        this.aFirst = (this.aFirst + 1) % AHEAD_SLOTS;
-        this.aN--;
-        this.aheadOut++;
-        this.src = SRC_NONE;
-        this.chunkLen = 0;
+  take(max: number, frameStarts: number): number {
+    const mem = this.mem;
+    mem.unstage();
+    const all = mem.all;
+    const out = mem.capacity;
+    const room = max < mem.stageBytes ? max : mem.stageBytes;
+    let p = 0;
+    let allowance = frameStarts;
+    const a = this.ahead;
+    while (p < room) {
+      // ESTOPs first, unless a record is partly handed over (it finishes first).
+      if (this.aDone > 0 || (this.headDone === 0 && a.count > 0)) {
+        const len = a.frontLength() - this.aDone;
+        const k = len < room - p ? len : room - p;
+        const from = a.frontOffset() + this.aDone;
+        all.copyWithin(out + p, from, from + k);
+        if (this.aDone === 0) {
+          this.framesStarted++;
+          a.started = true;
+        }
+        this.aDone += k;
+        p += k;
+        if (this.aDone === a.frontLength()) {
+          this.aDone = 0;
+          a.shift();
+          this.aheadOut++;
+        }
+        continue;
       }
-      return;
+      // A sample is dropped stale only when it would go now: behind a shut ack window the queue
+      // fills, and shows a client that stopped reading by its watermark (§13.2, §10.4).
+      if (this.headDone === 0 && this.budget !== Infinity && allowance > 0) this.expire(this.expireAt, this.budget);
+      if (this.count === 0) break;
+      const kind = this.kinds[this.first] as number;
+      if (this.headDone === 0 && held(kind) && !(allowance > 0)) break;
+      const len = (this.lens[this.first] as number) - this.headDone;
+      const k = len < room - p ? len : room - p;
+      const from = this.head + this.headDone;
+      all.copyWithin(out + p, from, from + k);
+      if (this.headDone === 0 && kind !== RecordKind.RAW) {
+        this.framesStarted++;
+        allowance--;
+      }
+      this.headDone += k;
+      this.used -= k;
+      p += k;
+      if (this.headDone === (this.lens[this.first] as number)) this.shiftHead(true);
     }
-    if (this.headDone === 0 && this.kinds[this.first] !== RecordKind.RAW) this.framesStarted++;
-    this.headDone += k;
-    this.used -= k;
-    this.head += k;
-    if (this.head >= this.capacity) this.head -= this.capacity;
-    if (this.headDone === (this.lens[this.first] as number)) {
-      this.headDone = 0;
-      this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
-      this.n--;
-      this.recordsOut++;
-      if (this.n === 0) this.head = 0;
-      this.src = SRC_NONE;
-      this.chunkLen = 0;
-    }
+    // Sealed even when empty: `out` is then empty too, never what an earlier take left there.
+    return mem.seal(p).length;
   }
 
   /**
-   * Copies up to `max` bytes, in order, into dst[at, …); returns how many. `frameStarts` is
-   * how many more frames the ack window allows: each frame started uses one, and a DATA record
-   * is not started once none is left.
+   * Copies up to `max` bytes, in order, into dst[at, …); returns how many (`take`, then one
+   * native copy out of the staging area).
    */
   copyOut(dst: Uint8Array, at: number, max: number, frameStarts: number): number {
-    let copied = 0;
-    let allowance = frameStarts;
-    while (copied < max) {
-      const len = this.next(allowance);
-      if (len === 0) break;
-      const k = len < max - copied ? len : max - copied;
-      const buf = this.chunkBuf;
-      const from = this.chunkAt;
-      for (let j = 0; j < k; j++) dst[at + copied + j] = buf[from + j] as number;
-      const before = this.framesStarted;
-      this.consume(k);
-      if (this.framesStarted !== before) allowance--;
-      copied += k;
-    }
-    return copied;
+    const n = this.take(max, frameStarts);
+    if (n > 0) dst.set(this.mem.out, at);
+    return n;
   }
 
   /**
-   * For message transports (one record per message): the length of what `copyOut` would hand
-   * over as the next whole record, 0 if none may go. Call only when nothing is in flight.
+   * For message transports (one record per message): the length of what a take would hand over
+   * as the next whole record, 0 if none may go. Call only when nothing is in flight.
    */
   nextRecordLength(frameStarts: number): number {
-    if (this.aN > 0) return (this.aheadLens[this.aFirst] as number) - this.aDone;
+    const a = this.ahead;
+    if (a.count > 0) return a.frontLength() - this.aDone;
     if (this.headDone === 0 && this.budget !== Infinity && frameStarts > 0) this.expire(this.expireAt, this.budget);
-    if (this.n === 0) return 0;
+    if (this.count === 0) return 0;
     if (this.headDone === 0 && held(this.kinds[this.first] as number) && !(frameStarts > 0)) return 0;
     return (this.lens[this.first] as number) - this.headDone;
   }
 
   /**
-   * From now on, `next` and `nextRecordLength` drop each SAMPLE record they reach at the front,
-   * when the ack window would let it go, that was queued more than `budgetMs` before `now`
-   * (Infinity: never), so that stale samples behind a record that must go are dropped too once
-   * it has gone.
+   * From now on, takes drop each SAMPLE record they reach at the front, when the ack window
+   * would let it go, that was queued more than `budgetMs` before `now` (Infinity: never), so that
+   * stale samples behind a record that must go are dropped too once it has gone.
    */
   setExpiry(now: number, budgetMs: number): void {
     this.expireAt = now;
@@ -350,20 +321,14 @@ export class EgressQueue {
    */
   expire(now: number, budgetMs: number): number {
     let dropped = 0;
-    for (;;) {
-      if (this.n === 0 || this.headDone !== 0) break;
+    while (this.count > 0 && this.headDone === 0) {
       const kind = this.kinds[this.first] as number;
       if (kind === RecordKind.SUPERSEDED) this.conflated++;
       else if (kind === RecordKind.SAMPLE && ((now >>> 0) - (this.times[this.first] as number)) >>> 0 > budgetMs) dropped++;
       else break;
-      const len = this.lens[this.first] as number;
-      this.used -= len;
-      this.head += len;
-      if (this.head >= this.capacity) this.head -= this.capacity;
-      this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
-      this.n--;
+      this.used -= this.lens[this.first] as number;
+      this.shiftHead(false);
     }
-    if (this.n === 0) this.head = 0;
     this.expired += dropped;
     return dropped;
   }
@@ -371,26 +336,43 @@ export class EgressQueue {
   /** Drops everything, the ESTOPs included (the transport is gone). Counters are kept. */
   clear(): void {
     this.first = 0;
-    this.n = 0;
+    this.count = 0;
     this.head = 0;
+    this.tail = 0;
     this.used = 0;
+    this.gapAt = -1;
     this.headDone = 0;
-    this.aFirst = 0;
-    this.aN = 0;
     this.aDone = 0;
-    this.src = SRC_NONE;
-    this.chunkLen = 0;
+    this.ahead.clear();
+    this.mem.unstage();
   }
 
-  private put(src: Uint8Array, len: number, at: number): number {
-    const ring = this.ring;
-    const cap = this.capacity;
-    let p = at;
-    for (let k = 0; k < len; k++) {
-      ring[p] = src[k] as number;
-      p = p + 1 === cap ? 0 : p + 1;
+  // The head record is gone: handed over whole (`out`), or dropped unsent.
+  private shiftHead(out: boolean): void {
+    const len = this.lens[this.first] as number;
+    this.headDone = 0;
+    this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
+    this.count--;
+    if (out) this.recordsOut++;
+    if (this.count === 0) {
+      this.head = 0;
+      this.tail = 0;
+      this.gapAt = -1;
+    } else if (this.head + len === this.gapAt) {
+      this.head = 0;
+      this.gapAt = -1;
+    } else this.head += len;
+  }
+
+  // Where a record of `length` bytes would start, or -1 (hub/queues.ts FrameRing's rule).
+  private placeFor(length: number): number {
+    const capacity = this.capacity;
+    if (this.count === 0) return length <= capacity ? 0 : -1;
+    if (this.head < this.tail) {
+      if (length <= capacity - this.tail) return this.tail;
+      return length <= this.head ? 0 : -1;
     }
-    return p;
+    return length <= this.head - this.tail ? this.tail : -1;
   }
 }
 
@@ -429,7 +411,7 @@ export const DEFAULT_ACK_WINDOW_FRAMES = 128;
  * covers at least this many new frames was sent at once: only such an ACK feeds the least RTT
  * the sample budget is taken from (docs/protocol.md §13.6).
  */
-export const PROMPT_ACK_FRAMES = 32;
+export { PROMPT_ACK_FRAMES } from '../link.js';
 /** WebSocket status for a connection closed for persistent misbehaviour (RFC 6455 §7.4.1). */
 export const WS_POLICY_VIOLATION = 1008;
 
@@ -442,6 +424,23 @@ export const LinkState = Object.freeze({
   CLOSING: 2,
   CLOSED: 3,
 } as const);
+
+/**
+ * A transport that can take bytes at once (`room`, `write`): the link then hands a frame straight
+ * to it when nothing is queued ahead of it, the ack window allows and the socket has room, with
+ * no copy into the queue and none out of it (docs/architecture.md "Copies"). The device and Node
+ * adapters are; the simulator's modelled socket pulls everything through the queue.
+ */
+export interface DirectTransport extends LinkTransport {
+  /** Bytes the socket takes right now, within its adapter's limit. */
+  room(): number;
+  /**
+   * Takes one frame at once, after its framing header (null: none, a message transport sends
+   * the frame as one message); together at most `room()`. The stack copies them before
+   * returning.
+   */
+  writeFrame(header: Uint8Array | null, frame: Uint8Array): void;
+}
 
 /** The socket side of a link, implemented by each adapter. */
 export interface LinkTransport {
@@ -457,6 +456,8 @@ export interface LinkTransport {
 
 export interface TcpLinkOptions {
   readonly hub: HubAttach;
+  /** The most one take hands the transport (default: everything the queue holds); the device adapter takes its socket's limit. */
+  readonly takeBytes?: number;
   readonly clock: Clock;
   readonly framing: LinkFramingCode;
   /** The Link.binding name: 'tcp' or 'ws'. */
@@ -474,29 +475,25 @@ export interface TcpLinkOptions {
 }
 
 const NO_LIMIT = 0x7fffffff;
-const U32 = 0x100000000;
 
 /**
  * One TCP or WebSocket connection as the core sees it. Outbound: `send` queues whole frames
- * with the binding's header, `writeAhead` puts ESTOP ahead of them, the adapter pulls bytes
- * (`pull`) or whole messages (`nextMessageLength` + `pull`) when its socket can take them.
- * Inbound: the adapter feeds bytes (`input`) or messages (`message`); whole frames go to the
- * hub's sink. The level is the §10.3 WatermarkDetector's, fed with the queue ratio when frames
- * join the queue and as the socket finds it at every pull (§13.5.1), and re-judged on every
- * `level()` call. The client's ACK (key 28: frames
- * received on this transport, mod 2^32) gives the detector its ack lag (frames handed to the
- * socket and not yet acknowledged), opens the ack window, and times the RTT (a frame's hand-over
- * to the ACK that covers it).
+ * with the binding's header, as the core tagged them (hub/ports.ts Tag); `writeAhead` puts
+ * ESTOP ahead of them; the adapter takes bytes (`take`, or `pull` into a buffer of its own) or
+ * whole messages (`nextMessageLength` + `pull`) when its socket can take them. Inbound: the
+ * adapter feeds bytes (`input`) or messages (`message`); whole frames go to the hub's sink. The
+ * level is the §10.3 WatermarkDetector's, fed with the queue ratio when frames join the queue
+ * and as the socket finds it at every take (§13.5.1), and judged once per instant. The client's
+ * ACK, which the core decodes and hands on (`acked`), gives the detector its ack lag (frames
+ * handed to the socket and not yet acknowledged), opens the ack window, and times the RTT (a
+ * frame's hand-over to the ACK that covers it).
  *
  * Frames the framing refuses (too large; a WebSocket text message) are answered NACK
  * TOO_LARGE / MALFORMED here and discarded, the stream kept in step (§2); more than
  * MALFORMED_CLOSE_PER_S of them within a second closes the transport (§12.5).
  */
 export class TcpLink implements BindingLink {
-  readonly binding: string;
-  /** The largest frame this link takes from the client in one piece (WELCOME key 22). */
-  readonly mtu: number;
-  readonly broadcast = false;
+  readonly caps: LinkCaps;
   readonly queue: EgressQueue;
   readonly detector: WatermarkDetector;
   readonly throughput: ThroughputEstimator;
@@ -506,10 +503,8 @@ export class TcpLink implements BindingLink {
   readonly drain: DrainClock;
   readonly framing: LinkFramingCode;
   readonly ackWindowFrames: number;
-  /** The client has acknowledged at least once: the ack window and the ack lag apply from then on. */
-  ackSeen = false;
-  /** Frames handed over that the client's ACKs cover (the ACK's count, unwrapped). */
-  acked = 0;
+  /** Frames handed to the socket and what the client's ACKs cover (bindings/link.ts). */
+  readonly acks: AckCounter;
   /** Frames refused by the framing (oversize, text), and the last refusal's code. */
   refused = 0;
   lastRefusal = 0;
@@ -518,24 +513,31 @@ export class TcpLink implements BindingLink {
   private readonly log: Log;
   private readonly sha1: Sha1 | undefined;
   private transport: LinkTransport | null = null;
+  private direct: DirectTransport | null = null;
   private sink: LinkSink | null = null;
   private st: number;
   private lossReported = false;
   private expiredSeen = 0;
   private droppedSeen = 0;
+  private lvl = 0;
+  private judgedAt = -Infinity;
+  private judgementsSeen = -1;
+  // The ack lag from which the detector reads it (bindings/detector.ts): below, it says nothing.
+  private readonly lagHeeded: number;
   private readonly reassembler: FrameReassembler | null;
   private readonly wsParser: WsFrameParser | null;
   private readonly handshake: WsHandshake | null;
   private readonly refusals = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
   private readonly hdr = new Uint8Array(WS_MAX_HEADER_BYTES);
+  // The header's first 2 and all 4 bytes, exactly: what a frame handed straight to the socket
+  // is preceded by (views made once).
+  private readonly hdr2: Uint8Array;
+  private readonly hdr4: Uint8Array;
   private readonly closeBody = new Uint8Array(2);
   private readonly nackW = new CborWriter(new Uint8Array(16));
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
   private readonly frameIn: FrameConsumer;
   private readonly wsIn: WsConsumer;
-  // When each of the last frames was handed over, by frame number mod the ring size (RTT).
-  private readonly handedAt: Float64Array;
-  private readonly handedMask: number;
 
   constructor(options: TcpLinkOptions) {
     const queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
@@ -545,22 +547,21 @@ export class TcpLink implements BindingLink {
     if (!Number.isInteger(windowFrames) || windowFrames < 1) throw new RangeError('TcpLink: ackWindowFrames must be an integer ≥ 1');
     if (options.framing === LinkFraming.WS_SERVER && !options.sha1) throw new RangeError('TcpLink: WS_SERVER framing needs sha1');
     const now = options.clock.now();
-    this.binding = options.binding;
+    this.caps = Object.freeze({ binding: options.binding, broadcast: false, datagram: false, mtu: maxFrame, writeAheadSlots: AHEAD_SLOTS, ackForm: AckForm.STREAM });
     this.framing = options.framing;
-    this.mtu = maxFrame;
     this.clock = options.clock;
     this.hub = options.hub;
     this.log = options.log ?? NULL_LOG;
     this.sha1 = options.sha1;
     this.ackWindowFrames = windowFrames;
-    this.queue = new EgressQueue(queueBytes, options.maxRecords);
+    this.queue = new EgressQueue(queueBytes, options.maxRecords, options.takeBytes);
     this.detector = new WatermarkDetector(now, options.detector);
+    this.lagHeeded = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
     this.throughput = new ThroughputEstimator(now);
     this.drain = new DrainClock(now);
-    let ring = 1;
-    while (ring < windowFrames) ring <<= 1;
-    this.handedAt = new Float64Array(ring);
-    this.handedMask = ring - 1;
+    this.acks = new AckCounter(windowFrames);
+    this.hdr2 = this.hdr.subarray(0, 2);
+    this.hdr4 = this.hdr.subarray(0, 4);
     this.reassembler = options.framing === LinkFraming.LENGTH_PREFIX ? new FrameReassembler(maxFrame) : null;
     this.wsParser = options.framing === LinkFraming.WS_SERVER ? new WsFrameParser(maxFrame) : null;
     this.handshake = options.framing === LinkFraming.WS_SERVER ? new WsHandshake() : null;
@@ -579,7 +580,17 @@ export class TcpLink implements BindingLink {
   /** The adapter's socket is ready: the link attaches to the hub (after the upgrade, for WS_SERVER). */
   start(transport: LinkTransport): void {
     this.transport = transport;
+    const d = transport as Partial<DirectTransport>;
+    this.direct = typeof d.room === 'function' && typeof d.writeFrame === 'function' ? (transport as DirectTransport) : null;
     if (this.st === LinkState.OPEN) this.sink = this.hub.attach(this);
+  }
+
+  get binding(): string {
+    return this.caps.binding;
+  }
+
+  get mtu(): number {
+    return this.caps.mtu;
   }
 
   get state(): number {
@@ -592,45 +603,144 @@ export class TcpLink implements BindingLink {
 
   /** Frames handed to the socket and not yet covered by the client's ACK. */
   outstanding(): number {
-    return this.queue.framesStarted - this.acked;
+    return this.acks.outstanding();
+  }
+
+  /** The client has acknowledged at least once: the ack window and the ack lag apply from then on. */
+  get ackSeen(): boolean {
+    return this.acks.seen;
   }
 
   // ------------------------------------------------------------------ Link (the core's side)
 
-  canSend(length: number): boolean {
-    if (this.st !== LinkState.OPEN) return false;
-    if (this.queue.fits(this.headerLength(length) + length)) return true;
-    // §13.5.5: a frame turned away reads as a full queue.
-    this.detector.refused(this.clock.now());
-    return false;
+  /** The §10.3 level, judged once per instant (on the hub's clock). */
+  get level(): number {
+    const now = this.clock.now();
+    if (now !== this.judgedAt) {
+      // Until the detector's next deadline, and with no input since, its level stands.
+      const d = this.detector;
+      if (now >= d.quietUntil || d.judgements !== this.judgementsSeen || now < this.judgedAt) this.judge(now);
+      else this.judgedAt = now;
+    }
+    return this.lvl;
   }
 
-  send(frame: Uint8Array, length: number, shed?: number): void {
-    if (!this.canSend(length)) throw new RangeError('TcpLink.send without room: the core asks canSend first');
-    const h = this.writeHeader(WsOpcode.BINARY, length);
-    const channel = shedValueChannel(shed);
-    let kind: number = RecordKind.CONTROL;
-    if (peekFrameType(frame, 0, length) === FrameType.DATA) kind = shed === SendShed.SAMPLE ? RecordKind.SAMPLE : channel > 0 ? RecordKind.VALUE : RecordKind.DATA;
+  send(frame: Uint8Array, tag: number, _seq: number): boolean {
+    if (this.st !== LinkState.OPEN) return false;
+    const length = frame.length;
+    const q = this.queue;
     const now = this.clock.now();
-    this.backlogStarts();
-    this.queue.push(this.hdr, h, frame, length, kind, now, channel);
-    this.detector.queued(this.queue.ratio(), this.clock.now());
+    // Straight to the socket: nothing waits ahead of it, the window allows a frame, there is room.
+    const d = this.direct;
+    if (d !== null && q.count === 0 && q.ahead.count === 0) {
+      const a = this.acks;
+      const framing = this.framing;
+      let hdr: Uint8Array | null = null;
+      let h = 0;
+      if (framing !== LinkFraming.MESSAGE) {
+        hdr = this.header(length);
+        h = hdr.length;
+      }
+      if ((!a.seen || a.started - a.acked < this.ackWindowFrames) && d.room() >= h + length) {
+        d.writeFrame(hdr, frame);
+        // One frame started (its time for the round trip), the queue found empty (a backlog of 0,
+        // §13.5.1), the ack lag told to the detector only where it can matter (§13.5.6).
+        const ring = a.handedAt as Float64Array;
+        ring[a.started & a.mask] = now;
+        a.started++;
+        q.framesStarted++;
+        q.recordsOut++;
+        this.throughput.add(h + length, now);
+        this.drain.movedAt = now;
+        const det = this.detector;
+        if (det.signalled) det.drained(0, 0, now);
+        if (a.seen && a.started - a.acked >= this.lagHeeded) det.ackLag(a.started - a.acked, now);
+        return true;
+      }
+    }
+    const h = this.writeHeader(WsOpcode.BINARY, length);
+    const kind = tagType(tag) !== FrameType.DATA ? RecordKind.CONTROL : tag & Tag.SAMPLE ? RecordKind.SAMPLE : tag & Tag.VALUE ? RecordKind.VALUE : RecordKind.DATA;
+    const empty = q.pendingBytes() === 0;
+    if (!q.push(this.hdr, h, frame, length, kind, now, tagChannel(tag))) {
+      // §13.5.5: a frame turned away reads as a full queue.
+      this.detector.refused(now);
+      return false;
+    }
+    // A backlog that starts now has waited 0 ms (stalledMs).
+    if (empty) this.drain.moved(now);
+    this.detector.queued(q.ratio(), now);
     this.kick();
+    return true;
+  }
+
+  /** The header of a binary frame of `length` bytes, as an exact view (stream framings only). */
+  private header(length: number): Uint8Array {
+    const b = this.hdr;
+    if (this.framing === LinkFraming.LENGTH_PREFIX) {
+      b[0] = length >>> 8;
+      b[1] = length & 0xff;
+      return this.hdr2;
+    }
+    b[0] = 0x80 | WsOpcode.BINARY;
+    if (length < 126) {
+      b[1] = length;
+      return this.hdr2;
+    }
+    b[1] = 126;
+    b[2] = length >>> 8;
+    b[3] = length & 0xff;
+    return this.hdr4;
+  }
+
+  /** Whether a frame of `length` bytes would be queued now (for tests and tools; the core just sends). */
+  canSend(length: number): boolean {
+    return this.st === LinkState.OPEN && this.queue.fits(this.headerLength(length) + length);
   }
 
   writeAhead(frame: Uint8Array): void {
     if (this.st !== LinkState.OPEN) return;
     const len = frame.length < ESTOP_FRAME_BYTES ? frame.length : ESTOP_FRAME_BYTES;
     const h = this.writeHeader(WsOpcode.BINARY, len);
+    // Nothing partly handed over and nothing waiting: the socket takes it at once, if it has room.
+    const d = this.direct;
+    const q = this.queue;
+    if (d !== null && q.count === 0 && q.ahead.count === 0 && len === frame.length && d.room() >= h + len) {
+      d.writeFrame(h > 0 ? (h === 2 ? this.hdr2 : this.hdr4) : null, frame);
+      const now = this.clock.now();
+      this.acks.startedOne(now);
+      q.framesStarted++;
+      q.aheadOut++;
+      this.throughput.add(h + len, now);
+      this.drain.movedAt = now;
+      return;
+    }
     this.backlogStarts();
     this.queue.writeAhead(this.hdr, h, frame, len);
     this.kick();
   }
 
-  level(): number {
-    this.detector.tick(this.clock.now());
-    return this.detector.level();
+  /** The client's cumulative ACK (key 28), as the core decoded it (§5.12, §13.2). */
+  acked(count: number): void {
+    if (this.st !== LinkState.OPEN) return;
+    const now = this.clock.now();
+    const a = this.acks;
+    if (a.ack(count, now) && a.rttMs >= 0) {
+      this.rtt.sample(a.rttMs);
+      // Only a prompt ACK times the link itself: one sent on the client's 1 s timer also holds
+      // however long the client waited (§13.2), and the budget would grow with it.
+      if (a.prompt) this.minRtt.sample(a.rttMs, now);
+    }
+    // The detector reads the lag from ACK_LAG_RECOVERED_FRAMES on: it is told when the lag is
+    // there, or when it falls back below from there.
+    const lag = a.started - a.acked;
+    const det = this.detector;
+    if (lag >= this.lagHeeded || det.lagFrames >= this.lagHeeded) det.ackLag(lag, now);
+    // The window opened: what it held back may go now.
+    if (this.queue.count > 0) this.kick();
   }
+
+  /** A stream link carries no broadcast: the grants are the core's alone. */
+  granted(_grants: GrantSet): void {}
 
   estimate(): LinkEstimate {
     this.est.throughputBps = this.throughput.bps(this.clock.now());
@@ -647,6 +757,15 @@ export class TcpLink implements BindingLink {
     return this.drain.stalledMs(this.clock.now(), this.queue.pendingBytes() > 0);
   }
 
+  ackLag(): number {
+    return this.acks.outstanding();
+  }
+
+  /** A stream loses nothing it carries: no loss rate. */
+  lossRate(): number {
+    return NaN;
+  }
+
   /** The core closes the transport (park, teardown, persistent misbehaviour). */
   close(): void {
     if (this.st === LinkState.CLOSING || this.st === LinkState.CLOSED) return;
@@ -659,9 +778,14 @@ export class TcpLink implements BindingLink {
     return this.queue.bytes;
   }
 
-  /** The §10.3 signal as judged: the watermark the socket found at its last pull, or more since (§13.5.1). */
+  /** The §10.3 signal as judged: the watermark the socket found at its last take, or more since (§13.5.1). */
   signal(): number {
     return this.detector.ratio();
+  }
+
+  /** Frames this link dropped unsent (stale samples, superseded STATE values): §13.6. */
+  unsent(): number {
+    return this.queue.expired + this.queue.conflated;
   }
 
   // ------------------------------------------------------------------ the adapter's side
@@ -689,15 +813,16 @@ export class TcpLink implements BindingLink {
   message(bytes: Uint8Array, start: number, end: number, binary: boolean): void {
     if (this.st !== LinkState.OPEN) return;
     if (!binary) this.refuse(FramingErrorCode.TEXT_MESSAGE, end - start);
-    else if (end - start > this.mtu) this.refuse(FramingErrorCode.TOO_LARGE, end - start);
+    else if (end - start > this.caps.mtu) this.refuse(FramingErrorCode.TOO_LARGE, end - start);
     else this.deliver(bytes, start, end);
   }
 
   /**
-   * Copies up to `max` bytes of what is due next into dst[at, …): the ESTOPs written ahead,
-   * then queued records, DATA only within the ack window. Returns the count.
+   * Hands the transport up to `max` bytes of what is due next: the ESTOPs written ahead, then
+   * queued records, DATA only within the ack window. They are `out` (exactly them, until the next
+   * take); returns how many.
    */
-  pull(dst: Uint8Array, at: number, max: number): number {
+  take(max: number): number {
     if (this.st === LinkState.CLOSED) return 0;
     // A message transport takes the record `nextMessageLength` sized: the samples were judged
     // stale then, and judging them again at a later instant could drop that very record.
@@ -705,9 +830,21 @@ export class TcpLink implements BindingLink {
     const q = this.queue;
     const before = q.framesStarted;
     const found = q.ratio();
-    const n = q.copyOut(dst, at, max, this.allowance());
+    const n = q.take(max, this.allowance());
     if (n > 0) this.handed(n, before, found);
     this.expiryJudged(found, n);
+    return n;
+  }
+
+  /** What the last take handed over, exactly. */
+  get out(): Uint8Array {
+    return this.queue.mem.out;
+  }
+
+  /** `take`, copied into dst[at, …) (for adapters that write from a buffer of their own). */
+  pull(dst: Uint8Array, at: number, max: number): number {
+    const n = this.take(max);
+    if (n > 0) dst.set(this.queue.mem.out, at);
     return n;
   }
 
@@ -736,6 +873,18 @@ export class TcpLink implements BindingLink {
   }
 
   // ------------------------------------------------------------------ internals
+
+  /** Judges the detector at `now`; a new level is reported to the core. */
+  private judge(now: number): void {
+    this.judgedAt = now;
+    this.detector.tick(now);
+    this.judgementsSeen = this.detector.judgements;
+    const l = this.detector.level();
+    if (l !== this.lvl) {
+      this.lvl = l;
+      if (this.sink) this.sink.levelChanged();
+    }
+  }
 
   private kick(): void {
     if (this.transport) this.transport.kick();
@@ -784,62 +933,25 @@ export class TcpLink implements BindingLink {
     this.droppedSeen = dropped;
   }
 
-  /** Frames this link dropped unsent (stale samples, superseded STATE values): §13.6. */
-  unsent(): number {
-    return this.queue.expired + this.queue.conflated;
-  }
-
   private allowance(): number {
-    return this.ackSeen ? this.ackWindowFrames - this.outstanding() : NO_LIMIT;
+    return this.acks.seen ? this.ackWindowFrames - this.acks.outstanding() : NO_LIMIT;
   }
 
   /** `found`: the watermark when the socket took these bytes, the backlog it carries (§13.5.1). */
   private handed(n: number, framesBefore: number, found: number): void {
     const now = this.clock.now();
     const q = this.queue;
-    for (let i = framesBefore; i < q.framesStarted; i++) this.handedAt[i & this.handedMask] = now;
+    const a = this.acks;
+    a.startedAt(q.framesStarted - framesBefore, now);
     this.throughput.add(n, now);
     this.drain.moved(now);
     this.detector.drained(found, q.ratio(), now);
-    if (this.ackSeen) this.detector.ackLag(this.outstanding(), now);
+    if (a.seen && a.outstanding() >= this.lagHeeded) this.detector.ackLag(a.outstanding(), now);
   }
 
   private deliver(bytes: Uint8Array, start: number, end: number): void {
     if (this.st !== LinkState.OPEN || !this.sink) return;
-    if (peekFrameType(bytes, start, end) === FrameType.ACK) this.onAck(bytes, start, end);
     this.sink.frame(bytes, start, end);
-  }
-
-  private onAck(bytes: Uint8Array, start: number, end: number): void {
-    let f;
-    try {
-      f = decodeFrame(bytes, start, end);
-    } catch (e) {
-      if (e instanceof FrameError) return; // the core answers it
-      throw e;
-    }
-    if (f.type !== FrameType.ACK || !('acked' in f)) return;
-    const now = this.clock.now();
-    const started = this.queue.framesStarted;
-    // Key 28 counts modulo 2^32: the lag is the distance back from what was handed over. A
-    // count ahead of that (a client claiming frames it cannot have had) reads as no lag.
-    let lag = (started - f.acked) % U32;
-    if (lag < 0) lag += U32;
-    if (lag > started || lag >= U32 / 2) lag = 0;
-    const n = started - lag;
-    if (n > this.acked) {
-      if (lag < this.handedAt.length) {
-        const rtt = now - (this.handedAt[(n - 1) & this.handedMask] as number);
-        this.rtt.sample(rtt);
-        // Only a prompt ACK times the link itself: one sent on the client's 1 s timer also holds
-        // however long the client waited (§13.2), and the budget would grow with it.
-        if (n - this.acked >= PROMPT_ACK_FRAMES) this.minRtt.sample(rtt, now);
-      }
-      this.acked = n;
-    }
-    this.ackSeen = true;
-    this.detector.ackLag(this.outstanding(), now);
-    this.kick();
   }
 
   private upgrade(hs: WsHandshake): void {
@@ -855,11 +967,8 @@ export class TcpLink implements BindingLink {
       // RFC 6455 §5.5.2: a pong echoes the ping's payload; skipped if the queue is full.
       const len = end - start;
       const h = writeWsHeader(WsOpcode.PONG, len, this.hdr, 0);
-      if (this.queue.fits(h + len)) {
-        this.backlogStarts();
-        this.queue.push(this.hdr, h, bytes.subarray(start, end), len, RecordKind.RAW);
-        this.kick();
-      }
+      this.backlogStarts();
+      if (this.queue.push(this.hdr, h, bytes.subarray(start, end), len, RecordKind.RAW)) this.kick();
     } else if (op === WsOpcode.CLOSE) {
       // The client closes: the session goes STALE (§6.6); the closing handshake is answered.
       this.reportLost();
@@ -900,7 +1009,7 @@ export class TcpLink implements BindingLink {
       const body = this.closeBody;
       body[0] = wsCode >>> 8;
       body[1] = wsCode & 0xff;
-      if (this.queue.fits(h + 2)) this.queue.push(this.hdr, h, body, 2, RecordKind.RAW);
+      this.queue.push(this.hdr, h, body, 2, RecordKind.RAW);
     }
     this.st = LinkState.CLOSING;
     if (this.transport) this.transport.close(wsCode);

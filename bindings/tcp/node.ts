@@ -11,7 +11,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock, Log } from '../../hub/ports.js';
 import type { WatermarkOptions } from '../detector.js';
 import type { HubAttach } from '../link.js';
-import { LinkFraming, TcpLink, type LinkTransport } from './egress.js';
+import { LinkFraming, TcpLink, type DirectTransport } from './egress.js';
 
 /** Egress queue capacity per connection on the host. */
 export const NODE_QUEUE_BYTES = 16384;
@@ -66,7 +66,7 @@ function makeLink(o: NodeListenerOptions, framing: typeof LinkFraming.LENGTH_PRE
 // ---------------------------------------------------------------------------------------------
 // TCP
 
-class NetTransport implements LinkTransport {
+class NetTransport implements DirectTransport {
   private scheduled = false;
   private giving = false;
   private readonly pumpBound = (): void => this.pump();
@@ -77,6 +77,20 @@ class NetTransport implements LinkTransport {
     readonly link: TcpLink,
     private readonly r: Resolved,
   ) {}
+
+  room(): number {
+    const s = this.socket;
+    if (this.giving || s.destroyed || !s.writable) return 0;
+    const room = this.r.limit - s.writableLength;
+    return room > 0 ? room : 0;
+  }
+
+  writeFrame(header: Uint8Array | null, frame: Uint8Array): void {
+    const b = Buffer.allocUnsafe((header ? header.length : 0) + frame.length);
+    if (header) b.set(header, 0);
+    b.set(frame, header ? header.length : 0);
+    this.socket.write(b, this.writtenBound);
+  }
 
   kick(): void {
     if (this.scheduled) return;
@@ -173,7 +187,7 @@ export class TcpListener {
 // ---------------------------------------------------------------------------------------------
 // WebSocket
 
-class WsTransport implements LinkTransport {
+class WsTransport implements DirectTransport {
   private scheduled = false;
   private giving = false;
   private readonly pumpBound = (): void => this.pump();
@@ -184,6 +198,18 @@ class WsTransport implements LinkTransport {
     readonly link: TcpLink,
     private readonly r: Resolved,
   ) {}
+
+  room(): number {
+    const ws = this.ws;
+    if (this.giving || ws.readyState !== ws.OPEN) return 0;
+    const room = this.r.limit - ws.bufferedAmount;
+    return room > 0 ? room : 0;
+  }
+
+  /** One whole frame per message: the link hands a frame over with no header (MESSAGE framing). */
+  writeFrame(_header: Uint8Array | null, frame: Uint8Array): void {
+    this.ws.send(Buffer.from(frame), { binary: true }, this.sentBound);
+  }
 
   kick(): void {
     if (this.scheduled) return;

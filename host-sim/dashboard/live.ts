@@ -69,9 +69,9 @@ export class LevelOverrideLink extends ForwardingLink {
   ) {
     super(inner);
   }
-  override level(): number {
+  override get level(): number {
     const f = this.forced();
-    return f === null ? this.inner.level() : f;
+    return f === null ? this.inner.level : f;
   }
 }
 
@@ -162,8 +162,7 @@ export class LiveSim {
 
   /** Every link the hub reads a level from answers the forced level while one is set. */
   private overrideLevel(tap: LinkTap): void {
-    const natural = tap.level.bind(tap);
-    tap.level = (): number => (this.forced === null ? natural() : this.forced);
+    tap.levelOverride = () => this.forced;
   }
 
   /** Clients (a join storm adds some) and links (a reconnect adds some) appear as the run goes. */

@@ -18,7 +18,7 @@ import type { CatalogIndex } from '../../catalog/index.js';
 import type { HubAttach } from '../../bindings/link.js';
 import { HEADER_BYTES, LENGTH_BYTES, MAX_DATAGRAM_FRAME } from '../../bindings/espnow/datagram.js';
 import { EspNowBinding, type EspNowLink, type Radio } from '../../bindings/espnow/link.js';
-import { SimAir, SimPeer, type SimRadio } from '../../bindings/espnow/sim.js';
+import { SimAir, SimPeer, type SimRadio } from './espnow-air.js';
 import type { LinkSink } from '../../hub/ports.js';
 import { type Kernel, type Task, US_PER_MS } from '../kernel.js';
 import { Connection, type ConnectionEnv } from './connection.js';
@@ -124,7 +124,6 @@ export class EspNowMedium {
     this.binding = new EspNowBinding({
       clock: hubClock,
       radio,
-      catalog,
       queueBytes: params.queueBytes,
       queueFrames: params.queueFrames,
       attach: (link) => this.attach(link as EspNowLink, hub),
@@ -145,7 +144,7 @@ export class EspNowMedium {
 
   private attach(link: EspNowLink, hub: HubAttach): LinkSink {
     const c = this.byMac.get(link.mac);
-    if (!c) return { frame: () => undefined, lost: () => undefined };
+    if (!c) return { frame: () => undefined, lost: () => undefined, levelChanged: () => undefined };
     return c.hubLinkOpened(link, hub);
   }
 
@@ -210,6 +209,7 @@ export class EspNowConnection extends Connection {
     const sink = this.attachTap(link);
     return {
       frame: (b, s, e) => sink.frame(b, s, e),
+      levelChanged: () => sink.levelChanged(),
       lost: () => {
         // The binding declared the peer silent (§6.6): this attachment is over on the hub's
         // side. The peer may still be on the air; a datagram from it opens a new one.

@@ -1,30 +1,29 @@
 // A Link that passes everything to the binding's own Link: what the simulator's wrappers (the
 // tap that checks what the hub hands over, the dashboard's level override) start from, so that
 // each overrides only what it watches or changes.
-import type { Link, LinkEstimate } from '../../hub/ports.js';
+import type { GrantSet, Link, LinkCaps, LinkEstimate } from '../../hub/ports.js';
 
 export class ForwardingLink implements Link {
-  readonly binding: string;
-  readonly mtu: number;
-  readonly broadcast: boolean;
+  readonly caps: LinkCaps;
 
   constructor(readonly inner: Link) {
-    this.binding = inner.binding;
-    this.mtu = inner.mtu;
-    this.broadcast = inner.broadcast;
+    this.caps = inner.caps;
   }
 
-  canSend(length: number): boolean {
-    return this.inner.canSend(length);
+  get level(): number {
+    return this.inner.level;
   }
-  send(frame: Uint8Array, length: number, shed?: number): void {
-    this.inner.send(frame, length, shed);
+  send(frame: Uint8Array, tag: number, seq: number): boolean {
+    return this.inner.send(frame, tag, seq);
   }
   writeAhead(frame: Uint8Array): void {
     this.inner.writeAhead(frame);
   }
-  level(): number {
-    return this.inner.level();
+  acked(count: number): void {
+    this.inner.acked(count);
+  }
+  granted(grants: GrantSet): void {
+    this.inner.granted(grants);
   }
   estimate(): LinkEstimate {
     return this.inner.estimate();
@@ -35,11 +34,11 @@ export class ForwardingLink implements Link {
   stalledMs(): number {
     return this.inner.stalledMs();
   }
-  unsent(): number {
-    return this.inner.unsent ? this.inner.unsent() : 0;
+  ackLag(): number {
+    return this.inner.ackLag();
   }
   lossRate(): number {
-    return this.inner.lossRate ? this.inner.lossRate() : NaN;
+    return this.inner.lossRate();
   }
   close(): void {
     this.inner.close();

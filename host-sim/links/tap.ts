@@ -16,7 +16,8 @@
 
 import type { CatalogIndex, ChannelInfo } from '../../catalog/index.js';
 import { ChannelClass, StreamKind } from '../../catalog/schema.js';
-import type { Link } from '../../hub/ports.js';
+import { FrameType } from '../../hub/frames.js';
+import { tagType, type Link } from '../../hub/ports.js';
 import { type Kernel, US_PER_MS } from '../kernel.js';
 import { Samples } from '../stats.js';
 import { ForwardingLink } from './forwarding.js';
@@ -37,6 +38,12 @@ export interface EstopRecord {
   outcome: 'pending' | 'delivered' | 'discarded';
   /** A fault or a slow reader was in force: the bound is reported, not checked. */
   impaired: boolean;
+}
+
+/** What the invariant checks learn from a tap: the control frames the hub hands it, and when the hub closes it. */
+export interface TapWatcher {
+  control(tap: LinkTap, frame: Uint8Array): void;
+  closed(tap: LinkTap): void;
 }
 
 export interface Violation {
@@ -296,22 +303,34 @@ export class LinkTap extends ForwardingLink {
     return this.isClosed;
   }
 
-  override canSend(length: number): boolean {
-    const ok = this.inner.canSend(length);
-    if (!ok) this.stats.refused++;
-    return ok;
+  /** Who watches the control frames the hub hands this link and its closing (host-sim/invariants.ts). */
+  watcher: TapWatcher | null = null;
+  /** A level the dashboard forces onto the link, or null: the binding's own (host-sim/dashboard/live.ts). */
+  levelOverride: (() => number | null) | null = null;
+
+  override get level(): number {
+    const f = this.levelOverride !== null ? this.levelOverride() : null;
+    return f === null ? this.inner.level : f;
   }
 
-  override send(frame: Uint8Array, length: number, shed?: number): void {
+  override send(frame: Uint8Array, tag: number, seq: number): boolean {
     const st = this.stats;
+    if (!this.inner.send(frame, tag, seq)) {
+      st.refused++;
+      return false;
+    }
+    const length = frame.length;
     st.frames++;
     st.bytes += length;
     if (length > st.maxFrameBytes) st.maxFrameBytes = length;
-    if ((frame[0] as number) >= 0xa0 && readDataHead(frame, length, this.head)) {
-      st.dataFrames++;
-      this.check(this.head, length);
-    }
-    this.inner.send(frame, length, shed);
+    const type = tagType(tag);
+    if (type === FrameType.DATA) {
+      if (readDataHead(frame, length, this.head)) {
+        st.dataFrames++;
+        this.check(this.head, length);
+      }
+    } else if (this.watcher !== null && (type === FrameType.WELCOME || type === FrameType.GRANT || type === FrameType.NACK)) this.watcher.control(this, frame);
+    return true;
   }
 
   override writeAhead(frame: Uint8Array): void {
@@ -330,7 +349,7 @@ export class LinkTap extends ForwardingLink {
       origin: (((f[4] as number) << 24) >>> 0) + ((f[5] as number) << 16) + ((f[6] as number) << 8) + (f[7] as number),
       seq: ((f[8] as number) << 8) | (f[9] as number),
       boundMs: this.ctx.estopBoundMs(),
-      level: this.level(),
+      level: this.level,
       deliveredUs: NaN,
       outcome: 'pending',
       impaired: this.ctx.impairedNow(),
@@ -339,6 +358,7 @@ export class LinkTap extends ForwardingLink {
   }
 
   override close(): void {
+    if (this.watcher !== null) this.watcher.closed(this);
     this.isClosed = true;
     this.inner.close();
   }
@@ -408,7 +428,7 @@ export class LinkTap extends ForwardingLink {
 
   /** Level (as the hub reads it) and occupancy at the hub's tick. */
   observe(nowMs: number): void {
-    const l = this.level();
+    const l = this.level;
     if (l !== this.lastLevel) {
       this.lastLevel = l;
       this.levels.push([nowMs, l]);

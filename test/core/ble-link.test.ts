@@ -2,7 +2,7 @@
 // congestion signal, ESTOP write-ahead, retries, and a real Hub over a simulated connection.
 import { deepEqual, equal, ok } from '../lib/assert.js';
 import { makeHub, VirtualClock } from '../lib/hub-fixture.js';
-import { SendShed } from '../../hub/ports.js';
+import { AckForm, Tag, tagOf, type LinkSink } from '../../hub/ports.js';
 import { CborWriter } from '../../hub/cbor.js';
 import { decodeEstop, encodeEstop, ESTOP_FRAME_BYTES, ESTOP_MAGIC, EstopKind, EstopSource } from '../../hub/estop-frame.js';
 import { decodeFrame, encodeFrame, FrameType, MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES, type Frame } from '../../hub/frames.js';
@@ -23,12 +23,20 @@ class ManualTransport implements BleTransport {
     return this.mw;
   }
   notify(value: Uint8Array, length: number): void {
-    this.sent.push(value.slice(0, length));
+    // The link hands out exactly the notification (NotifyQueue.out), never a larger buffer.
+    if (value.length !== length) throw new Error(`notify: a view of ${value.length} bytes for a ${length}-byte notification`);
+    this.sent.push(value.slice());
   }
   close(): void {
     this.closed = true;
   }
 }
+
+// Tags as the core computes them (hub/ports.ts Tag): KEEP is a frame the link may never drop
+// unsent; SAMPLE a non-critical STREAM sample; VALUE a non-critical STATE value.
+const KEEP = tagOf(FrameType.DATA, 0, 1);
+const SAMPLE = tagOf(FrameType.DATA, Tag.SAMPLE, 1);
+const VALUE = tagOf(FrameType.DATA, Tag.VALUE, 2);
 
 function frameOf(length: number, seed = 0): Uint8Array {
   const f = new Uint8Array(length);
@@ -74,16 +82,21 @@ describe('BLE: the notification queue', () => {
     const link = new BleLink(t, clock, {}, true);
     equal(NOTIFY_QUEUE_NOTIFICATIONS, 16);
     equal(link.fragmentSize, 20);
-    link.send(frameOf(19), 19);
+    link.send(frameOf(19), KEEP, 0);
     equal(t.sent.length, 1, 'handed out at once: nothing was in flight');
     equal(link.queue.depth(20), 0);
-    for (let i = 0; i < 15; i++) link.send(frameOf(19, i), 19);
+    for (let i = 0; i < 15; i++) link.send(frameOf(19, i), KEEP, 0);
     equal(link.queue.depth(20), 15);
     ok(link.canSend(19), 'one more notification fits');
     ok(!link.canSend(20), 'a 20-byte frame takes two fragments at MTU 23: it does not');
-    link.send(frameOf(19), 19);
+    ok(link.send(frameOf(19), KEEP, 0));
     equal(link.queue.depth(20), 16);
     ok(!link.canSend(1));
+    equal(link.counters.refusedSends, 0);
+    ok(!link.send(frameOf(1), KEEP, 0), 'a full queue refuses: send says false');
+    equal(link.queue.depth(20), 16, 'and queued nothing');
+    equal(link.queue.frames, 16);
+    equal(link.counters.refusedSends, 1);
     equal(link.occupancy(), 1);
     equal(t.sent.length, 1, 'still one in flight');
     link.notified(0);
@@ -99,7 +112,7 @@ describe('BLE: the notification queue', () => {
     equal(NOTIFY_QUEUE_BYTES, MAX_HUB_FRAME_BYTES);
     ok(link.canSend(MAX_HUB_FRAME_BYTES));
     ok(!link.canSend(MAX_HUB_FRAME_BYTES + 1));
-    link.send(frameOf(MAX_HUB_FRAME_BYTES), MAX_HUB_FRAME_BYTES);
+    ok(link.send(frameOf(MAX_HUB_FRAME_BYTES), KEEP, 0));
     equal(link.queue.depth(20), 242);
     ok(!link.canSend(1), 'nothing joins a queue over its capacity');
     ok(link.queue.ratio(20) > 1);
@@ -107,17 +120,21 @@ describe('BLE: the notification queue', () => {
     const small = new BleLink(new ManualTransport(), clock, { queue: { bytes: 100 } }, false);
     ok(small.canSend(100));
     ok(!small.canSend(101));
-    small.send(frameOf(60), 60);
+    ok(!small.send(frameOf(101), KEEP, 0), 'beyond the storage: refused');
+    ok(small.send(frameOf(60), KEEP, 0));
     ok(!small.canSend(41));
     ok(small.canSend(40));
+    ok(!small.send(frameOf(41), KEEP, 0));
+    ok(small.send(frameOf(40), KEEP, 0));
+    equal(small.queuedBytes(), 100);
   });
 
   it('recounts the depth when the MTU exchange completes; the rest of a frame goes in bigger pieces', () => {
     const clock = new VirtualClock();
     const t = new ManualTransport();
     const link = new BleLink(t, clock, {}, true);
-    link.send(frameOf(100, 1), 100);
-    link.send(frameOf(100, 2), 100);
+    link.send(frameOf(100, 1), KEEP, 0);
+    link.send(frameOf(100, 2), KEEP, 0);
     equal(link.queue.depth(20), 11);
     t.mw = 244;
     link.tick();
@@ -136,7 +153,7 @@ describe('BLE: the notification queue', () => {
     const clock = new VirtualClock();
     const t = new ManualTransport();
     const link = new BleLink(t, clock, {}, false);
-    link.send(frameOf(19), 19);
+    link.send(frameOf(19), KEEP, 0);
     link.writeAhead(estop(1));
     link.tick();
     equal(t.sent.length, 0);
@@ -149,7 +166,7 @@ describe('BLE: the notification queue', () => {
     const clock = new VirtualClock();
     const t = new ManualTransport();
     const link = new BleLink(t, clock, {}, true);
-    link.send(frameOf(100), 100);
+    link.send(frameOf(100), KEEP, 0);
     link.notified(6);
     equal(t.sent.length, 1);
     clock.advance(BLE_NOTIFY_RETRY_MS - 1);
@@ -170,7 +187,7 @@ describe('BLE: the notification queue', () => {
       close: () => {},
     };
     const l2 = new BleLink(tt, clock, {}, true);
-    l2.send(frameOf(10), 10);
+    l2.send(frameOf(10), KEEP, 0);
     equal(l2.queue.counters.failures, 1);
     ok(l2.queue.retryPending);
     throwing = false;
@@ -183,8 +200,8 @@ describe('BLE: the notification queue', () => {
     const clock = new VirtualClock();
     const t = new ManualTransport();
     const link = new BleLink(t, clock, {}, true);
-    link.send(frameOf(19), 19);
-    link.send(frameOf(19), 19);
+    link.send(frameOf(19), KEEP, 0);
+    link.send(frameOf(19), KEEP, 0);
     clock.advance(BLE_NOTIFY_TIMEOUT_MS - 1);
     link.tick();
     equal(t.sent.length, 1);
@@ -200,13 +217,13 @@ describe('BLE: the notification queue', () => {
     const link = new BleLink(t, clock, {}, true);
     equal(link.estimate().throughputBps, 0, 'unknown at first');
     for (let i = 0; i < 200; i++) {
-      link.send(frameOf(19), 19);
+      link.send(frameOf(19), KEEP, 0);
       link.notified(0);
       clock.advance(10);
     }
     const bps = link.estimate().throughputBps;
     ok(Math.abs(bps - 1900) < 1, `19 bytes every 10 ms read ${bps} B/s`);
-    link.send(frameOf(19), 19); // sent, never completed: not counted
+    link.send(frameOf(19), KEEP, 0); // sent, never completed: not counted
     clock.advance(3000);
     ok(link.estimate().throughputBps < 100, 'a link that carries nothing decays toward 0');
     equal(link.estimate().rttMs, 0);
@@ -221,7 +238,7 @@ describe('BLE: stalledMs', () => {
     const link = new BleLink(t, clock, {}, true);
     equal(link.stalledMs(), 0);
     clock.advance(400);
-    for (let i = 0; i < 3; i++) link.send(frameOf(19, i), 19);
+    for (let i = 0; i < 3; i++) link.send(frameOf(19, i), KEEP, 0);
     equal(link.stalledMs(), 0, 'the backlog starts now');
     clock.advance(700);
     equal(link.stalledMs(), 700, 'nothing completed: a reader (or a radio) that does not take');
@@ -237,21 +254,87 @@ describe('BLE: stalledMs', () => {
   });
 });
 
+describe('BLE: the Link surface (hub/ports.ts)', () => {
+  it('caps: a reliable stream link, WELCOME mtu from reassembly, ESTOP slots, stream ACKs; no loss rate', () => {
+    const link = new BleLink(new ManualTransport(), new VirtualClock(), {}, true);
+    deepEqual({ ...link.caps }, { binding: 'ble', broadcast: false, datagram: false, mtu: HUB_REASSEMBLY.maxFrameBytes, writeAheadSlots: ESTOP_AHEAD_SLOTS, ackForm: AckForm.STREAM });
+    ok(Object.isFrozen(link.caps));
+    equal(link.binding, 'ble');
+    equal(link.mtu, HUB_REASSEMBLY.maxFrameBytes);
+    ok(Number.isNaN(link.lossRate()));
+  });
+
+  it('ack lag counts frames whose first fragment went, ESTOP frames included, until the ACKs the core hands on cover them', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    equal(link.ackLag(), 0);
+    for (let i = 0; i < 3; i++) ok(link.send(frameOf(50, i), KEEP, 0)); // 3 notifications each at MTU 23
+    equal(link.ackLag(), 1, 'one frame begun: a frame, not a notification');
+    for (let i = 0; i < 2; i++) link.notified(0);
+    equal(link.ackLag(), 1, 'the rest of its fragments are the same frame');
+    link.writeAhead(estop(1));
+    link.notified(0);
+    equal(link.ackLag(), 2, 'the ESTOP went next, and the client counts it');
+    link.notified(0);
+    equal(link.ackLag(), 3);
+    while (link.queue.inFlight) link.notified(0);
+    equal(link.ackLag(), 4);
+    link.acked(2);
+    equal(link.ackLag(), 2);
+    link.acked(4);
+    equal(link.ackLag(), 0);
+    link.acked(9);
+    equal(link.ackLag(), 0, 'an ACK beyond what went reads as no lag');
+  });
+
+  it('a change of level is reported to the sink once; reading it again is not a change', () => {
+    const clock = new VirtualClock();
+    const link = new BleLink(new ManualTransport(), clock, {}, true);
+    let changes = 0;
+    const sink: LinkSink = { frame: () => {}, lost: () => {}, levelChanged: () => void changes++ };
+    link.connect(sink);
+    for (let i = 0; i <= 9; i++) link.send(frameOf(19, i), KEEP, 0); // 9 of 16 waiting: > 50 %
+    clock.advance(999);
+    link.tick();
+    equal(link.level, 0);
+    equal(changes, 0);
+    clock.advance(1);
+    link.tick();
+    equal(changes, 1, 'the tick judged the new level and told the core');
+    equal(link.level, 1);
+    clock.advance(1);
+    equal(link.level, 1);
+    link.tick();
+    equal(changes, 1);
+  });
+
+  it('a closed link refuses every send', () => {
+    const t = new ManualTransport();
+    const link = new BleLink(t, new VirtualClock(), {}, true);
+    link.close();
+    ok(t.closed);
+    ok(link.closed);
+    ok(!link.send(frameOf(19), KEEP, 0));
+    equal(t.sent.length, 0);
+  });
+});
+
 describe('BLE: the sample budget (§13.6)', () => {
   it('two notification service times, within 15..250 ms; 100 ms before the first completion', () => {
     const clock = new VirtualClock();
     const t = new ManualTransport();
     const link = new BleLink(t, clock, {}, true);
     equal(link.sampleBudgetMs(), BLE_SAMPLE_BUDGET_DEFAULT_MS);
-    link.send(frameOf(19), 19);
+    link.send(frameOf(19), KEEP, 0);
     clock.advance(30);
     link.notified(0);
     equal(link.sampleBudgetMs(), 60, 'a notification that waited 30 ms for its connection event');
-    link.send(frameOf(19), 19);
+    link.send(frameOf(19), KEEP, 0);
     link.notified(0);
     equal(link.sampleBudgetMs(), 60, 'the longest lately');
     const fast = new BleLink(new ManualTransport(), clock, {}, true);
-    fast.send(frameOf(19), 19);
+    fast.send(frameOf(19), KEEP, 0);
     fast.notified(0);
     equal(fast.sampleBudgetMs(), BLE_SAMPLE_BUDGET_FLOOR_MS, 'a stack that completes at once');
   });
@@ -262,12 +345,12 @@ describe('BLE: the sample budget (§13.6)', () => {
     const link = new BleLink(t, clock, {}, true);
     // Frame 1 goes at once; each notification completes 10 ms after it went (one per connection
     // event), so the budget is 20 ms and frame k goes 10·(k − 1) ms after it was queued.
-    link.send(frameOf(19, 1), 19, SendShed.SAMPLE);
-    link.send(frameOf(19, 2), 19, SendShed.SAMPLE);
-    link.send(frameOf(19, 3), 19, SendShed.NEVER);
-    link.send(frameOf(19, 4), 19, SendShed.SAMPLE);
-    link.send(frameOf(19, 5), 19, SendShed.SAMPLE);
-    link.send(frameOf(19, 6), 19, SendShed.NEVER);
+    link.send(frameOf(19, 1), SAMPLE, 1);
+    link.send(frameOf(19, 2), SAMPLE, 2);
+    link.send(frameOf(19, 3), KEEP, 3);
+    link.send(frameOf(19, 4), SAMPLE, 4);
+    link.send(frameOf(19, 5), SAMPLE, 5);
+    link.send(frameOf(19, 6), VALUE, 6);
     for (let i = 0; i < 6; i++) {
       clock.advance(10);
       link.notified(0);
@@ -276,7 +359,7 @@ describe('BLE: the sample budget (§13.6)', () => {
     deepEqual(
       t.sent.map((v) => v[1]),
       [1, 2, 3, 6],
-      'frame 3 waited 20 ms (the budget) and went; 4 and 5 waited 30 ms and were dropped; 6 is not sheddable',
+      'frame 3 waited 20 ms (the budget) and went; 4 and 5 waited 30 ms and were dropped; 6, a STATE value, is not dropped here (§13.6: no conflation in a notification queue)',
     );
     equal(link.queue.counters.expired, 2);
   });
@@ -287,7 +370,7 @@ describe('BLE: queue depth drives the §10.3 detector', () => {
     const clock = new VirtualClock();
     const t = new ManualTransport();
     const link = new BleLink(t, clock, {}, true);
-    for (let i = 0; i <= depth; i++) link.send(frameOf(19, i), 19); // one in flight, `depth` waiting
+    for (let i = 0; i <= depth; i++) link.send(frameOf(19, i), KEEP, 0); // one in flight, `depth` waiting
     equal(link.queue.depth(20), depth);
     return { link, t, clock };
   }
@@ -296,36 +379,36 @@ describe('BLE: queue depth drives the §10.3 detector', () => {
     const { link, clock } = filled(7);
     equal(link.signal(), 7 / 16);
     clock.advance(10000);
-    equal(link.level(), 0);
+    equal(link.level, 0);
   });
 
   it('> 50 % for 1 s ⇒ 1; full for 500 ms ⇒ 2; drained: 2 → 1 after 1 s, → 0 after 5 s', () => {
     const { link, clock } = filled(9);
     const t0 = clock.now();
     clock.advance(999);
-    equal(link.level(), 0);
+    equal(link.level, 0);
     clock.advance(1);
-    equal(link.level(), 1);
+    equal(link.level, 1);
     equal(link.detector.since(), t0 + 1000);
-    for (let i = 0; i < 7; i++) link.send(frameOf(19), 19);
+    for (let i = 0; i < 7; i++) link.send(frameOf(19), KEEP, 0);
     equal(link.queue.ratio(20), 1);
     ok(!link.canSend(1));
     clock.advance(499);
-    equal(link.level(), 1);
+    equal(link.level, 1);
     clock.advance(1);
-    equal(link.level(), 2);
+    equal(link.level, 2);
     clock.advance(500);
     for (let i = 0; i < 16; i++) link.notified(0);
     equal(link.queue.depth(20), 0);
     ok(link.queue.inFlight);
     clock.advance(999);
-    equal(link.level(), 2);
+    equal(link.level, 2);
     clock.advance(1);
-    equal(link.level(), 1);
+    equal(link.level, 1);
     clock.advance(3999);
-    equal(link.level(), 1);
+    equal(link.level, 1);
     clock.advance(1);
-    equal(link.level(), 0);
+    equal(link.level, 0);
   });
 
   it('sustained overload: a queue the core refills between connection events reaches level 2 (§13.5.1)', () => {
@@ -338,15 +421,16 @@ describe('BLE: queue depth drives the §10.3 detector', () => {
     const t0 = clock.now();
     for (let k = 0; k < 300; k++) {
       clock.advance(10);
-      for (let i = 0; i < 4 && sim.link.canSend(19); i++) sim.link.send(frameOf(19, k), 19);
+      // The core just sends (hub/ports.ts: the send contract); a refusal counts in the detector.
+      for (let i = 0; i < 4; i++) if (!sim.link.send(frameOf(19, k), KEEP, 0)) break;
       const before = sim.notificationsDelivered;
       sim.advance();
       if (k >= 20 && sim.notificationsDelivered > before) trough = Math.min(trough, sim.link.queue.ratio(20));
-      if (reached < 0 && sim.link.level() === 2) reached = clock.now() - t0;
+      if (reached < 0 && sim.link.level === 2) reached = clock.now() - t0;
     }
     equal(trough, 12 / 16, 'once full, the queue is at 75 % right after each event');
     ok(reached > 0 && reached <= 1000, `level 2 after ${reached} ms`);
-    equal(sim.link.level(), 2);
+    equal(sim.link.level, 2);
     equal(sim.link.signal(), 1, 'every event finds the queue full');
   });
 
@@ -358,15 +442,18 @@ describe('BLE: queue depth drives the §10.3 detector', () => {
     const t0 = clock.now();
     for (let k = 0; k < 300; k++) {
       clock.advance(10);
-      while (sim.link.canSend(50)) sim.link.send(frameOf(50, k), 50);
+      // Until the queue refuses one: that refusal is what reads full (§13.5.5).
+      const refusedBefore = sim.link.counters.refusedSends;
+      while (sim.link.send(frameOf(50, k), KEEP, 0));
+      equal(sim.link.counters.refusedSends, refusedBefore + 1);
       // A 50-byte frame is three notifications: a queue of 14 has no room for one.
       if (sim.link.queue.depth(20) <= 14) lowRefusals++;
       sim.advance();
-      if (reached < 0 && sim.link.level() === 2) reached = clock.now() - t0;
+      if (reached < 0 && sim.link.level === 2) reached = clock.now() - t0;
     }
     ok(lowRefusals > 50, `${lowRefusals} refusals with the queue at 87.5 % or less`);
     ok(reached > 0 && reached <= 1000, `level 2 after ${reached} ms`);
-    equal(sim.link.level(), 2);
+    equal(sim.link.level, 2);
   });
 
   it('a healthy link whose queue cycles stays at level 0: 16 frames every 150 ms, drained in four events', () => {
@@ -376,10 +463,10 @@ describe('BLE: queue depth drives the §10.3 detector', () => {
     let maxLevel = 0;
     for (let k = 0; k < 2000; k++) {
       clock.advance(10);
-      if (k % 15 === 0) for (let i = 0; i < 16; i++) sim.link.send(frameOf(19, i), 19);
+      if (k % 15 === 0) for (let i = 0; i < 16; i++) sim.link.send(frameOf(19, i), KEEP, 0);
       peak = Math.max(peak, sim.link.queue.ratio(20));
       sim.advance();
-      maxLevel = Math.max(maxLevel, sim.link.level());
+      maxLevel = Math.max(maxLevel, sim.link.level);
     }
     equal(peak, 15 / 16, 'the queue rises above 90 % at every burst');
     equal(maxLevel, 0, 'and drains before it is congested');
@@ -393,19 +480,17 @@ describe('BLE: queue depth drives the §10.3 detector', () => {
     let sent = 0;
     for (let k = 0; k < 100; k++) {
       clock.advance(10);
-      while (sim.link.canSend(19)) {
-        sim.link.send(frameOf(19, sent++), 19);
-      }
+      while (sim.link.send(frameOf(19, sent), KEEP, 0)) sent++;
       sim.advance();
     }
-    equal(sim.link.level(), 2);
+    equal(sim.link.level, 2);
     ok(sim.link.queue.counters.failures > 10);
     sim.stalled = false;
     for (let k = 0; k < 700; k++) {
       clock.advance(10);
       sim.advance();
     }
-    equal(sim.link.level(), 0);
+    equal(sim.link.level, 0);
     equal(sim.received.frames.length, sent, 'every frame delivered once, in order, after the stall');
     for (let i = 0; i < sent; i++) equal((sim.received.frames[i] as Uint8Array)[0], i & 0xff);
   });
@@ -417,20 +502,20 @@ describe('BLE: ESTOP write-ahead', () => {
     const sim = new SimBleConnection(clock, { attMtu: 23, intervalMs: 30, perEvent: 1 });
     const link = sim.link;
     const frames = [frameOf(100, 1), frameOf(100, 2)];
-    for (const f of frames) link.send(f, f.length);
-    for (let i = 0; link.canSend(19); i++) {
+    for (const f of frames) link.send(f, KEEP, 0);
+    for (let i = 0; ; i++) {
       const f = frameOf(19, 10 + i);
+      if (!link.send(f, KEEP, 0)) break; // refused: not queued, so not expected
       frames.push(f);
-      link.send(f, 19);
     }
     equal(link.queue.depth(20), 16);
     clock.advance(60);
     sim.advance(); // two events: fragments 1 and 2 of the first frame arrived, the third is in flight
     equal(sim.client.pendingBytes, 36);
-    for (let i = 0; link.canSend(19); i++) {
+    for (let i = 0; ; i++) {
       const f = frameOf(19, 30 + i);
+      if (!link.send(f, KEEP, 0)) break;
       frames.push(f);
-      link.send(f, 19);
     }
     const depth = link.queue.depth(20);
     equal(depth, 16);
@@ -523,7 +608,7 @@ describe('BLE: a real hub over a simulated connection', () => {
     a.take();
     b.take();
     // b's queue holds a multi-fragment frame when the ESTOP comes.
-    b.link.send(frameOf(300, 5), 300);
+    b.link.send(frameOf(300, 5), KEEP, 0);
     const e = new Uint8Array(ESTOP_FRAME_BYTES);
     encodeEstop(e, 0, EstopKind.ASSERT, EstopSource.CLIENT, 0, 0, 1);
     a.clientEstop(e);

@@ -21,7 +21,8 @@ import {
 import type { HubConfig } from '../../hub/hub.js';
 import { Nack } from '../../hub/nack.js';
 import { SessionState } from '../../hub/session.js';
-import type { Link, LinkSink } from '../../hub/ports.js';
+import { AckForm, type Link, type LinkSink } from '../../hub/ports.js';
+import { AckCounter } from '../../bindings/link.js';
 import {
   ACK_EVERY_FRAMES,
   ClientErrorCode,
@@ -112,27 +113,34 @@ class MemPair {
   readonly fromClient: Frame[] = [];
   readonly estopsFromClient: EstopFrame[] = [];
   sink: LinkSink;
+  /** The binding's ACK accounting (bindings/link.ts): a frame starts when the client is handed it. */
+  readonly acks = new AckCounter();
   readonly link: Link;
   readonly client: ClientTransport;
 
   constructor(private readonly sim: Sim, private readonly latency: () => number) {
     const self = this;
     this.link = {
-      binding: 'mem',
-      mtu: 1024,
-      broadcast: false,
-      canSend: (n) => !self.hubClosed && self.queuedBytes + n <= self.capacity,
-      send: (frame, n) => {
-        self.toClient.push(frame.slice(0, n));
-        self.queuedBytes += n;
+      caps: Object.freeze({ binding: 'mem', broadcast: false, datagram: false, mtu: 1024, writeAheadSlots: 4, ackForm: AckForm.STREAM }),
+      get level(): number {
+        return self.level;
+      },
+      send: (frame, _tag, _seq) => {
+        if (self.hubClosed || self.queuedBytes + frame.length > self.capacity) return false;
+        self.toClient.push(frame.slice());
+        self.queuedBytes += frame.length;
+        return true;
       },
       writeAhead: (frame) => {
         if (!self.hubClosed) self.toClient.unshift(frame.slice());
       },
-      level: () => self.level,
+      acked: (count) => void self.acks.ack(count, sim.now()),
+      granted: () => {},
       estimate: () => ({ throughputBps: 0, rttMs: 0 }),
       occupancy: () => self.queuedBytes / self.capacity,
       stalledMs: () => 0,
+      ackLag: () => self.acks.outstanding(),
+      lossRate: () => NaN,
       close: () => {
         self.hubClosed = true;
       },
@@ -172,6 +180,7 @@ class MemPair {
     while (this.toClient.length > 0 && !this.clientClosed) {
       const b = this.toClient.shift() as Uint8Array;
       if (!isEstopFrame(b, 0)) this.queuedBytes -= b.length;
+      this.acks.startedAt(1, now);
       if (this.client.onFrame) this.client.onFrame(b);
       moved = true;
     }

@@ -6,7 +6,7 @@ import { loadCatalog } from '../../catalog/index.js';
 import { CborWriter } from '../../hub/cbor.js';
 import { encodeEstop, ESTOP_FRAME_BYTES, EstopKind, EstopSource, isEstopFrame } from '../../hub/estop-frame.js';
 import { encodeData, encodeFrame, FrameType, MAX_HUB_FRAME_BYTES, type Frame } from '../../hub/frames.js';
-import type { Link, LinkSink } from '../../hub/ports.js';
+import { Tag, tagOf, type GrantSet, type Link, type LinkSink } from '../../hub/ports.js';
 import { SessionState } from '../../hub/session.js';
 import { LOSS_ACK_TIMEOUT_MS } from '../../bindings/detector.js';
 import { BroadcastSegment, effectiveRateHz, Route } from '../../bindings/espnow/broadcast.js';
@@ -28,9 +28,7 @@ import {
   HEADER_BYTES,
   MAX_DATAGRAM_FRAME,
   parseBitmapAck,
-  parseDataHead,
   parsedAck,
-  parsedData,
   RETRANSMIT_LIMIT,
   seqNewer,
   SEQ_MASK,
@@ -43,12 +41,13 @@ import {
   ESPNOW_MAX_ENCRYPTED_PEERS,
   ESPNOW_MAX_PEERS,
   EspNowBinding,
+  type EspNowLink,
   PEER_SILENCE_MS,
   RadioStatus,
   type Radio,
   type RadioHandler,
 } from '../../bindings/espnow/link.js';
-import { Mulberry32, SIM_DEFAULTS, SimAir, SimPeer } from '../../bindings/espnow/sim.js';
+import { Mulberry32, SIM_DEFAULTS, SimAir, SimPeer } from '../../host-sim/links/espnow-air.js';
 import { deepEqual, equal, ok } from '../lib/assert.js';
 import { runs } from '../lib/env.js';
 import { makeHub } from '../lib/hub-fixture.js';
@@ -71,6 +70,21 @@ function data(channelId: number, seq: number, values: Float64Array = SIX, count 
   w.reset();
   encodeData(w, channelId, seq, 1000 + seq, values, count, gap, 0);
   return w.subarray().slice();
+}
+
+/** The tags the core hands a link with (hub/ports.ts Tag): a non-critical STREAM sample of imu, its shared push, a control frame. */
+const SAMPLE_TAG = tagOf(FrameType.DATA, Tag.SAMPLE, IMU.id);
+const SHARED_TAG = SAMPLE_TAG | Tag.SHARED;
+const control = (type: number): number => tagOf(type, Tag.CRITICAL);
+
+/** A GrantSet as the core states one (WELCOME key 35, GRANT): priority 3 is a critical subscription. */
+function grantSet(list: readonly { channelId: number; hz: number; priority?: number }[]): GrantSet {
+  return {
+    count: list.length,
+    channelId: (i) => list[i]!.channelId,
+    grantedHz: (i) => list[i]!.hz,
+    priority: (i) => list[i]!.priority ?? 1,
+  };
 }
 
 function estop(seq: number): Uint8Array {
@@ -99,6 +113,7 @@ class StubCore {
   readonly frames: Uint8Array[] = [];
   readonly links: Link[] = [];
   lost = 0;
+  levelChanges = 0;
   readonly attach = (link: Link): LinkSink => {
     this.links.push(link);
     return {
@@ -107,6 +122,9 @@ class StubCore {
       },
       lost: () => {
         this.lost++;
+      },
+      levelChanged: () => {
+        this.levelChanges++;
       },
     };
   };
@@ -166,7 +184,7 @@ function rig(o: { loss?: number; retries?: number; broadcast?: boolean; seed?: n
   const air = new SimAir({ prng: new Mulberry32(o.seed ?? 1), loss: o.loss ?? 0, retries: o.retries ?? 0 }, 1000);
   const core = new StubCore();
   const radio = new RecordingRadio(air.radio(HUB_MAC));
-  const opts = { clock: air, radio, attach: core.attach, catalog, broadcast: o.broadcast === true } as const;
+  const opts = { clock: air, radio, attach: core.attach, broadcast: o.broadcast === true } as const;
   const binding = new EspNowBinding(o.queueBytes ? { ...opts, queueBytes: o.queueBytes } : opts);
   return {
     air,
@@ -185,7 +203,7 @@ function rig(o: { loss?: number; retries?: number; broadcast?: boolean; seed?: n
 }
 
 /** A peer that said something, so that the binding admitted it; returns its hub-side link. */
-function openPeer(r: Rig, i: number): { peer: SimPeer; link: Link } {
+function openPeer(r: Rig, i: number): { peer: SimPeer; link: EspNowLink } {
   const peer = new SimPeer(r.air, peerMac(i), HUB_MAC);
   peer.send(enc({ type: FrameType.PING, t0: 0 }));
   r.run(10, 1);
@@ -234,44 +252,42 @@ describe('bindings/espnow: numbers', () => {
 describe('bindings/espnow: datagram packing', () => {
   it('bundles queued frames greedily into one datagram: 41-byte frames go six to a datagram (249 bytes)', () => {
     const e = new Egress(4096, 64);
-    const f = data(IMU.id, 1);
     const frame = new Uint8Array(40).fill(0xa5);
-    for (let i = 0; i < 20; i++) ok(e.queue.push(frame, 40));
-    const out = new Uint8Array(DATAGRAM_MAX_BYTES);
+    for (let i = 0; i < 20; i++) ok(e.queue.push(frame, SAMPLE_TAG));
+    const out = e.datagram;
     const sizes: number[] = [];
     const counts: number[] = [];
     while (e.pending()) {
-      const n = e.pack(out, HEADER_BYTES);
-      writeHeader(out, 0, e.seq);
+      const n = e.pack(HEADER_BYTES);
+      writeHeader(out, 0, e.packedSeq());
       e.commit();
       sizes.push(n);
       counts.push(framesOf(out.slice(0, n)).length);
     }
     deepEqual(counts, [6, 6, 6, 2]);
     deepEqual(sizes, [249, 249, 249, 3 + 2 * 41]);
-    void f;
   });
 
   it('random frame sizes: never over 250 bytes, frames whole and in order, greedy (the next frame would not have fit)', () => {
     const rnd = new Mulberry32(42);
     const cases = runs(200, 40);
-    const out = new Uint8Array(DATAGRAM_MAX_BYTES);
     for (let k = 0; k < cases; k++) {
       const e = new Egress(8192, 64);
+      const out = e.datagram;
       const sent: Uint8Array[] = [];
       const n = 1 + Math.floor(rnd.next() * 40);
       for (let i = 0; i < n; i++) {
         const len = 1 + Math.floor(rnd.next() * MAX_DATAGRAM_FRAME);
         const f = new Uint8Array(len);
         for (let j = 0; j < len; j++) f[j] = (i * 31 + j) & 0xff;
-        if (!e.queue.push(f, len)) break;
+        if (!e.queue.push(f, SAMPLE_TAG)) break;
         sent.push(f);
       }
       const got: Uint8Array[] = [];
       while (e.pending()) {
-        const len = e.pack(out, HEADER_BYTES);
+        const len = e.pack(HEADER_BYTES);
         ok(len > HEADER_BYTES && len <= DATAGRAM_MAX_BYTES, `datagram of ${len} bytes`);
-        writeHeader(out, 0, e.seq);
+        writeHeader(out, 0, e.packedSeq());
         e.commit();
         const fs = framesOf(out.slice(0, len));
         got.push(...fs);
@@ -283,19 +299,34 @@ describe('bindings/espnow: datagram packing', () => {
     }
   });
 
-  it('the queue is bounded in bytes and frames and refuses, never overwrites; it wraps its ring', () => {
+  it('the queue is bounded in bytes and frames and refuses, never overwrites; it wraps its ring, frames kept whole', () => {
     const q = new FrameQueue(100, 4);
-    ok(q.push(new Uint8Array(60).fill(1), 60));
+    ok(q.push(new Uint8Array(60).fill(1), 1));
     ok(!q.canPush(41));
-    ok(q.push(new Uint8Array(40).fill(2), 40));
-    ok(!q.push(new Uint8Array(1), 1), 'bytes full');
-    q.shift(1, 60);
-    ok(q.push(new Uint8Array(50).fill(3), 50), 'wraps');
-    const out = new Uint8Array(50);
-    q.copyOut(40, 50, out, 0);
-    ok(out.every((x) => x === 3));
+    ok(q.push(new Uint8Array(40).fill(2), 2));
+    ok(!q.push(new Uint8Array(1), 3), 'bytes full');
+    q.shift(1);
+    ok(q.push(new Uint8Array(50).fill(3), 4), 'wraps');
+    deepEqual([q.frames, q.bytes, q.lengthAt(0), q.lengthAt(1), q.tagAt(0), q.tagAt(1)], [2, 90, 40, 50, 2, 4]);
+    q.copyFrame(0, q.capacityBytes);
+    ok(q.datagram.subarray(0, 40).every((x) => x === 2), 'the older frame');
+    q.copyFrame(1, q.capacityBytes);
+    ok(q.datagram.subarray(0, 50).every((x) => x === 3), 'the wrapped frame, whole');
+    q.shift(1);
+    q.copyFrame(0, q.capacityBytes);
+    ok(q.datagram.subarray(0, 50).every((x) => x === 3), 'still the wrapped frame after the gap is passed');
+    equal(q.tagAt(0), 4);
+    // Contiguous records: 40 bytes are free (10 at the end, 30 at the front), yet no 35-byte frame fits.
+    const q3 = new FrameQueue(100, 8);
+    for (let i = 0; i < 3; i++) ok(q3.push(new Uint8Array(30).fill(i + 1)));
+    q3.shift(1);
+    equal(q3.capacityBytes - q3.bytes, 40);
+    ok(!q3.canPush(35) && !q3.push(new Uint8Array(35)), 'a frame is never split across the ring’s end');
+    ok(q3.push(new Uint8Array(30).fill(9)), 'but one that fits at the front goes there');
+    q3.copyFrame(2, q3.capacityBytes);
+    ok(q3.datagram.subarray(0, 30).every((x) => x === 9));
     const q2 = new FrameQueue(1000, 2);
-    ok(q2.push(new Uint8Array(1), 1) && q2.push(new Uint8Array(1), 1));
+    ok(q2.push(new Uint8Array(1)) && q2.push(new Uint8Array(1)));
     ok(!q2.canPush(1), 'frames full');
     ok(!q2.canPush(0), 'an empty frame is refused');
   });
@@ -303,16 +334,16 @@ describe('bindings/espnow: datagram packing', () => {
   it('sequences: +1 per committed datagram, wrapping 65535 → 0; a refused pack consumes nothing', () => {
     const e = new Egress(1024, 8);
     e.seq = 65534;
-    const out = new Uint8Array(DATAGRAM_MAX_BYTES);
+    const out = e.datagram;
     const seen: number[] = [];
     for (let i = 0; i < 4; i++) {
-      e.queue.push(new Uint8Array([0xa1, 0, 13]), 3);
-      const n = e.pack(out, HEADER_BYTES);
+      e.queue.push(new Uint8Array([0xa1, 0, 13]), control(FrameType.PING));
+      const n = e.pack(HEADER_BYTES);
       ok(n > 0);
       if (i === 1) {
         // packed but not committed (the radio refused): the same frames go in the next pack
         const first = hex(out.slice(HEADER_BYTES, n));
-        equal(e.pack(out, HEADER_BYTES), n);
+        equal(e.pack(HEADER_BYTES), n);
         equal(hex(out.slice(HEADER_BYTES, n)), first);
       }
       seen.push(e.commit());
@@ -326,10 +357,10 @@ describe('bindings/espnow: datagram packing', () => {
     const e = new Egress(256, 4);
     e.seq = 7;
     const ping = enc({ type: FrameType.PING, t0: 0 });
-    e.queue.push(ping, ping.length);
-    const out = new Uint8Array(DATAGRAM_MAX_BYTES);
-    const n = e.pack(out, HEADER_BYTES);
-    writeHeader(out, 0, e.seq);
+    e.queue.push(ping, control(FrameType.PING));
+    const out = e.datagram;
+    const n = e.pack(HEADER_BYTES);
+    writeHeader(out, 0, e.packedSeq());
     equal(hex(out.slice(0, n)), '10000706a2000d181f00');
     const o = new Uint8Array(DATAGRAM_MAX_BYTES);
     writeHeader(o, DatagramFlag.BROADCAST_ACK, 12);
@@ -439,7 +470,7 @@ describe('bindings/espnow: duplicates (§13.3.3)', () => {
   it('a real Hub over an air that loses every MAC acknowledgement: one WELCOME, no NACK, one PONG per PING', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(5), loss: 0, ackLoss: 1, retries: 1 }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), catalog: fx.catalog });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l) });
     const peer = new SimPeer(air, peerMac(1), HUB_MAC);
     peer.send(enc({ type: FrameType.HELLO, version: 1, name: 'pendant', subWishes: [{ channelId: SAFETY.id, wishedRateHz: 10 }] }));
     const step = (ms: number): void => {
@@ -471,10 +502,7 @@ describe('bindings/espnow: the link over the simulated air', () => {
     const { peer, link } = openPeer(r, 1);
     const before = r.radio.log.length;
     const f = data(IMU.id, 1);
-    for (let i = 0; i < 15; i++) {
-      ok(link.canSend(f.length));
-      link.send(f, f.length);
-    }
+    for (let i = 0; i < 15; i++) ok(link.send(f, SAMPLE_TAG, i + 1), 'the link takes it');
     r.run(200, 1);
     equal(r.radio.maxInFlight, 1);
     equal(r.radio.busyRefusals, 0);
@@ -495,7 +523,7 @@ describe('bindings/espnow: the link over the simulated air', () => {
     equal(link.stalledMs(), 0, 'empty');
     r.radio.hold = true;
     const f = data(IMU.id, 1);
-    for (let i = 0; i < 3; i++) link.send(f, f.length);
+    for (let i = 0; i < 3; i++) ok(link.send(f, SAMPLE_TAG, i + 1));
     r.run(600, 1);
     ok(link.stalledMs() >= 599 && link.stalledMs() <= 600, `stalled ${link.stalledMs()} ms`);
     r.radio.hold = false;
@@ -503,19 +531,23 @@ describe('bindings/espnow: the link over the simulated air', () => {
     equal(link.stalledMs(), 0, 'sent, and nothing left');
   });
 
-  it('canSend: no frame over the mtu, and a full queue says no (the core then drops, §10.4)', () => {
+  it('send refuses (false, nothing queued) a frame over the mtu and any frame a full queue has no room for (the core then drops, §10.4)', () => {
     const r = rig({ queueBytes: 256 });
     const { link } = openPeer(r, 1);
     equal(link.mtu, 246);
+    equal(link.caps.mtu, 246);
+    ok(link.caps.datagram && !link.caps.broadcast);
+    r.radio.hold = true; // nothing leaves: what the queue holds stays there
     ok(!link.canSend(247));
+    ok(!link.send(new Uint8Array(247).fill(0xa0), SAMPLE_TAG, 1), 'over the mtu');
+    equal(link.egress.queue.frames, 0, 'and nothing was queued');
     ok(link.canSend(246));
     const f = new Uint8Array(100).fill(0xa0);
     let n = 0;
-    while (link.canSend(100)) {
-      link.send(f, 100);
-      n++;
-    }
+    while (link.send(f, SAMPLE_TAG, n + 1)) n++;
     ok(n >= 2 && n <= 4, `queued ${n}`);
+    equal(link.egress.queue.frames, n, 'the refused frame was not queued');
+    ok(!link.canSend(100));
     ok(link.occupancy() > 0.5);
   });
 
@@ -534,8 +566,8 @@ describe('bindings/espnow: the link over the simulated air', () => {
       let reachedAt = -1;
       const start = r.air.now();
       r.run(8000, 5, (now) => {
-        if (link.canSend(f.length)) link.send(f, f.length);
-        const l = link.level();
+        link.send(f, SAMPLE_TAG, 0);
+        const l = link.level;
         if (l > maxLevel) {
           maxLevel = l;
           reachedAt = now - start;
@@ -556,8 +588,8 @@ describe('bindings/espnow: the link over the simulated air', () => {
     const f = data(IMU.id, 1);
     let maxLevel = 0;
     r.run(4000, 5, () => {
-      if (link.canSend(f.length)) link.send(f, f.length);
-      maxLevel = Math.max(maxLevel, link.level());
+      link.send(f, SAMPLE_TAG, 0);
+      maxLevel = Math.max(maxLevel, link.level);
     });
     ok(el.loss.ratio() < 0.05, `loss read ${el.loss.ratio()}`);
     equal(maxLevel, 0);
@@ -571,17 +603,18 @@ describe('bindings/espnow: the link over the simulated air', () => {
     const f = new Uint8Array(200).fill(0xa0);
     let refused = 0;
     // 200 kB/s offered to a channel that carries about 77 kB/s of payload
+    const changes0 = r.core.levelChanges;
     r.run(2500, 1, () => {
-      if (link.canSend(f.length)) link.send(f, f.length);
-      else refused++;
+      if (!link.send(f, SAMPLE_TAG, 0)) refused++;
     });
     ok(refused > 1000, `the full queue refused ${refused} frames`);
     equal(el.loss.ratio(), 0);
-    equal(link.level(), 2, 'above 90 % for a second');
+    equal(link.level, 2, 'above 90 % for a second');
+    ok(r.core.levelChanges > changes0, 'the core was told the level changed');
     r.run(1200, 10);
-    equal(link.level(), 1, 'the queue drained: back to 1 after 1 s');
+    equal(link.level, 1, 'the queue drained: back to 1 after 1 s');
     r.run(5000, 10);
-    equal(link.level(), 0, 'and to 0 after 5 s');
+    equal(link.level, 0, 'and to 0 after 5 s');
   });
 
   it('an unanswered peer reads 100 % loss after the ACK timeout and is closed as lost after 3 s of silence (§6.6)', () => {
@@ -591,15 +624,16 @@ describe('bindings/espnow: the link over the simulated air', () => {
     peer.radio.setHandler({ sent() {}, received() {} }); // the peer goes deaf and mute
     const f = data(IMU.id, 1);
     r.run(LOSS_ACK_TIMEOUT_MS + 1500, 5, () => {
-      if (link.canSend(f.length)) link.send(f, f.length);
+      link.send(f, SAMPLE_TAG, 0);
     });
     ok(el.loss.ratio() > 0.9, `loss ${el.loss.ratio()}`);
-    equal(link.level(), 2);
+    equal(link.level, 2);
     equal(r.core.lost, 0);
     r.run(PEER_SILENCE_MS, 10);
     equal(r.core.lost, 1);
     equal(r.radio.addPeer(peerMac(1), false), RadioStatus.OK, 'the radio forgot the peer (removePeer)');
     ok(!link.canSend(10));
+    ok(!link.send(f, SAMPLE_TAG, 0), 'a closed link takes nothing');
   });
 
   it('ESTOP write-ahead: the very next datagram to the peer is the ESTOP, ahead of a full queue; the wait is the datagram in flight', () => {
@@ -608,7 +642,7 @@ describe('bindings/espnow: the link over the simulated air', () => {
     r.run(100, 1);
     const big = new Uint8Array(200).fill(0xa0);
     // one 200-byte datagram goes on air at once; the queue then fills up behind it
-    while (link.canSend(200)) link.send(big, 200);
+    while (link.send(big, SAMPLE_TAG, 0));
     ok(link.occupancy() > 0.5);
     const atWrite = r.air.now();
     const before = r.radio.log.length;
@@ -675,8 +709,8 @@ describe('bindings/espnow: the link over the simulated air', () => {
     const c = openPeer(r, 3);
     r.run(100, 1);
     const big = new Uint8Array(200).fill(0xa0);
-    while (a.link.canSend(200)) a.link.send(big, 200); // the first is on air, the rest queue
-    while (b.link.canSend(200)) b.link.send(big, 200); // round-robin would serve peer 2 next
+    while (a.link.send(big, SAMPLE_TAG, 0)); // the first is on air, the rest queue
+    while (b.link.send(big, SAMPLE_TAG, 0)); // round-robin would serve peer 2 next
     const before = r.radio.log.length;
     c.link.writeAhead(estop(5));
     r.run(40, 0.1);
@@ -692,9 +726,9 @@ describe('bindings/espnow: the link over the simulated air', () => {
     const grant = enc({ type: FrameType.GRANT, subGrants: [] });
     const d = data(IMU.id, 5);
     const e = estop(3);
-    link.send(filler, filler.length); // on air at once: the rest queues behind it
-    link.send(grant, grant.length);
-    link.send(d, d.length);
+    link.send(filler, SAMPLE_TAG, 4); // on air at once: the rest queues behind it
+    link.send(grant, control(FrameType.GRANT), 0);
+    link.send(d, SAMPLE_TAG, 5);
     link.writeAhead(e);
     r.run(300, 1);
     const sent = r.radio.log.filter((x) => x.mac === peerMac(1));
@@ -717,6 +751,42 @@ describe('bindings/espnow: the link over the simulated air', () => {
     equal(r.binding.linkOf(peerMac(1))!.egress.abandoned, 2, 'after the last attempt the ESTOP and the GRANT are abandoned');
   });
 
+  it('what a failed datagram owes follows the tags its frames were queued with, never their bytes: CRITICAL and ESTOP go again', () => {
+    const e = new Egress(1024, 16);
+    const crit = data(SAFETY.id, 1, new Float64Array([1, 0, 2]), 3);
+    const sample = data(IMU.id, 2);
+    const health = enc({ type: FrameType.HEALTH, text: 'x' }); // a control frame the core queued without CRITICAL (a HEALTH chunk)
+    const grant = enc({ type: FrameType.GRANT, subGrants: [] });
+    ok(e.queue.push(crit, tagOf(FrameType.DATA, Tag.CRITICAL, SAFETY.id)));
+    ok(e.queue.push(sample, SAMPLE_TAG));
+    ok(e.queue.push(health, tagOf(FrameType.HEALTH, 0)));
+    ok(e.queue.push(grant, control(FrameType.GRANT)));
+    const n = e.pack(HEADER_BYTES);
+    writeHeader(e.datagram, 0, e.packedSeq());
+    const seq = e.commit();
+    deepEqual(framesOf(e.datagram.slice(0, n)).map(hex), [crit, sample, health, grant].map(hex));
+    ok(!e.pending());
+    e.failed(e.datagram, HEADER_BYTES, n);
+    ok(e.urgent() && e.resendNext(), 'a resend is owed');
+    let m = e.pack(HEADER_BYTES);
+    writeHeader(e.datagram, 0, e.packedSeq());
+    equal(e.packedSeq(), seq, 'under the failed datagram’s own number');
+    deepEqual(framesOf(e.datagram.slice(0, m)).map(hex), [crit, grant].map(hex), 'the CRITICAL DATA and the GRANT; not the sample, not the untagged HEALTH');
+    equal(e.commit(), seq);
+    for (let k = 2; k <= RETRANSMIT_LIMIT; k++) {
+      e.failed(e.datagram, HEADER_BYTES, m);
+      m = e.pack(HEADER_BYTES);
+      writeHeader(e.datagram, 0, e.packedSeq());
+      deepEqual(framesOf(e.datagram.slice(0, m)).map(hex), [crit, grant].map(hex), `attempt ${k}`);
+      equal(e.commit(), seq);
+    }
+    equal(e.abandoned, 0);
+    e.failed(e.datagram, HEADER_BYTES, m);
+    ok(!e.pending(), `no more than ${RETRANSMIT_LIMIT} resends`);
+    equal(e.abandoned, 2);
+    equal(e.seq, (seq + 1) & SEQ_MASK, 'resends took no new number');
+  });
+
   it('an air that loses every MAC acknowledgement: the hub resends never-shed frames, the peer takes each once (§13.3.3)', () => {
     const r = rig();
     const { peer, link } = openPeer(r, 1);
@@ -725,8 +795,8 @@ describe('bindings/espnow: the link over the simulated air', () => {
     const before = r.radio.log.length;
     const grant = enc({ type: FrameType.GRANT, subGrants: [] });
     const welcome = enc({ type: FrameType.PONG, t0: 7, t1: 8 });
-    link.send(grant, grant.length);
-    link.send(welcome, welcome.length);
+    link.send(grant, control(FrameType.GRANT), 0);
+    link.send(welcome, control(FrameType.PONG), 0);
     r.run(200, 1);
     const got = peer.take();
     equal(got.filter((f) => f.type === FrameType.GRANT).length, 1, 'the GRANT once');
@@ -756,7 +826,7 @@ describe('bindings/espnow: the link over the simulated air', () => {
     const { link } = openPeer(r, 1);
     const f = data(IMU.id, 1);
     r.run(2000, 10, () => {
-      if (link.canSend(f.length)) link.send(f, f.length);
+      link.send(f, SAMPLE_TAG, 0);
     });
     const est = link.estimate();
     const expect = (1 + f.length) * 100; // one framed DATA per 10 ms
@@ -804,7 +874,7 @@ describe('bindings/espnow: the link over the simulated air', () => {
       const { link } = openPeer(r, 1);
       const f = data(IMU.id, 1);
       r.run(500, 3, () => {
-        if (link.canSend(f.length)) link.send(f, f.length);
+        link.send(f, SAMPLE_TAG, 0);
       });
       const el = r.binding.linkOf(peerMac(1))!;
       return JSON.stringify([r.air.counters, el.loss.ratio(), r.radio.log.length]);
@@ -822,18 +892,17 @@ describe('bindings/espnow: §10.6 broadcast segments', () => {
   });
 
   it('three peers granted 10, 50 and 20 Hz: pushes offered at their own grants go on air at 50 Hz, once each', () => {
-    const seg = new BroadcastSegment(4, catalog);
+    const seg = new BroadcastSegment(4);
     const hz = [10, 50, 20];
     for (let p = 0; p < 3; p++) {
       seg.join(p);
-      const welcome = enc({
-        type: FrameType.WELCOME, sessionId: p + 1, resumeToken: new Uint8Array(16), hubId: 'h', mtu: 246, slots: 8,
-        catalogHash: new Uint8Array(8), tier: 0, owner: 0, latched: false, staleTtlMs: 30000,
-        subGrants: [{ channelId: IMU.id, grantedRateHz: hz[p]!, priority: 1 }], pubGrants: [],
-      });
-      equal(seg.route(p, welcome, welcome.length, 0), Route.UNICAST);
+      // The hub states the grants (Link.granted) before it sends the WELCOME, which goes unicast.
+      seg.granted(p, grantSet([{ channelId: IMU.id, hz: hz[p]! }, { channelId: SAFETY.id, hz: 100, priority: 3 }]));
+      equal(seg.grantOf(p, IMU.id), hz[p]);
+      equal(seg.route(p, control(FrameType.WELCOME), 0, 120, 0), Route.UNICAST);
     }
     equal(seg.effectiveRateHz(IMU.id), 50);
+    equal(seg.effectiveRateHz(SAFETY.id), 0, 'a critical subscription sets no broadcast rate');
     // The hub offers each peer its own grant from 200 Hz samples (its nextDue logic).
     const due = [0, 0, 0];
     let offers = 0;
@@ -845,7 +914,7 @@ describe('bindings/espnow: §10.6 broadcast segments', () => {
         if (t < due[p]!) continue;
         due[p] = due[p]! + 1000 / hz[p]!;
         offers++;
-        const route = seg.route(p, f, f.length, t);
+        const route = seg.route(p, SHARED_TAG, k + 1, f.length, t);
         ok(route !== Route.UNICAST);
         if (route === Route.BROADCAST) onAir++;
       }
@@ -854,49 +923,63 @@ describe('bindings/espnow: §10.6 broadcast segments', () => {
     equal(onAir, 100, 'two seconds at 50 Hz');
   });
 
-  it('what is not a shared sample goes to its peer alone: control frames, gap variants, critical channels', () => {
-    const seg = new BroadcastSegment(2, catalog);
+  it('what the core did not tag SHARED goes to its peer alone: control frames, gap variants, critical channels', () => {
+    const seg = new BroadcastSegment(2);
     seg.join(0);
+    seg.join(1);
+    // A per-subscriber variant (gap, dropped, text): the core tags it without SHARED.
     const variant = data(IMU.id, 3, SIX, 6, true);
-    ok(parseDataHead(variant, 0, variant.length) && !parsedData.shared);
-    equal(seg.route(0, variant, variant.length, 0), Route.UNICAST);
+    equal(seg.route(0, SAMPLE_TAG, 3, variant.length, 0), Route.UNICAST);
+    // A never-shed channel keeps the MAC's acknowledgement and retries, SHARED or not.
     const crit = data(SAFETY.id, 3, new Float64Array([1, 0, 2]), 3);
-    equal(seg.route(0, crit, crit.length, 0), Route.UNICAST);
+    const critTag = tagOf(FrameType.DATA, Tag.CRITICAL, SAFETY.id);
+    equal(seg.route(0, critTag | Tag.SHARED, 3, crit.length, 0), Route.UNICAST);
+    equal(seg.route(1, critTag | Tag.SHARED, 3, crit.length, 0), Route.UNICAST, 'never coalesced either');
+    // Control frames, even if mis-tagged SHARED: only DATA is ever broadcast.
     const ping = enc({ type: FrameType.PING, t0: 0 });
-    equal(seg.route(0, ping, ping.length, 0), Route.UNICAST);
+    equal(seg.route(0, control(FrameType.PING), 0, ping.length, 0), Route.UNICAST);
+    equal(seg.route(0, control(FrameType.PING) | Tag.SHARED, 0, ping.length, 0), Route.UNICAST);
+    equal(seg.counters.unicast, 5);
+    // A peer that is not on the segment (never joined, or left) gets its frames alone.
+    seg.leave(1);
     const plain = data(IMU.id, 4);
-    ok(parseDataHead(plain, 0, plain.length) && parsedData.shared && parsedData.channelId === IMU.id && parsedData.seq === 4);
-    equal(seg.route(0, plain, plain.length, 0), Route.BROADCAST);
-    equal(seg.route(0, plain, plain.length, 0), Route.COALESCED);
+    equal(seg.route(1, SHARED_TAG, 4, plain.length, 0), Route.UNICAST);
+    // The shared push: on air once, a second offer of the same push rides on it.
+    equal(seg.route(0, SHARED_TAG, 4, plain.length, 0), Route.BROADCAST);
+    equal(seg.route(0, SHARED_TAG, 4, plain.length, 0), Route.COALESCED);
+    // A push is told by its channel (the tag) and its sequence: not by the bytes.
+    equal(seg.route(0, SHARED_TAG, 5, plain.length, 0), Route.BROADCAST, 'the next push of the channel');
+    equal(seg.route(0, tagOf(FrameType.DATA, Tag.SAMPLE, 200) | Tag.SHARED, 5, plain.length, 0), Route.BROADCAST, 'the same seq on another channel');
+    equal(seg.counters.broadcast, 3);
+    equal(seg.counters.coalesced, 1);
   });
 
   it('a peer adopting a new grant gets its first push even through a closed gate (§9.1, row 3)', () => {
-    const seg = new BroadcastSegment(2, catalog);
-    const grant = (hz: number): Uint8Array => enc({ type: FrameType.GRANT, subGrants: [{ channelId: IMU.id, grantedRateHz: hz, priority: 1 }] });
+    const seg = new BroadcastSegment(2);
+    const grant = (hz: number): GrantSet => grantSet([{ channelId: IMU.id, hz }]);
     seg.join(0);
     seg.join(1);
-    let g = grant(10);
-    seg.route(0, g, g.length, 0);
-    const a = data(IMU.id, 1);
-    seg.route(0, a, a.length, 0);
-    const b = data(IMU.id, 2);
-    equal(seg.route(0, b, b.length, 20), Route.GATED, '20 ms after a push at 10 Hz');
-    g = grant(5);
-    seg.route(1, g, g.length, 20);
+    seg.granted(0, grant(10));
+    const len = data(IMU.id, 1).length;
+    equal(seg.route(0, SHARED_TAG, 1, len, 0), Route.BROADCAST);
+    equal(seg.route(0, SHARED_TAG, 2, len, 20), Route.GATED, '20 ms after a push at 10 Hz');
+    seg.granted(1, grant(5));
     equal(seg.effectiveRateHz(IMU.id), 10);
-    const c = data(IMU.id, 3);
-    equal(seg.route(1, c, c.length, 30), Route.BROADCAST, 'peer 1 adopts its grant');
-    const d = data(IMU.id, 4);
-    equal(seg.route(1, d, d.length, 40), Route.GATED);
+    equal(seg.route(1, SHARED_TAG, 3, len, 30), Route.BROADCAST, 'peer 1 adopts its grant');
+    equal(seg.route(1, SHARED_TAG, 4, len, 40), Route.GATED);
     equal(seg.counters.adoptions, 1);
     seg.leave(0);
     equal(seg.effectiveRateHz(IMU.id), 5);
+    // A GRANT that withdraws the grant takes the channel off the schedule: nothing gates it.
+    seg.granted(1, grantSet([]));
+    equal(seg.effectiveRateHz(IMU.id), 0);
+    equal(seg.grantOf(1, IMU.id), 0);
   });
 
   it('a real Hub: three sim peers subscribed to imu at 10, 50 and 20 Hz hear it at 50 Hz, each push on air once', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(2), retries: 0 }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), catalog: fx.catalog, broadcast: true });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), broadcast: true });
     const peers: SimPeer[] = [];
     [10, 50, 20].forEach((hz, i) => {
       const p = new SimPeer(air, peerMac(i + 1), HUB_MAC);
@@ -933,7 +1016,7 @@ describe('bindings/espnow: §10.6 broadcast segments', () => {
       equal(p.take(FrameType.DATA).length, 100);
     }
     equal(binding.segment!.counters.unicast, 3, 'only the three WELCOMEs went unicast');
-    for (const l of binding.peers()) equal(l.level(), 0);
+    for (const l of binding.peers()) equal(l.level, 0);
   });
 });
 
@@ -941,7 +1024,7 @@ describe('bindings/espnow: a real Hub end to end over the simulated air', () => 
   it('HELLO → WELCOME (mtu 246) → DATA, with the peer acknowledging and the link clear', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(9) }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), catalog: fx.catalog });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l) });
     const peer = new SimPeer(air, peerMac(1), HUB_MAC);
     peer.send(enc({ type: FrameType.HELLO, version: 1, name: 'scope', subWishes: [{ channelId: IMU.id, wishedRateHz: 100 }] }));
     const step = (ms: number): void => {
@@ -970,7 +1053,7 @@ describe('bindings/espnow: a real Hub end to end over the simulated air', () => 
     const link = binding.linkOf(peerMac(1))!;
     ok(link.loss.resolvedInWindow() > 0, 'the peer acknowledged');
     equal(link.loss.ratio(), 0);
-    equal(link.level(), 0);
+    equal(link.level, 0);
     ok(peer.acksSent > 0);
     equal(fx.hub.counters.egressDrops, 0);
   });
@@ -978,7 +1061,7 @@ describe('bindings/espnow: a real Hub end to end over the simulated air', () => 
   it('a peer that falls silent makes its session STALE (§6.6), and a resume on the same MAC reattaches', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(9) }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), catalog: fx.catalog });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l) });
     const peer = new SimPeer(air, peerMac(1), HUB_MAC);
     peer.send(enc({ type: FrameType.HELLO, version: 1, name: 'scope' }));
     const step = (ms: number): void => {
@@ -1007,7 +1090,7 @@ describe('bindings/espnow: a real Hub end to end over the simulated air', () => 
   it('ESTOP from the hub reaches every peer ahead of their queues, one short datagram after another', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(4) }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), catalog: fx.catalog });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l) });
     const peers = [1, 2, 3].map((i) => {
       const p = new SimPeer(air, peerMac(i), HUB_MAC);
       p.send(enc({ type: FrameType.HELLO, version: 1, name: `c${i}` }));
@@ -1022,7 +1105,7 @@ describe('bindings/espnow: a real Hub end to end over the simulated air', () => 
     for (let i = 0; i < 10; i++) step(5);
     const link = binding.linkOf(peerMac(1))!;
     const big = new Uint8Array(240).fill(0xa0);
-    while (link.canSend(240)) link.send(big, 240); // one on air, a full queue behind it
+    while (link.send(big, SAMPLE_TAG, 0)); // one on air, a full queue behind it
     const at = fx.clock.t;
     fx.hub.setButton(true);
     for (let i = 0; i < 40; i++) step(1);

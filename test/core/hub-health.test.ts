@@ -7,13 +7,34 @@ import { ADMISSION_LADDER_RETRY_AFTER_MS, ADMISSION_RETRY_AFTER_MS, AdmissionRea
 import { STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
 import { FrameType, type AckFrame, type GrantFrame, type HealthFrame, type PongFrame } from '../../hub/frames.js';
 import { findInReport, nonNumericLeaves } from '../../hub/health.js';
-import { Hub } from '../../hub/hub.js';
-import { LADDER_READER_STALL_MS, LADDER_RELIEF_MS, LadderRung, LadderTrigger } from '../../hub/ladder.js';
+import { Hub, LOAD_PERIOD_MS } from '../../hub/hub.js';
+import { LADDER_PARK_INTERVAL_MS, LADDER_READER_STALL_MS, LADDER_RELIEF_MS, LadderRung, LadderTrigger } from '../../hub/ladder.js';
 import { Nack } from '../../hub/nack.js';
 import { SessionState } from '../../hub/session.js';
 import { deepEqual, equal, ok } from '../lib/assert.js';
 import { makeHub, MAINTAINER_CREDENTIAL, OPERATOR_CREDENTIAL, SeededRandom, TestClient, VirtualClock, type Fixture } from '../lib/hub-fixture.js';
+import { AckForm, type LinkCaps } from '../../hub/ports.js';
 import { TestLink } from '../lib/test-link.js';
+
+/** An ESP-NOW-like test link: datagrams, acknowledged by bitmap (no stream ack lag, Link.ackLag NaN). */
+class BitmapTestLink extends TestLink {
+  constructor(capacity: number, mtu: number) {
+    super('espnow', capacity, mtu);
+    (this as { caps: LinkCaps }).caps = Object.freeze({ ...this.caps, datagram: true, ackForm: AckForm.BITMAP });
+  }
+  override ackLag(): number {
+    return NaN;
+  }
+}
+
+/**
+ * The hub measures its load and moves its ladder once every LOAD_PERIOD_MS (hub/hub.ts tick): a
+ * tick after that long is one where the ladder reads the signals as they are now.
+ */
+function loadTick(fx: Fixture): void {
+  fx.clock.advance(LOAD_PERIOD_MS);
+  fx.hub.tick();
+}
 
 const SAFETY = 1;
 const IMU = 10;
@@ -178,7 +199,7 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
       const one = big.take(FrameType.HEALTH) as HealthFrame[];
       equal(one.length, 1);
       equal(one[0]!.total, undefined, 'whole: no offset/total');
-      const small = new TestClient(fx.hub, new TestLink('espnow', 1 << 20, 250));
+      const small = new TestClient(fx.hub, new BitmapTestLink(1 << 20, 250));
       small.hello({ credential: MAINTAINER_CREDENTIAL });
       const { text, frames } = fetchHealth(small);
       ok(frames >= 8, `${frames} chunks`);
@@ -373,7 +394,7 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
 
       // 3 pause_non_essential: background granted 0.
       heap = 92000;
-      fx.hub.tick();
+      loadTick(fx);
       equal(fx.hub.ladder.rung, LadderRung.PAUSE_NON_ESSENTIAL);
       deepEqual(lastSubGrants(a), new Map([[SCAN, 0], [IMU, 50]]));
       deepEqual(lastSubGrants(d), new Map([[SCAN, 0]]));
@@ -381,23 +402,23 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
 
       // 4 refuse_joins.
       heap = 96000;
-      fx.hub.tick();
+      loadTick(fx);
       equal(fx.hub.ladder.rung, LadderRung.REFUSE_JOINS);
       deepEqual(helloRefused(fx), [[Nack.HUB_PRESSURE, ADMISSION_LADDER_RETRY_AFTER_MS]]);
 
       // 5 park_lowest: the background-only session goes STALE; then one per 10 s.
       heap = 100000;
-      fx.hub.tick();
+      loadTick(fx);
       equal(fx.hub.ladder.rung, LadderRung.PARK_LOWEST);
       equal(stateOf(fx, dw.sessionId), SessionState.STALE);
       ok(d.link.closed);
       equal(stateOf(fx, aw.sessionId), SessionState.ACTIVE);
       equal(fx.hub.counters.parks, 1);
-      fx.clock.advance(9999);
+      // The ladder reads the load every LOAD_PERIOD_MS: the last read before 10 s parks nobody.
+      fx.clock.advance(LADDER_PARK_INTERVAL_MS - LOAD_PERIOD_MS);
       fx.hub.tick();
       equal(fx.hub.counters.parks, 1, 'the next park waits 10 s');
-      fx.clock.advance(1);
-      fx.hub.tick();
+      loadTick(fx);
       equal(stateOf(fx, aw.sessionId), SessionState.STALE, 'then the normal-priority session');
       equal(stateOf(fx, cw.sessionId), SessionState.ACTIVE, 'critical-only goes last');
       equal(fx.hub.controlOwner > 0 && stateOf(fx, fx.hub.controlOwner) === SessionState.ACTIVE, true, 'the owner is never parked');
@@ -407,12 +428,12 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
       const a2 = new TestClient(fx.hub);
       a2.hello({ resumeToken: aw.resumeToken });
       heap = 0;
-      fx.hub.tick();
-      fx.clock.advance(LADDER_RELIEF_MS - 1);
+      loadTick(fx); // relief starts at this read
+      // The last read before LADDER_RELIEF_MS of relief keeps the rung; the read at it steps down.
+      fx.clock.advance(LADDER_RELIEF_MS - LOAD_PERIOD_MS);
       fx.hub.tick();
       equal(fx.hub.ladder.rung, LadderRung.PARK_LOWEST);
-      fx.clock.advance(1);
-      fx.hub.tick();
+      loadTick(fx);
       equal(fx.hub.ladder.rung, LadderRung.REFUSE_JOINS);
       fx.clock.advance(LADDER_RELIEF_MS);
       fx.hub.tick();
@@ -429,7 +450,7 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
       equal(fx.hub.ladder.rung, LadderRung.REDUCE_RATES);
       equal(grantOf(fx, aw.sessionId, IMU), 50);
       heap = 0;
-      fx.hub.tick();
+      loadTick(fx); // relief starts at this read
       fx.clock.advance(LADDER_RELIEF_MS);
       fx.hub.tick();
       equal(fx.hub.ladder.rung, LadderRung.THIN);
@@ -451,11 +472,20 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
         clock.advance(10);
       }
       equal(fx.hub.ladder.rung, LadderRung.CALM, '29 ticks are too few');
-      fx.hub.tick();
-      equal(fx.hub.ladder.rung, LadderRung.THIN);
+      // The ladder reads the load every LOAD_PERIOD_MS: at the first read once 30 slow ticks are
+      // in the view, no later than LOAD_PERIOD_MS after the 31st tick.
+      let ticks = 30;
+      const readBy = clock.now() + LOAD_PERIOD_MS;
+      while (fx.hub.ladder.rung === LadderRung.CALM && clock.now() <= readBy) {
+        clock.slowNext(22);
+        fx.hub.tick();
+        ticks++;
+        if (fx.hub.ladder.rung === LadderRung.CALM) clock.advance(10);
+      }
+      equal(fx.hub.ladder.rung, LadderRung.THIN, `still calm after ${ticks} slow ticks`);
       equal(fx.hub.ladder.state.trigger, LadderTrigger.TICK);
       const m = metrics(fx);
-      equal(m.tickMs.count, 31);
+      equal(m.tickMs.count, ticks);
       equal(m.tickMs.max, 22);
       ok(fx.hub.ready(), 'thinning refuses nobody');
     });
@@ -482,7 +512,7 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
       equal(metrics(fx).egress.occupancy, 0);
       equal(metrics(fx).egress.readerStalledLinks, 1);
       c.link.stalled = LADDER_READER_STALL_MS - 1;
-      fx.hub.tick();
+      loadTick(fx);
       equal(fx.hub.ladder.rung, LadderRung.PAUSE_NON_ESSENTIAL, 'a link that moved within the window counts');
       equal(metrics(fx).egress.readerStalledLinks, 0);
     });

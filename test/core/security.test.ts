@@ -26,7 +26,7 @@ import {
 } from '../../hub/frames.js';
 import { Hub, type HubConfig } from '../../hub/hub.js';
 import { Nack } from '../../hub/nack.js';
-import type { Log, Store } from '../../hub/ports.js';
+import type { Log, SampleBlock, Store } from '../../hub/ports.js';
 import { SessionState } from '../../hub/session.js';
 import { FrameReassembler, writeLengthPrefix } from '../../bindings/tcp/framing.js';
 import { LinkFraming, TcpLink, type LinkTransport } from '../../bindings/tcp/egress.js';
@@ -944,8 +944,8 @@ function floodScenario(flood: boolean): FloodResult {
     stop(source);
   };
   const publish = robot.publish.bind(robot);
-  robot.publish = (ch: number, samples: readonly (readonly number[])[]): void => {
-    if (ch === CMD_VEL) robotLog.push(`${clock.now()} cmd_vel ${samples.length}`);
+  robot.publish = (ch: number, samples: SampleBlock): void => {
+    if (ch === CMD_VEL) robotLog.push(`${clock.now()} cmd_vel ${samples.count}`);
     publish(ch, samples);
   };
   const hub = new Hub({ clock, random: new SeededRandom(7), store: storeWithCredentials(), robot, catalog: CATALOG });

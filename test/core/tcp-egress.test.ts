@@ -19,7 +19,7 @@ import {
   type LinkFramingCode,
   type LinkTransport,
 } from '../../bindings/tcp/egress.js';
-import { SendShed } from '../../hub/ports.js';
+import { AckForm, Tag, tagOf } from '../../hub/ports.js';
 import { CborWriter } from '../../hub/cbor.js';
 import { ESTOP_FRAME_BYTES, EstopKind, EstopSource, decodeEstop, encodeEstop } from '../../hub/estop-frame.js';
 import { decodeFrame, encodeData, encodeFrame, FrameType, MAX_FRAME_BYTES, type Frame } from '../../hub/frames.js';
@@ -37,10 +37,11 @@ function rec(n: number, seed: number): Uint8Array {
   return b;
 }
 
+/** One take: what it handed over, `mem.out` being exactly those bytes. */
 function drain(q: EgressQueue, max = 1 << 20, dataStarts = 1 << 30): number[] {
-  const dst = new Uint8Array(max);
-  const n = q.copyOut(dst, 0, max, dataStarts);
-  return Array.from(dst.subarray(0, n));
+  const n = q.take(max, dataStarts);
+  equal(q.mem.out.length, n, 'out is exactly what the take handed over');
+  return n === 0 ? [] : Array.from(q.mem.out);
 }
 
 function estopBytes(seq: number): Uint8Array {
@@ -70,7 +71,7 @@ describe('tcp egress: EgressQueue', () => {
     ok(!r.fits(1), 'record count bound');
   });
 
-  it('hands bytes over in order, in any amounts, across the ring end; ratio counts what is left', () => {
+  it('hands bytes over in order, in any amounts; a record that does not fit before the ring end goes to the front; ratio counts what is left', () => {
     const q = new EgressQueue(40);
     const h = new Uint8Array([9]);
     q.push(h, 1, rec(20, 1), 20, RecordKind.CONTROL);
@@ -82,13 +83,41 @@ describe('tcp egress: EgressQueue', () => {
     deepEqual(drain(q, 16), Array.from(rec(20, 1).subarray(4)));
     ok(!q.inFlight());
     equal(q.recordsOut, 1);
-    // 11 bytes queued at offset 21; 25 more wrap past the end of the 40-byte ring.
-    ok(q.push(h, 1, rec(24, 3), 24, RecordKind.CONTROL));
-    equal(q.bytes, 36);
-    deepEqual(drain(q), [9, ...rec(10, 2), 9, ...rec(24, 3)]);
+    // 11 bytes queued at [21, 32): 8 free before the end, 21 at the front. Records are kept
+    // contiguous, so 25 bytes are refused although 11 + 25 would fit in 40.
+    ok(!q.fits(25));
+    ok(!q.push(h, 1, rec(24, 3), 24, RecordKind.CONTROL));
+    equal(q.bytes, 11, 'a refused record leaves nothing behind');
+    // 20 bytes go to the front, the ring's tail end left as a gap; then 1 byte fits between.
+    ok(q.push(h, 1, rec(19, 3), 19, RecordKind.CONTROL));
+    ok(q.push(NONE, 0, rec(1, 4), 1, RecordKind.CONTROL));
+    ok(!q.fits(1), 'the front is full up to the record still queued');
+    equal(q.bytes, 32, 'the gap is not counted');
+    equal(q.ratio(), 32 / 40);
+    // Across the gap in any amounts, in order.
+    deepEqual(drain(q, 13), [9, ...rec(10, 2), 9, rec(19, 3)[0] as number]);
+    deepEqual(drain(q), [...rec(19, 3).subarray(1), ...rec(1, 4)]);
     equal(q.bytes, 0);
     equal(q.ratio(), 0);
-    equal(q.recordsOut, 3);
+    equal(q.recordsOut, 4);
+    ok(q.fits(40), 'empty: the whole ring again');
+    // copyOut: a take, copied to where the adapter wants it.
+    ok(q.push(h, 1, rec(3, 5), 3, RecordKind.CONTROL));
+    const dst = new Uint8Array(8);
+    equal(q.copyOut(dst, 2, 8, 1), 4);
+    deepEqual(Array.from(dst), [0, 0, 9, ...rec(3, 5), 0, 0]);
+  });
+
+  it('one take hands over at most takeBytes (the staging area), ESTOPs and records alike', () => {
+    const q = new EgressQueue(100, 16, 16);
+    q.push(NONE, 0, rec(30, 1), 30, RecordKind.CONTROL);
+    q.writeAhead(new Uint8Array([0, 12]), 2, estopBytes(1), 12);
+    deepEqual(drain(q, 1000), [0, 12, ...estopBytes(1), ...rec(2, 1)]);
+    deepEqual(drain(q, 1000), Array.from(rec(30, 1).subarray(2, 18)));
+    deepEqual(drain(q, 5), Array.from(rec(30, 1).subarray(18, 23)));
+    deepEqual(drain(q, 1000), Array.from(rec(30, 1).subarray(23)));
+    equal(q.take(1000, 1), 0);
+    throws(() => new EgressQueue(100, 16, 15), (e) => e instanceof RangeError, 'the staging area holds one framed ESTOP at least');
   });
 
   it('puts ESTOP ahead of every queued record', () => {
@@ -125,15 +154,24 @@ describe('tcp egress: EgressQueue', () => {
     equal(q.aheadOut, 2);
   });
 
-  it('goes out when the queue is full; a fifth waiting ESTOP replaces the newest', () => {
+  it('goes out when the queue is full; a fifth waiting ESTOP drops the oldest one not yet started (bindings/link.ts EstopAhead)', () => {
     const q = new EgressQueue(20);
     q.push(NONE, 0, rec(20, 1), 20, RecordKind.DATA);
     ok(!q.fits(1));
-    const e = [1, 2, 3, 4, 5].map(estopBytes);
-    for (const x of e) q.writeAhead(NONE, 0, x, 12);
+    const e = [1, 2, 3, 4, 5, 6].map(estopBytes) as [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array];
+    for (const x of e.slice(0, 5)) q.writeAhead(NONE, 0, x, 12);
     equal(q.aheadWaiting, AHEAD_SLOTS);
     equal(q.aheadReplaced, 1);
-    deepEqual(drain(q), [...(e[0] as Uint8Array), ...(e[1] as Uint8Array), ...(e[2] as Uint8Array), ...(e[4] as Uint8Array), ...rec(20, 1)]);
+    deepEqual(drain(q), [...e[1], ...e[2], ...e[3], ...e[4], ...rec(20, 1)], 'the oldest went; the newest, the latch as it is now, stays');
+    // The one partly handed over is never the one dropped: the next oldest is.
+    q.push(NONE, 0, rec(20, 2), 20, RecordKind.DATA);
+    for (const x of e.slice(0, 4)) q.writeAhead(NONE, 0, x, 12);
+    deepEqual(drain(q, 5), Array.from(e[0].subarray(0, 5)));
+    q.writeAhead(NONE, 0, e[5], 12);
+    equal(q.aheadWaiting, AHEAD_SLOTS);
+    equal(q.aheadReplaced, 2);
+    deepEqual(drain(q), [...e[0].subarray(5), ...e[2], ...e[3], ...e[5], ...rec(20, 2)]);
+    equal(q.aheadOut, 8);
   });
 
   it('drops SAMPLE records older than the budget as it reaches them, only when they would go (§13.6)', () => {
@@ -234,6 +272,7 @@ class Clock {
 class FakeHub {
   readonly frames: Uint8Array[] = [];
   lost = 0;
+  levelChanges = 0;
   attached: Link[] = [];
   attach(link: Link): LinkSink {
     this.attached.push(link);
@@ -243,6 +282,9 @@ class FakeHub {
       },
       lost: () => {
         this.lost++;
+      },
+      levelChanged: () => {
+        this.levelChanges++;
       },
     };
   }
@@ -287,6 +329,10 @@ function data(seq: number): Uint8Array {
   encodeData(w, 10, seq, seq, values, 6, false, 0);
   return w.buf.slice(0, w.pos);
 }
+/** The tags the core hands these frames with (hub/ports.ts Tag): data() and enc'd DATA are channel 10. */
+const DATA = tagOf(FrameType.DATA, 0, 10);
+const SAMPLE = tagOf(FrameType.DATA, Tag.SAMPLE, 10);
+const PONG = tagOf(FrameType.PONG, 0);
 function prefixed(frame: Uint8Array): Uint8Array {
   const out = new Uint8Array(2 + frame.length);
   writeLengthPrefix(frame.length, out, 0);
@@ -315,36 +361,51 @@ describe('tcp egress: TcpLink', () => {
     deepEqual(hub.attached, [link as Link]);
     equal(link.binding, 'tcp');
     equal(link.mtu, MAX_FRAME_BYTES);
-    ok(!link.broadcast);
+    deepEqual({ ...link.caps }, { binding: 'tcp', broadcast: false, datagram: false, mtu: MAX_FRAME_BYTES, writeAheadSlots: AHEAD_SLOTS, ackForm: AckForm.STREAM });
+    ok(Number.isNaN(link.lossRate()), 'a stream measures no loss');
     const f = data(1);
     ok(link.canSend(f.length));
-    link.send(f, f.length);
+    ok(link.send(f, DATA, 1));
     ok(t.kicks > 0);
     equal(link.queuedBytes(), f.length + 2);
     deepEqual(pullFrames(link), [f]);
     equal(link.queuedBytes(), 0);
+    // take: the adapter's own path, `out` exactly what was handed over.
+    const g = data(2);
+    ok(link.send(g, DATA, 2));
+    equal(link.take(1 << 16), g.length + 2);
+    deepEqual(link.out, prefixed(g));
+    equal(link.take(1 << 16), 0);
+    equal(link.out.length, 0, 'an empty take leaves out empty');
   });
 
   it('copies on send: the caller may reuse its buffer at once', () => {
     const { link } = rig();
     const f = data(1);
     const copy = f.slice();
-    link.send(f, f.length);
+    link.send(f, DATA, 1);
     f.fill(0);
     deepEqual(pullFrames(link), [copy]);
   });
 
-  it('says no when a frame does not fit and refuses a send without room', () => {
-    const { link } = rig();
+  it('says no when a frame does not fit: a send without room returns false, queues nothing and reads as a full queue', () => {
+    const { link, t } = rig();
     const f = data(1);
     let n = 0;
     while (link.canSend(f.length)) {
-      link.send(f, f.length);
+      ok(link.send(f, DATA, 1));
       n++;
     }
     equal(n, Math.floor(MIN_QUEUE_BYTES / (f.length + 2)));
-    throws(() => link.send(f, f.length));
     ok(link.occupancy() > 0.95);
+    ok(link.signal() < 1, 'canSend alone refuses nothing');
+    const bytes = link.queuedBytes();
+    const kicks = t.kicks;
+    equal(link.send(f, DATA, 1), false);
+    equal(link.queuedBytes(), bytes, 'a refused frame leaves nothing behind');
+    equal(link.queue.records, n);
+    equal(t.kicks, kicks);
+    equal(link.signal(), SATURATED_SIGNAL, '§13.5.5: the refusal is counted in the detector');
   });
 
   it('stalledMs: how long a backlog has waited with nothing taken; 0 when empty or moving', () => {
@@ -352,10 +413,10 @@ describe('tcp egress: TcpLink', () => {
     equal(link.stalledMs(), 0, 'empty');
     clock.t += 500;
     const f = data(1);
-    link.send(f, f.length);
+    link.send(f, DATA, 1);
     equal(link.stalledMs(), 0, 'the backlog starts now, not when the queue last moved');
     clock.t += 300;
-    link.send(f, f.length);
+    link.send(f, DATA, 1);
     equal(link.stalledMs(), 300);
     const buf = new Uint8Array(8);
     link.pull(buf, 0, 8);
@@ -374,35 +435,40 @@ describe('tcp egress: TcpLink', () => {
   it('feeds the watermark: level 1 after > 50 % for 1 s, 2 after > 90 % for 1 s, back down on drain', () => {
     // The exact window edges are the detector's (test/core/detector tests); here a millisecond
     // either side of each window shows that the link samples its queue and re-judges on level().
-    const { link, clock } = rig();
+    const { link, clock, hub } = rig();
     const f = data(1);
-    while (link.queuedBytes() < MIN_QUEUE_BYTES * 0.6) link.send(f, f.length);
-    equal(link.level(), 0);
+    while (link.queuedBytes() < MIN_QUEUE_BYTES * 0.6) ok(link.send(f, DATA, 1));
+    equal(link.level, 0);
     clock.t += 999;
-    equal(link.level(), 0);
+    equal(link.level, 0);
+    equal(hub.levelChanges, 0);
     clock.t += 2;
-    equal(link.level(), 1, '§10.3: sustained > 50 % over 1 s');
+    equal(link.level, 1, '§10.3: sustained > 50 % over 1 s');
+    equal(hub.levelChanges, 1, 'the new level is reported to the core');
+    equal(link.level, 1);
+    equal(hub.levelChanges, 1, 'once');
     // Filled without asking for more than fits: no frame is turned away (that reads full, below).
-    while (link.queue.fits(f.length + 2)) link.send(f, f.length);
+    while (link.queue.fits(f.length + 2)) ok(link.send(f, DATA, 1));
     ok(link.signal() > 0.9 && link.signal() < 1);
     const full = clock.t;
     link.writeAhead(estopBytes(1));
     clock.t = full + 999;
-    equal(link.level(), 1);
+    equal(link.level, 1);
     clock.t = full + 1001;
-    equal(link.level(), 2, '> 90 % for 1 s');
+    equal(link.level, 2, '> 90 % for 1 s');
     clock.t += 1;
     pullFrames(link);
     equal(link.signal(), 0);
     const drained = clock.t;
     clock.t = drained + 999;
-    equal(link.level(), 2);
+    equal(link.level, 2);
     clock.t = drained + 1001;
-    equal(link.level(), 1, 'below 50 % for 1 s: back to 1');
+    equal(link.level, 1, 'below 50 % for 1 s: back to 1');
     clock.t = drained + 4999;
-    equal(link.level(), 1);
+    equal(link.level, 1);
     clock.t = drained + 5001;
-    equal(link.level(), 0, 'below 20 % for 5 s: clear');
+    equal(link.level, 0, 'below 20 % for 5 s: clear');
+    equal(hub.levelChanges, 4, '0 → 1 → 2 → 1 → 0, each reported');
   });
 
   it('sustained overload on the device’s 6 KiB queue: each pull leaves 76 %, each pull finds it full: level 2 (§13.5.1)', () => {
@@ -417,16 +483,16 @@ describe('tcp egress: TcpLink', () => {
     const t0 = clock.t;
     for (let ms = 1; ms <= 3000; ms++) {
       clock.t = t0 + ms;
-      if (link.canSend(f.length)) link.send(f, f.length);
+      link.send(f, DATA, ms); // refused when it does not fit
       if (ms % 50 === 0) {
         equal(link.pull(seg, 0, seg.length), seg.length);
         if (ms >= 500) trough = Math.min(trough, link.occupancy());
       }
-      if (reached < 0 && link.level() === 2) reached = ms;
+      if (reached < 0 && link.level === 2) reached = ms;
     }
     ok(trough < 0.77, `right after a pull the queue holds ${trough}`);
     ok(reached > 0 && reached <= 1600, `level 2 after ${reached} ms`);
-    equal(link.level(), 2);
+    equal(link.level, 2);
     ok(link.signal() > 0.9, 'every pull finds the queue above 90 %');
   });
 
@@ -439,10 +505,10 @@ describe('tcp egress: TcpLink', () => {
     const t0 = clock.t;
     for (let ms = 1; ms <= 20_000; ms++) {
       clock.t = t0 + ms;
-      if (ms % 400 === 0) while (link.queuedBytes() + f.length + 2 <= 6144 * 0.95) link.send(f, f.length);
+      if (ms % 400 === 0) while (link.queuedBytes() + f.length + 2 <= 6144 * 0.95) ok(link.send(f, DATA, 1), 'the burst fits');
       peak = Math.max(peak, link.occupancy());
       if (ms % 20 === 0) link.pull(seg, 0, seg.length);
-      maxLevel = Math.max(maxLevel, link.level());
+      maxLevel = Math.max(maxLevel, link.level);
     }
     ok(peak > 0.9, `the burst fills the queue to ${peak}`);
     equal(maxLevel, 0);
@@ -451,21 +517,21 @@ describe('tcp egress: TcpLink', () => {
   it('a frame turned away reads as a full queue: saturated, level 2 after 500 ms (§13.5.5)', () => {
     const { link, clock } = rig();
     const big = enc({ type: FrameType.DATA, channelId: 10, seq: 1, t: 1, values: new Array<number>(110).fill(0.1) });
-    while (link.queue.fits(big.length + 2)) link.send(big, big.length);
+    while (link.queue.fits(big.length + 2)) ok(link.send(big, DATA, 1));
     const before = link.signal();
     ok(before < 0.9, `the queue holds ${before}: the next ${big.length}-byte frame does not fit`);
     const t0 = clock.t;
-    ok(!link.canSend(big.length));
+    ok(!link.send(big, DATA, 1));
     equal(link.signal(), 1);
     const seg = new Uint8Array(200);
     for (let ms = 50; ms <= 500; ms += 50) {
       clock.t = t0 + ms - 1;
-      equal(link.level(), 0, `at ${ms - 1} ms`);
+      equal(link.level, 0, `at ${ms - 1} ms`);
       clock.t = t0 + ms;
       link.pull(seg, 0, seg.length); // the socket takes a little, and the core offers again
-      while (link.canSend(big.length)) link.send(big, big.length);
+      while (link.send(big, DATA, 1)); // until one is turned away
     }
-    equal(link.level(), 2, 'every pull found a queue that had turned a frame away');
+    equal(link.level, 2, 'every pull found a queue that had turned a frame away');
     ok(link.occupancy() < 0.9);
   });
 
@@ -474,11 +540,11 @@ describe('tcp egress: TcpLink', () => {
     equal(link.sampleBudgetMs(), SAMPLE_BUDGET_DEFAULT_MS);
     const f = data(1);
     const ackAfter = (ms: number, frames = PROMPT_ACK_FRAMES): void => {
-      for (let i = 0; i < frames; i++) link.send(f, f.length);
+      for (let i = 0; i < frames; i++) link.send(f, DATA, 1);
       pullFrames(link);
       clock.t += ms;
-      const ack = prefixed(enc({ type: FrameType.ACK, acked: link.queue.framesStarted }));
-      link.input(ack, 0, ack.length);
+      // The core decodes the client's ACK (key 28) and hands the count on.
+      link.acked(link.queue.framesStarted);
     };
     ackAfter(12, PROMPT_ACK_FRAMES - 1);
     equal(link.sampleBudgetMs(), SAMPLE_BUDGET_DEFAULT_MS, 'an ACK on the client\'s timer times the client as well: not sampled');
@@ -499,10 +565,10 @@ describe('tcp egress: TcpLink', () => {
     const f = data(1);
     const budget = link.sampleBudgetMs();
     const t0 = clock.t;
-    link.send(f, f.length, SendShed.SAMPLE);
-    link.send(f, f.length, SendShed.NEVER);
+    link.send(f, SAMPLE, 1);
+    link.send(f, DATA, 1);
     clock.t += budget;
-    link.send(data(2), f.length, SendShed.SAMPLE);
+    link.send(data(2), SAMPLE, 2);
     clock.t += 1;
     // The first sample waited budget + 1: dropped. The second is not sheddable; the third waited 1 ms.
     deepEqual(pullFrames(link), [f, data(2)]);
@@ -511,23 +577,23 @@ describe('tcp egress: TcpLink', () => {
     // Stale drops at every take for 500 ms read saturated: level 2, though the queue is empty.
     for (let ms = 0; ms <= 500; ms += 50) {
       clock.t = t0 + budget + 1 + ms;
-      link.send(f, f.length, SendShed.SAMPLE);
+      link.send(f, SAMPLE, 1);
       clock.t += budget + 1;
-      link.send(f, f.length, SendShed.SAMPLE);
+      link.send(f, SAMPLE, 1);
       pullFrames(link);
     }
     equal(link.queuedBytes(), 0);
-    equal(link.level(), 2, 'samples going stale at every take read as a saturated link');
+    equal(link.level, 2, 'samples going stale at every take read as a saturated link');
     // No more drops: after STALE_HOLD_MS the signal is the queue's own, and the level steps down (§10.3).
     const last = clock.t;
     clock.t = last + STALE_HOLD_MS - 1;
-    equal(link.level(), 2);
+    equal(link.level, 2);
     clock.t = last + STALE_HOLD_MS;
-    equal(link.level(), 2, 'the hold is over: the queue (empty) is judged from here');
+    equal(link.level, 2, 'the hold is over: the queue (empty) is judged from here');
     clock.t = last + STALE_HOLD_MS + 999;
-    equal(link.level(), 2);
+    equal(link.level, 2);
     clock.t = last + STALE_HOLD_MS + 1000;
-    equal(link.level(), 1, 'below the congested threshold for 1 s: 2 → 1');
+    equal(link.level, 1, 'below the congested threshold for 1 s: 2 → 1');
   });
 
   it('a message transport gets the very record nextMessageLength sized, though the clock moved on (§13.6)', () => {
@@ -535,10 +601,10 @@ describe('tcp egress: TcpLink', () => {
     const a = data(1);
     const b = data(2);
     const c = enc({ type: FrameType.PONG, t0: 1, t1: 2 });
-    link.send(a, a.length, SendShed.SAMPLE);
+    link.send(a, SAMPLE, 1);
     clock.t += SAMPLE_BUDGET_DEFAULT_MS;
-    link.send(b, b.length, SendShed.SAMPLE);
-    link.send(c, c.length, SendShed.NEVER);
+    link.send(b, SAMPLE, 1);
+    link.send(c, PONG, 0);
     const len = link.nextMessageLength();
     equal(len, a.length, 'A waited exactly the budget: it goes');
     clock.t += 1;
@@ -552,25 +618,25 @@ describe('tcp egress: TcpLink', () => {
   it('a take that only drops stale samples leaves the detector with the queue as it is: an idle link recovers (§13.6)', () => {
     const { link, clock } = rig(LinkFraming.LENGTH_PREFIX, { queueBytes: 8192 });
     const f = data(1);
-    while (link.canSend(f.length)) link.send(f, f.length, SendShed.SAMPLE);
+    while (link.canSend(f.length)) link.send(f, SAMPLE, 1);
     clock.t += SAMPLE_BUDGET_DEFAULT_MS + 1;
     equal(link.pull(new Uint8Array(4096), 0, 4096), 0, 'every sample stale: nothing handed over');
     equal(link.queuedBytes(), 0);
     const dropped = clock.t;
     equal(link.signal(), SATURATED_SIGNAL, 'held full while the drops are fresh');
     clock.t = dropped + STALE_HOLD_MS;
-    link.level();
+    link.level;
     equal(link.signal(), 0, 'then the queue, empty');
     equal(link.occupancy(), 0);
     clock.t = dropped + 60000;
-    equal(link.level(), 0, 'an idle link is not left congested');
+    equal(link.level, 0, 'an idle link is not left congested');
     equal(link.unsent(), link.queue.expired);
   });
 
   it('writes ESTOP ahead, prefixed, even with the queue full', () => {
     const { link } = rig();
     const f = data(7);
-    while (link.canSend(f.length)) link.send(f, f.length);
+    while (link.canSend(f.length)) link.send(f, DATA, 1);
     const e = estopBytes(3);
     link.writeAhead(e);
     const frames = pullFrames(link);
@@ -579,19 +645,22 @@ describe('tcp egress: TcpLink', () => {
     equal(frames.length, 1 + Math.floor(MIN_QUEUE_BYTES / (f.length + 2)));
   });
 
-  it('applies the ack window, the ack lag and RTT once the client acknowledges; ACKs still reach the hub', () => {
+  it('applies the ack window, the ack lag and RTT once the client acknowledges; ACK frames go to the hub, which hands the count on', () => {
     const { link, hub, clock } = rig(LinkFraming.LENGTH_PREFIX, { queueBytes: 65536 });
     const f = data(1);
-    for (let i = 0; i < 300; i++) link.send(f, f.length);
+    for (let i = 0; i < 300; i++) link.send(f, DATA, 1);
     equal(pullFrames(link).length, 300, 'no window before the first ACK');
-    for (let i = 0; i < 300; i++) link.send(f, f.length);
+    for (let i = 0; i < 300; i++) link.send(f, DATA, 1);
     clock.t += 40;
     const ack = prefixed(enc({ type: FrameType.ACK, acked: 290 }));
     link.input(ack, 0, ack.length);
     equal(hub.frames.length, 1);
     equal(decodeFrame(hub.frames[0] as Uint8Array, 0, (hub.frames[0] as Uint8Array).length).type, FrameType.ACK);
+    ok(!link.ackSeen, 'the link leaves the ACK frame to the core, which decodes key 28 and calls acked');
+    equal(link.outstanding(), 300, 'nor counts it as acknowledged');
+    link.acked(290);
     ok(link.ackSeen);
-    equal(link.acked, 290);
+    equal(link.acks.acked, 290);
     equal(link.rtt.rttMs(), 40, 'handed at t, acknowledged at t + 40');
     equal(pullFrames(link).length, DEFAULT_ACK_WINDOW_FRAMES - 10, '10 outstanding, window 128');
     equal(link.outstanding(), DEFAULT_ACK_WINDOW_FRAMES);
@@ -600,28 +669,26 @@ describe('tcp egress: TcpLink', () => {
     equal(pullFrames(link).length, 0);
     // Control frames and ESTOP are not held by the window (they count toward it all the same).
     const ping = enc({ type: FrameType.PONG, t0: 1, t1: 2 });
-    link.send(ping, ping.length);
+    link.send(ping, PONG, 0);
     link.writeAhead(estopBytes(1));
     const e = pullFrames(link);
     deepEqual(e, [estopBytes(1)], 'the ESTOP goes at once; the PONG waits behind DATA, records keep their order');
-    const more = prefixed(enc({ type: FrameType.ACK, acked: 300 }));
-    link.input(more, 0, more.length);
+    link.acked(300);
     equal(pullFrames(link).length, 9, '119 outstanding with the ESTOP: 9 more DATA');
-    const claim = prefixed(enc({ type: FrameType.ACK, acked: 100000 }));
-    link.input(claim, 0, claim.length);
-    equal(link.acked, 300 + DEFAULT_ACK_WINDOW_FRAMES, 'an ACK beyond what was handed over reads as no lag');
+    link.acked(100000);
+    equal(link.acks.acked, 300 + DEFAULT_ACK_WINDOW_FRAMES, 'an ACK beyond what was handed over reads as no lag');
     equal(link.outstanding(), 0);
   });
 
   it('reads the ACK count modulo 2^32', () => {
     const { link } = rig();
     const f = data(1);
-    link.send(f, f.length);
-    link.queue.framesStarted = 0x100000000 + 4;
+    link.send(f, DATA, 1);
+    link.acks.started = 0x100000000 + 4;
     pullFrames(link);
-    const ack = prefixed(enc({ type: FrameType.ACK, acked: 3 }));
-    link.input(ack, 0, ack.length);
-    equal(link.acked, 0x100000000 + 3);
+    equal(link.acks.started, 0x100000000 + 5);
+    link.acked(3);
+    equal(link.acks.acked, 0x100000000 + 3);
     equal(link.outstanding(), 2);
   });
 
@@ -665,6 +732,9 @@ describe('tcp egress: TcpLink', () => {
     equal(a.hub.lost, 1);
     ok(a.link.closed);
     ok(!a.link.canSend(1));
+    const f = data(1);
+    equal(a.link.send(f, DATA, 1), false, 'a closed link queues nothing');
+    equal(a.link.queuedBytes(), 0);
     const b = rig();
     b.link.close();
     deepEqual(b.t.closes, [1000]);
@@ -677,7 +747,7 @@ describe('tcp egress: TcpLink over messages (ws on the host)', () => {
   it('one record per message, no header; ESTOP first', () => {
     const { link } = rig(LinkFraming.MESSAGE);
     const f = data(1);
-    link.send(f, f.length);
+    link.send(f, DATA, 1);
     link.writeAhead(estopBytes(9));
     equal(link.nextMessageLength(), 12);
     const buf = new Uint8Array(12);
@@ -740,6 +810,7 @@ describe('tcp egress: TcpLink speaking WebSocket itself (the device)', () => {
     const { link, hub } = rig(LinkFraming.WS_SERVER, { sha1: fakeSha1 });
     equal(hub.attached.length, 0, 'not attached before the upgrade');
     ok(!link.canSend(1));
+    equal(link.send(data(1), DATA, 1), false, 'nothing is queued before the upgrade');
     const req = ascii(REQUEST);
     const ping = enc({ type: FrameType.PING, t0: 3 });
     const both = new Uint8Array([...req, ...masked(WsOpcode.BINARY, ping)]);
@@ -748,7 +819,7 @@ describe('tcp egress: TcpLink speaking WebSocket itself (the device)', () => {
     deepEqual(hub.frames, [ping]);
     equal(text(pullAll(link)), 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n');
     const f = data(2);
-    link.send(f, f.length);
+    link.send(f, DATA, 1);
     link.writeAhead(estopBytes(4));
     deepEqual(pullAll(link), new Uint8Array([0x82, 12, ...estopBytes(4), 0x82, f.length, ...f]));
   });
@@ -1032,8 +1103,8 @@ describe('tcp egress: the client’s ACK count against the link’s (§13.2, key
           fx.hub.tick();
         }
         await settleAll();
-        maxLag = Math.max(maxLag, mem.link.detector.lag());
-        maxLevel = Math.max(maxLevel, mem.link.level());
+        maxLag = Math.max(maxLag, mem.link.ackLag());
+        maxLevel = Math.max(maxLevel, mem.link.level);
       }
     };
     const connected = client.connect();

@@ -11,6 +11,7 @@ import { crc16 } from '../../hub/crc16.js';
 import { CREDENTIALS_KEY, decodeCredentials, encodeCredentials, MAX_CREDENTIALS } from '../../hub/credentials.js';
 import { EstopSource } from '../../hub/estop-frame.js';
 import { Nack } from '../../hub/nack.js';
+import type { SampleBlock } from '../../hub/ports.js';
 import { DeviceConfigError, DEVICE_DEFAULTS, resolveDeviceConfig, WifiMode } from '../../device/config.js';
 import {
   ROBOT_FRAME_OVERHEAD,
@@ -27,6 +28,9 @@ import {
 import { PreferenceStore, STORE_VALUE_MAX_BYTES, StoreError, type PreferenceApi } from '../../device/store.js';
 import { GattConnection, type GattPeer } from '../../bindings/ble/gatt-connection.js';
 import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BleLink } from '../../bindings/ble/link.js';
+import { FragmentPosition, header } from '../../bindings/ble/fragment.js';
+import { FrameType } from '../../hub/frames.js';
+import { tagOf } from '../../hub/ports.js';
 import { makeHub, VirtualClock } from '../lib/hub-fixture.js';
 import { deviceHubWiring, HEAP_COUNTERS, type InstrumentationApi } from '../../device/wiring.js';
 
@@ -40,6 +44,18 @@ function problemsOf(raw: Record<string, unknown>): readonly string[] {
     return e.problems;
   }
   return [];
+}
+
+
+/** Samples as the robot port receives them (hub/ports.ts SampleBlock). */
+function blockOf(samples: number[][]): SampleBlock {
+  const width = samples.length > 0 ? (samples[0] as number[]).length : 0;
+  return { count: samples.length, width, numbers: Float64Array.from(samples.flat()) };
+}
+
+/** One sample [t, v…] through the encoder. */
+function encPublish(enc: { publish(ch: number, numbers: ArrayLike<number>, at: number, width: number): number }, channelId: number, sample: number[]): number {
+  return enc.publish(channelId, sample, 0, sample.length);
 }
 
 describe('device/config: the device configuration', () => {
@@ -252,7 +268,7 @@ describe('device/robot-link: the serial framing', () => {
 
   it('encodes a published sample as t (f64) then float32 values, little-endian', () => {
     const enc = new RobotEncoder();
-    const n = enc.publish(30, [1234.5, 0.25, -2]);
+    const n = encPublish(enc, 30, [1234.5, 0.25, -2]);
     const [f] = decodeAll(Array.from(enc.buf.subarray(0, n)));
     assert.equal(f?.type, RobotFrameType.PUBLISH);
     const p = Uint8Array.from(f?.payload ?? []);
@@ -262,7 +278,7 @@ describe('device/robot-link: the serial framing', () => {
     assert.equal(v.getFloat64(2, true), 1234.5);
     assert.equal(v.getFloat32(10, true), 0.25);
     assert.equal(v.getFloat32(14, true), -2);
-    assert.equal(enc.publish(30, [0, ...new Array<number>(62).fill(1)]), -1, '2 + 8 + 4 × 62 > 255');
+    assert.equal(encPublish(enc, 30, [0, ...new Array<number>(62).fill(1)]), -1, '2 + 8 + 4 × 62 > 255');
   });
 
   it('encodes intent arguments as tagged numbers and texts, and refuses what one frame cannot hold', () => {
@@ -277,7 +293,7 @@ describe('device/robot-link: the serial framing', () => {
 
   it('reads frames split anywhere, one byte at a time included', () => {
     const enc = new RobotEncoder();
-    const bytes = [0x00, 0x13, ...enc.buf.subarray(0, enc.stop(2)), ...enc.buf.subarray(0, enc.release()), ...enc.buf.subarray(0, enc.publish(31, [5, 1, 2]))];
+    const bytes = [0x00, 0x13, ...enc.buf.subarray(0, enc.stop(2)), ...enc.buf.subarray(0, enc.release()), ...enc.buf.subarray(0, encPublish(enc, 31, [5, 1, 2]))];
     const whole = decodeAll(bytes);
     assert.deepEqual(
       whole.map((f) => f.type),
@@ -300,7 +316,7 @@ describe('device/robot-link: the serial framing', () => {
 
   it('drops a damaged frame and still finds the frame that a sync byte inside it hides', () => {
     const enc = new RobotEncoder();
-    const good = Array.from(enc.buf.subarray(0, enc.publish(31, [1, 2])));
+    const good = Array.from(enc.buf.subarray(0, encPublish(enc, 31, [1, 2])));
     // A damaged frame whose length byte swallows the good frame that follows it.
     const bad = [ROBOT_SYNC, RobotFrameType.SAMPLE, 12, 0x00];
     const f = new Frames();
@@ -331,7 +347,7 @@ describe('device/robot-link: the serial framing', () => {
     };
     for (let run = 0; run < 200; run++) {
       const noise = Array.from({ length: rnd(40) }, () => (rnd(4) === 0 ? ROBOT_SYNC : rnd(256)));
-      const good = Array.from(enc.buf.subarray(0, enc.publish(30 + rnd(5), [rnd(1000), rnd(7), rnd(9)])));
+      const good = Array.from(enc.buf.subarray(0, encPublish(enc, 30 + rnd(5), [rnd(1000), rnd(7), rnd(9)])));
       const got = decodeAll([...noise, ...good, ...new Array<number>(ROBOT_FRAME_OVERHEAD + 255).fill(0)]);
       assert.ok(got.some((g) => g.type === RobotFrameType.PUBLISH && g.payload.length === good.length - ROBOT_FRAME_OVERHEAD && g.payload.every((x, i) => x === good[3 + i])), `run ${run}`);
     }
@@ -354,10 +370,10 @@ describe('device/robot-link: the robot port', () => {
   it('sends STOP ahead of every queued publication, after the frame already begun', () => {
     const tx = new FakeTx(10);
     const port = new RobotLink({ line: new FakeLine(), tx });
-    port.publish(30, [
+    port.publish(30, blockOf([
       [1, 0.5, 0.5],
       [2, 0.5, 0.5],
-    ]);
+    ]));
     assert.equal(tx.out.length, 10, 'the first frame is begun');
     port.stop(EstopSource.CLIENT);
     tx.free = 1000;
@@ -374,11 +390,11 @@ describe('device/robot-link: the robot port', () => {
     const tx = new FakeTx(0);
     // Two 23-byte samples fit 60 bytes; a third does not, nor a 16-byte intent after them.
     const port = new RobotLink({ line: new FakeLine(), tx, queueBytes: 60 });
-    port.publish(30, [
+    port.publish(30, blockOf([
       [1, 1, 1],
       [2, 2, 2],
       [3, 3, 3],
-    ]);
+    ]));
     assert.equal(port.counters.published, 2);
     assert.equal(port.counters.publishDrops, 1);
     assert.equal(port.intent(41, [1]), Nack.HUB_PRESSURE);
@@ -389,7 +405,7 @@ describe('device/robot-link: the robot port', () => {
     assert.equal(decodeAll(tx.out).length, 3);
     const lineOnly = new RobotLink({ line: new FakeLine(), tx: null });
     assert.equal(lineOnly.intent(41, []), Nack.NOT_READY);
-    lineOnly.publish(30, [[1, 1, 1]]);
+    lineOnly.publish(30, blockOf([[1, 1, 1]]));
     assert.equal(lineOnly.counters.publishDrops, 1);
   });
 
@@ -545,6 +561,9 @@ describe('device/wiring: what the device entry hands the hub', () => {
 
 interface NotifyCall {
   readonly characteristic: unknown;
+  /** What notify was handed, as it was handed (the stack reads it during the call). */
+  readonly value: ArrayBuffer | Uint8Array;
+  /** Its bytes at the call: what the stack copies. */
   readonly bytes: Uint8Array;
   readonly callback: (status: number) => void;
 }
@@ -554,13 +573,16 @@ class FakeGattPeer implements GattPeer<object> {
   readonly maximumWrite = 20;
   readonly calls: NotifyCall[] = [];
   closed = false;
-  notify(characteristic: object, value: ArrayBuffer, callback: (status: number) => void): void {
-    this.calls.push({ characteristic, bytes: new Uint8Array(value.slice(0)), callback });
+  notify(characteristic: object, value: ArrayBuffer | Uint8Array, callback: (status: number) => void): void {
+    this.calls.push({ characteristic, value, bytes: value instanceof ArrayBuffer ? new Uint8Array(value.slice(0)) : value.slice(), callback });
   }
   close(): void {
     this.closed = true;
   }
 }
+
+/** A frame the link may not drop (hub/ports.ts Tag): the tests pace the queue, not the budget. */
+const KEEP = tagOf(FrameType.DATA, 0, 1);
 
 function gattLink(): { peer: FakeGattPeer; conn: GattConnection<object, FakeGattPeer>; link: BleLink; clock: VirtualClock } {
   const { hub, clock } = makeHub();
@@ -574,11 +596,17 @@ function gattLink(): { peer: FakeGattPeer; conn: GattConnection<object, FakeGatt
 describe('bindings/ble/gatt-connection: notify completions pace the queue', () => {
   it('hands notify a completion as its third argument, one per connection, and its status releases the slot', () => {
     const { peer, conn, link, clock } = gattLink();
-    link.send(new Uint8Array(19).fill(1), 19);
-    link.send(new Uint8Array(19).fill(2), 19);
+    assert.ok(link.send(new Uint8Array(19).fill(1), KEEP, 0));
+    assert.ok(link.send(new Uint8Array(19).fill(2), KEEP, 0));
     assert.equal(peer.calls.length, 1, 'one notification in flight');
     const first = peer.calls[0] as NotifyCall;
     assert.equal(first.characteristic, conn.characteristic);
+    // The view the link handed out goes to the stack as it is: exactly the notification (one
+    // ONLY fragment: the header, then the 19 frame bytes), nothing copied or resized here.
+    assert.equal(first.value, link.queue.out, 'the link’s own view, passed straight on');
+    assert.ok(first.value instanceof Uint8Array);
+    assert.equal(first.value.byteLength, 20);
+    assert.deepEqual(first.bytes, Uint8Array.from([header(FragmentPosition.ONLY, 0), ...new Uint8Array(19).fill(1)]));
     assert.equal(typeof first.callback, 'function');
     assert.equal(first.callback, conn.completed, 'the callback the connection keeps referenced');
     assert.ok(link.queue.inFlight);
@@ -586,6 +614,8 @@ describe('bindings/ble/gatt-connection: notify completions pace the queue', () =
     first.callback(0);
     assert.equal(peer.calls.length, 2, 'the completion handed out the next notification');
     assert.equal((peer.calls[1] as NotifyCall).callback, first.callback, 'the same function for every notification');
+    assert.equal((peer.calls[1] as NotifyCall).value, first.value, 'the same view every time, now exactly the next notification');
+    assert.deepEqual((peer.calls[1] as NotifyCall).bytes, Uint8Array.from([header(FragmentPosition.ONLY, 1), ...new Uint8Array(19).fill(2)]));
     assert.equal(link.queue.counters.completed, 1);
     (peer.calls[1] as NotifyCall).callback(0);
     assert.ok(!link.queue.inFlight);
@@ -596,13 +626,14 @@ describe('bindings/ble/gatt-connection: notify completions pace the queue', () =
 
   it('fails a notification on a nonzero status and retries it; counts one done by the timeout only when no completion comes', () => {
     const { peer, link, clock } = gattLink();
-    link.send(new Uint8Array(19).fill(3), 19);
-    link.send(new Uint8Array(19).fill(4), 19);
+    assert.ok(link.send(new Uint8Array(19).fill(3), KEEP, 0));
+    assert.ok(link.send(new Uint8Array(19).fill(4), KEEP, 0));
     (peer.calls[0] as NotifyCall).callback(6); // BLE_HS_ENOMEM
     clock.advance(BLE_NOTIFY_RETRY_MS);
     link.tick();
     assert.equal(peer.calls.length, 2);
     assert.deepEqual((peer.calls[1] as NotifyCall).bytes, (peer.calls[0] as NotifyCall).bytes, 'the failed notification again');
+    assert.equal((peer.calls[1] as NotifyCall).value.byteLength, 20, 'exactly the notification, not the staging area');
     clock.advance(BLE_NOTIFY_TIMEOUT_MS - 1);
     link.tick();
     assert.equal(peer.calls.length, 2, 'still waiting for the completion');

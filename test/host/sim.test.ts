@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { loadCatalog } from '../../catalog/index.js';
 import { DEFAULT_CATALOG } from '../../catalog/default.js';
 import { CborWriter } from '../../hub/cbor.js';
-import { encodeData, encodeFrame } from '../../hub/frames.js';
-import type { Link } from '../../hub/ports.js';
+import { encodeData, encodeFrame, FrameType } from '../../hub/frames.js';
+import { AckForm, Tag, tagOf, tagType, type Link } from '../../hub/ports.js';
 import { Kernel, Prng } from '../../host-sim/kernel.js';
 import { BLE_DEFAULTS, TCP_DEFAULTS } from '../../host-sim/links/index.js';
 import { DataHead, LATE_EXAMPLES_PER_LINK, LinkTap, readDataHead } from '../../host-sim/links/tap.js';
@@ -138,16 +138,20 @@ describe('simulator kernel', () => {
 describe('simulator invariant checks (the tap)', () => {
   const sent: number[] = [];
   const inner: Link = {
-    binding: 'test',
-    mtu: 1024,
-    broadcast: false,
-    canSend: () => true,
-    send: (_f, n) => void sent.push(n),
+    caps: Object.freeze({ binding: 'test', broadcast: false, datagram: false, mtu: 1024, writeAheadSlots: 4, ackForm: AckForm.STREAM }),
+    level: 0,
+    send: (f) => {
+      sent.push(f.length);
+      return true;
+    },
     writeAhead: () => undefined,
-    level: () => 0,
+    acked: () => undefined,
+    granted: () => undefined,
     estimate: () => ({ throughputBps: 0, rttMs: 0 }),
     occupancy: () => 0,
     stalledMs: () => 0,
+    ackLag: () => 0,
+    lossRate: () => NaN,
     close: () => undefined,
   };
   const ctx = { estopBoundMs: () => 10, impairedNow: () => false, idleDeliveryMs: () => 5, judgeable: () => true };
@@ -155,8 +159,9 @@ describe('simulator invariant checks (the tap)', () => {
   const values = new Float64Array([1.5, -2, 0.1, 0, 0, 0]);
   function data(tap: LinkTap, name: string, seq: number, t: number, gap = false, dropped = 0): void {
     w.reset();
-    encodeData(w, catalog.byName(name)!.id, seq, t, values, catalog.byName(name)!.fieldCount, gap, dropped);
-    tap.send(w.buf, w.pos);
+    const ch = catalog.byName(name)!;
+    encodeData(w, ch.id, seq, t, values, ch.fieldCount, gap, dropped);
+    tap.send(w.buf.subarray(0, w.pos), tagOf(FrameType.DATA, ch.critical ? Tag.CRITICAL : 0, ch.id), seq);
   }
   function tapAt(ms: number): { tap: LinkTap; kernel: Kernel } {
     const kernel = new Kernel(1);
@@ -217,7 +222,7 @@ describe('simulator invariant checks (the tap)', () => {
     const ev = (seq: number, dropped: number): void => {
       w.reset();
       encodeFrame({ type: 7, channelId: 20, seq, t: 90, values: [1, 2], ...(dropped > 0 ? { dropped } : {}) }, w);
-      tap.send(w.buf, w.pos);
+      tap.send(w.buf.subarray(0, w.pos), tagOf(FrameType.DATA, 0, 20), seq);
     };
     ev(1, 0);
     ev(4, 2);
@@ -332,13 +337,13 @@ describe('simulator: sampleLate end to end', function () {
         onTap: (tap) => {
           const link = tap.inner;
           const send = link.send.bind(link);
-          link.send = (frame, length, shed) => {
-            if (sim.nowMs >= fromMs && readDataHead(frame, length, h) && h.channelId === imu) {
-              const copy = frame.slice(0, length);
-              sim.kernel.timeout(holdMs * 1000, () => send(copy, length, shed));
-              return;
+          link.send = (frame, tag, seq) => {
+            if (sim.nowMs >= fromMs && tagType(tag) === FrameType.DATA && readDataHead(frame, frame.length, h) && h.channelId === imu) {
+              const copy = frame.slice();
+              sim.kernel.timeout(holdMs * 1000, () => void send(copy, tag, seq));
+              return true;
             }
-            send(frame, length, shed);
+            return send(frame, tag, seq);
           };
         },
       },

@@ -195,9 +195,9 @@ describe('soak: the added checks fire when what they guard breaks', function () 
     const inv = await runWith({
       onTap: (tap) => {
         const send = tap.send.bind(tap);
-        tap.send = (f, n) => {
-          if (tap.id === 'a#1' && peekFrameType(f, 0, n) === FrameType.GRANT) grants++;
-          send(f, n);
+        tap.send = (f, tag, seq) => {
+          if (tap.id === 'a#1' && peekFrameType(f, 0, f.length) === FrameType.GRANT) grants++;
+          return send(f, tag, seq);
         };
       },
     });
@@ -209,9 +209,10 @@ describe('soak: the added checks fire when what they guard breaks', function () 
     const inv = await runWith({
       onTap: (tap) => {
         const send = tap.send.bind(tap);
-        tap.send = (f, n) => {
-          if (tap.id === 'a#1' && peekFrameType(f, 0, n) === FrameType.GRANT) return;
-          send(f, n);
+        tap.send = (f, tag, seq) => {
+          // Taken, as far as the hub can tell, and never passed on.
+          if (tap.id === 'a#1' && peekFrameType(f, 0, f.length) === FrameType.GRANT) return true;
+          return send(f, tag, seq);
         };
       },
     });

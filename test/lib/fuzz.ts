@@ -49,7 +49,7 @@ import {
 } from '../../hub/frames.js';
 import { Hub, type HubConfig, type SubView } from '../../hub/hub.js';
 import { Nack } from '../../hub/nack.js';
-import type { Link, LinkEstimate, LinkSink, Log, RobotPort } from '../../hub/ports.js';
+import { AckForm, Tag, tagChannel, tagType, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink, type Log, type RobotPort, type SampleBlock } from '../../hub/ports.js';
 import { SessionState } from '../../hub/session.js';
 import { MALFORMED_CLOSE_PER_S, STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
 import type { HubAttach } from '../../bindings/link.js';
@@ -589,19 +589,26 @@ export class CheckingRobot implements RobotPort {
   release(): void {
     this.releases++;
   }
-  publish(channelId: number, samples: readonly (readonly number[])[]): void {
+  publish(channelId: number, samples: SampleBlock): void {
     this.published++;
     const ch = this.catalog.byId(channelId);
     if (!ch || ch.direction !== Direction.publication || ch.cls === ChannelClass.INTENT) {
       this.problems.push(`robot.publish on channel ${channelId}, which is no publication stream`);
       return;
     }
-    if (samples.length < 1 || samples.length > 32) this.problems.push(`robot.publish with ${samples.length} samples`);
-    for (const s of samples) {
-      if (s.length !== ch.fieldCount + 1) this.problems.push(`robot.publish sample of width ${s.length} on ${ch.name} (${ch.fieldCount} fields)`);
-      const t = s[0] as number;
-      if (!(Number.isSafeInteger(t) && t >= 0)) this.problems.push(`robot.publish sample time ${t}`);
-      for (let i = 1; i < s.length; i++) if (!Number.isFinite(s[i] as number)) this.problems.push(`robot.publish non-finite value ${s[i]}`);
+    const { count, width, numbers } = samples;
+    if (!(Number.isInteger(count) && count >= 1 && count <= 32)) this.problems.push(`robot.publish with ${count} samples`);
+    if (width !== ch.fieldCount + 1) this.problems.push(`robot.publish samples of width ${width} on ${ch.name} (${ch.fieldCount} fields)`);
+    if (!(count * width <= numbers.length)) this.problems.push(`robot.publish block of ${count} × ${width} numbers in ${numbers.length}`);
+    else {
+      for (let k = 0; k < count; k++) {
+        const t = numbers[k * width] as number;
+        if (!(Number.isSafeInteger(t) && t >= 0)) this.problems.push(`robot.publish sample time ${t}`);
+        for (let i = 1; i < width; i++) {
+          const v = numbers[k * width + i] as number;
+          if (!Number.isFinite(v)) this.problems.push(`robot.publish non-finite value ${v}`);
+        }
+      }
     }
     const hub = this.hub;
     if (ch.motion && hub && hub.latch.latched) this.problems.push(`motion publication on ${ch.name} while latched`);
@@ -670,6 +677,9 @@ export function spyAttach(hub: Hub, spy: Spy): HubAttach {
         lost(): void {
           sink.lost();
         },
+        levelChanged(): void {
+          sink.levelChanged();
+        },
       };
     },
   };
@@ -711,6 +721,27 @@ export function checkHubFrame(bytes: Uint8Array, start: number, end: number, whe
   }
   if (((FRAME_DIRECTION[f.type] ?? 0) & FROM_HUB) === 0) violate('egress-valid', `${where}: the hub sent frame type ${f.type}, which only clients send`);
   return { estop: null, frame: f, bytes: b };
+}
+
+/**
+ * The send contract (hub/ports.ts `Tag`): what the core says of a frame it hands `Link.send`
+ * agrees with the frame. ESTOP frames go only by `writeAhead`; the tag carries the frame's type,
+ * a DATA frame's channel (0 for every other frame) and SHARED only on DATA; `seq` is the DATA
+ * frame's own sequence, or 0 (a frame handed on from the never-shed queue carries no push).
+ */
+export function checkSend(r: Received, tag: number, seq: number, where: string): void {
+  if (r.estop) violate('egress-valid', `${where}: an ESTOP frame handed to send (ESTOP frames go by writeAhead)`);
+  const f = r.frame as Frame;
+  if (tagType(tag) !== f.type) violate('egress-valid', `${where}: a frame of type ${f.type} sent with tag type ${tagType(tag)} (tag 0x${tag.toString(16)})`);
+  if (f.type === FrameType.DATA) {
+    if (tagChannel(tag) !== f.channelId) violate('egress-valid', `${where}: DATA on channel ${f.channelId} sent with tag channel ${tagChannel(tag)}`);
+    if (seq !== 0 && seq !== f.seq) violate('egress-valid', `${where}: DATA seq ${f.seq} sent with push seq ${seq}`);
+  } else {
+    if (tagChannel(tag) !== 0) violate('egress-valid', `${where}: a frame of type ${f.type} sent with tag channel ${tagChannel(tag)}`);
+    if ((tag & Tag.SHARED) !== 0) violate('egress-valid', `${where}: a frame of type ${f.type} tagged SHARED`);
+    if (seq !== 0) violate('egress-valid', `${where}: a frame of type ${f.type} sent with push seq ${seq}`);
+  }
+  if ((tag & ~(Tag.TYPE | Tag.SAMPLE | Tag.VALUE | Tag.CRITICAL | Tag.SHARED | (0xff << Tag.CHANNEL_SHIFT))) !== 0) violate('egress-valid', `${where}: tag 0x${tag.toString(16)} has unknown bits`);
 }
 
 /** Per-client bookkeeping of what the hub sent: context updates and the rate invariants. */
@@ -802,24 +833,24 @@ class ReceiveBook {
  * The same class serves hub A and hub B, so the two recordings can be compared.
  */
 class ObserverLink implements Link {
-  readonly binding = 'observer';
-  readonly mtu = MAX_FRAME_BYTES;
-  readonly broadcast = false;
+  readonly caps: LinkCaps = Object.freeze({ binding: 'observer', broadcast: false, datagram: false, mtu: MAX_FRAME_BYTES, writeAheadSlots: 4, ackForm: AckForm.STREAM });
+  /** Unbounded and clear: the level never changes. */
+  readonly level = 0;
   closed = false;
   /** CBOR frames of this step, in order. */
   frames: Received[] = [];
   /** ESTOP frames of this step, in order. */
   estops: EstopFrame[] = [];
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
-  canSend(_length: number): boolean {
-    return !this.closed;
-  }
-  send(frame: Uint8Array, length: number): void {
+  send(frame: Uint8Array, tag: number, seq: number): boolean {
+    if (this.closed) return false;
     guard(() => {
-      const r = checkHubFrame(frame, 0, length, 'observer');
+      const r = checkHubFrame(frame, 0, frame.length, 'observer');
+      checkSend(r, tag, seq, 'observer');
       if (r.estop) this.estops.push(r.estop);
       else this.frames.push(r);
     });
+    return true;
   }
   writeAhead(frame: Uint8Array): void {
     guard(() => {
@@ -828,9 +859,8 @@ class ObserverLink implements Link {
       this.estops.push(r.estop);
     });
   }
-  level(): number {
-    return 0;
-  }
+  acked(_count: number): void {}
+  granted(_grants: GrantSet): void {}
   estimate(): LinkEstimate {
     return this.est;
   }
@@ -839,6 +869,12 @@ class ObserverLink implements Link {
   }
   stalledMs(): number {
     return 0;
+  }
+  ackLag(): number {
+    return 0;
+  }
+  lossRate(): number {
+    return NaN;
   }
   close(): void {
     this.closed = true;
@@ -895,13 +931,15 @@ interface HarnessEnv {
 
 /** A link straight onto the core's LinkSink: capacity, level and reading as the episode sets them. */
 class CoreLink implements Link {
-  readonly binding = 'core';
-  readonly mtu: number;
-  readonly broadcast = false;
-  lvl = 0;
+  readonly caps: LinkCaps;
+  private lvlNow = 0;
+  /** The hub's sink, told when the episode changes the level (LinkSink.levelChanged). */
+  sink: LinkSink | null = null;
   closed = false;
   queued: Uint8Array[] = [];
   queuedBytes = 0;
+  /** Frames send turned away for want of room. */
+  refused = 0;
   /** When the client last read, or a backlog last started (Link.stalledMs). */
   movedAt = 0;
   /** True while the core handles one of this client's inputs. */
@@ -911,30 +949,43 @@ class CoreLink implements Link {
     readonly capacity: number,
     mtu: number,
     private readonly clock: VirtualClock,
-    private readonly onSend: (bytes: Uint8Array, length: number) => void,
+    private readonly onSend: (bytes: Uint8Array, tag: number, seq: number) => void,
   ) {
-    this.mtu = mtu;
+    this.caps = Object.freeze({ binding: 'core', broadcast: false, datagram: false, mtu, writeAheadSlots: 4, ackForm: AckForm.STREAM });
     this.movedAt = clock.now();
   }
-  canSend(length: number): boolean {
-    return !this.closed && this.queuedBytes + length <= this.capacity;
+  get level(): number {
+    return this.lvlNow;
   }
-  send(frame: Uint8Array, length: number): void {
-    if (!this.canSend(length)) {
-      guard(() => violate('egress-valid', 'core link: send without room (the core must ask canSend first)'));
-      return;
+  /** Sets the level as a binding would judge it, and tells the core of a change. */
+  set lvl(v: number) {
+    if (v === this.lvlNow) return;
+    this.lvlNow = v;
+    if (this.sink) this.sink.levelChanged();
+  }
+  /** The send contract (hub/ports.ts): no room, nothing queued, false; never a throw. */
+  send(frame: Uint8Array, tag: number, seq: number): boolean {
+    if (this.closed || this.queuedBytes + frame.length > this.capacity) {
+      this.refused++;
+      return false;
     }
-    guard(() => this.onSend(frame, length));
+    guard(() => this.onSend(frame, tag, seq));
     if (this.queued.length === 0) this.movedAt = this.clock.now();
-    this.queued.push(frame.slice(0, length));
-    this.queuedBytes += length;
+    this.queued.push(frame.slice());
+    this.queuedBytes += frame.length;
+    return true;
   }
   writeAhead(frame: Uint8Array): void {
     if (this.closed) return;
     this.queued.unshift(frame.slice());
   }
-  level(): number {
-    return this.lvl;
+  acked(_count: number): void {}
+  granted(_grants: GrantSet): void {}
+  ackLag(): number {
+    return 0;
+  }
+  lossRate(): number {
+    return NaN;
   }
   estimate(): LinkEstimate {
     return this.est;
@@ -961,18 +1012,20 @@ class CoreHarness implements Harness {
     const capacity = rng.pick([1 << 20, 4096, 700, 300]);
     const mtu = rng.pick([MAX_FRAME_BYTES, MAX_DATAGRAM_FRAME]);
     let sink: LinkSink | null = null;
-    const link: CoreLink = new CoreLink(capacity, mtu, env.clock, (bytes, length) => {
+    const link: CoreLink = new CoreLink(capacity, mtu, env.clock, (bytes, tag, seq) => {
       // Checked when handed over, so that the throttles are judged at the hub's own times.
       // A frame handed over while the core answers an input is timed then: the hub counted its
       // cause at that instant. One that waited in the never-shed queue (a link without room) is
       // handed over at a later tick, its cause's instant unknown here: it is not timed (NaN).
-      const r = checkHubFrame(bytes, 0, length, 'core link');
+      const r = checkHubFrame(bytes, 0, bytes.length, 'core link');
+      checkSend(r, tag, seq, 'core link');
       const at = link.answering ? env.clock.now() : NaN;
       if (tracer && r.frame) trace(`    ${book.label} ⇐ ${describeFrame(r.frame)} handed over at t=${env.clock.now()}${link.answering ? '' : ' (from the never-shed queue)'}`);
       if (r.frame) book.countMalformed(r.frame, at, () => link.closed);
       if (r.frame && r.frame.type === FrameType.NACK && r.frame.code === Nack.RATE_LIMITED) book.take(r, at, true);
     });
     sink = env.attach.attach(link);
+    link.sink = sink;
     const s = sink;
     return {
       book,
@@ -1556,7 +1609,6 @@ class EspNowHarness implements Harness {
       clock: env.clock,
       radio: this.radio,
       attach: (link) => env.attach.attach(link),
-      catalog: env.catalog,
       broadcast: env.rng.chance(0.5),
       queueBytes: env.rng.pick([1024, 600]),
     });

@@ -7,7 +7,7 @@ import { saveCredentials } from '../../hub/credentials.js';
 import { encodeEstop, ESTOP_FRAME_BYTES, EstopKind, EstopSource } from '../../hub/estop-frame.js';
 import { encodeFrame, FrameType, PROTOCOL_VERSION, type Frame, type HelloFrame, type NackFrame, type WelcomeFrame } from '../../hub/frames.js';
 import { Hub, type HubConfig } from '../../hub/hub.js';
-import type { Clock, LinkSink, Random, RobotPort, Store } from '../../hub/ports.js';
+import type { Clock, LinkSink, Random, RobotPort, SampleBlock, Store } from '../../hub/ports.js';
 import { fail } from './assert.js';
 import { TestLink } from './test-link.js';
 
@@ -65,13 +65,20 @@ export class RecordingRobot implements RobotPort {
   release(): void {
     this.releases++;
   }
-  publish(channelId: number, samples: readonly (readonly number[])[]): void {
-    this.published.push({ channelId, samples: samples.map((s) => s.slice()) });
+  publish(channelId: number, samples: SampleBlock): void {
+    this.published.push({ channelId, samples: samplesOf(samples) });
   }
   intent(channelId: number, args: readonly (number | string)[]): number {
     this.intents.push({ channelId, args: args.slice() });
     return this.intentResult;
   }
+}
+
+/** The samples of a block as arrays [t, v1, …] (a copy: the block is the hub's, reused). */
+export function samplesOf(block: SampleBlock): number[][] {
+  const out: number[][] = [];
+  for (let i = 0; i < block.count; i++) out.push(Array.from(block.numbers.subarray(i * block.width, (i + 1) * block.width)));
+  return out;
 }
 
 export class TestClient {

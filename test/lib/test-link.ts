@@ -3,7 +3,8 @@
 // with the write-ahead ESTOP frames in the same sequence so that overtaking is observable.
 import { decodeEstop, isEstopFrame } from '../../hub/estop-frame.js';
 import { decodeFrame, type Frame } from '../../hub/frames.js';
-import type { Link, LinkEstimate, LinkSink } from '../../hub/ports.js';
+import { AckForm, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
+import { AckCounter } from '../../bindings/link.js';
 
 export interface Written {
   readonly kind: 'frame' | 'estop';
@@ -12,41 +13,79 @@ export interface Written {
 }
 
 export class TestLink implements Link {
-  readonly binding: string;
-  readonly mtu: number;
-  readonly broadcast = false;
-  lvl = 0;
+  readonly caps: LinkCaps;
+  private lvlNow = 0;
   /** Bytes the egress queue holds at most; `queued` bytes are waiting. */
   capacity: number;
   queued: Uint8Array[] = [];
+  /** The tag and push sequence each queued frame was handed with, in the same order. */
+  readonly tags: number[] = [];
+  readonly seqs: number[] = [];
   queuedBytes = 0;
   /** Everything the client has received, in order (drain() moves queued frames here). */
   readonly received: Written[] = [];
   est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
   closed = false;
   sink: LinkSink | null = null;
+  /** What the hub handed and what the client acknowledged (the binding's count, bindings/link.ts). */
+  readonly acks = new AckCounter();
+  /** The grants the hub last stated to this link (Link.granted), as [channelId, grantedHz, priority]. */
+  lastGrants: [number, number, number][] | null = null;
 
   constructor(binding = 'test', capacity = 1 << 20, mtu = 1024) {
-    this.binding = binding;
     this.capacity = capacity;
-    this.mtu = mtu;
+    this.caps = Object.freeze({ binding, broadcast: false, datagram: false, mtu, writeAheadSlots: 4, ackForm: AckForm.STREAM });
+  }
+
+  get binding(): string {
+    return this.caps.binding;
+  }
+  get mtu(): number {
+    return this.caps.mtu;
+  }
+
+  /** The level the test sets; a change is reported to the hub as a binding would. */
+  get level(): number {
+    return this.lvlNow;
+  }
+  set level(v: number) {
+    if (v === this.lvlNow) return;
+    this.lvlNow = v;
+    if (this.sink) this.sink.levelChanged();
+  }
+  /** The same, under its old name. */
+  get lvl(): number {
+    return this.level;
+  }
+  set lvl(v: number) {
+    this.level = v;
   }
 
   canSend(length: number): boolean {
     return !this.closed && this.queuedBytes + length <= this.capacity;
   }
-  send(frame: Uint8Array, length: number): void {
-    if (!this.canSend(length)) throw new Error('send without room: the hub must ask canSend first');
-    this.queued.push(frame.slice(0, length));
-    this.queuedBytes += length;
+  send(frame: Uint8Array, tag: number, seq: number): boolean {
+    if (!this.canSend(frame.length)) return false;
+    this.queued.push(frame.slice());
+    this.tags.push(tag);
+    this.seqs.push(seq);
+    this.queuedBytes += frame.length;
+    this.acks.startedAt(1, 0);
+    return true;
   }
   writeAhead(frame: Uint8Array): void {
     if (this.closed) return;
     // Ahead of every queued frame: the client receives it before anything still queued.
     this.received.push({ kind: 'estop', bytes: frame.slice() });
+    this.acks.startedAt(1, 0);
   }
-  level(): number {
-    return this.lvl;
+  acked(count: number): void {
+    this.acks.ack(count, 0);
+  }
+  granted(grants: GrantSet): void {
+    const out: [number, number, number][] = [];
+    for (let i = 0; i < grants.count; i++) out.push([grants.channelId(i), grants.grantedHz(i), grants.priority(i)]);
+    this.lastGrants = out;
   }
   estimate(): LinkEstimate {
     return this.est;
@@ -58,6 +97,12 @@ export class TestLink implements Link {
   stalled = 0;
   stalledMs(): number {
     return this.queuedBytes > 0 ? this.stalled : 0;
+  }
+  ackLag(): number {
+    return this.acks.outstanding();
+  }
+  lossRate(): number {
+    return NaN;
   }
   close(): void {
     this.closed = true;

@@ -19,7 +19,7 @@
 
 import { CborWriter } from '../../hub/cbor.js';
 import { decodeFrame, FrameType, MAX_HUB_FRAME_BYTES, peekFrameType, type Frame } from '../../hub/frames.js';
-import type { Clock } from '../../hub/ports.js';
+import { Tag, type Clock } from '../../hub/ports.js';
 import {
   AckTracker,
   BROADCAST_ACK_BYTES,
@@ -32,9 +32,8 @@ import {
   SeqWindow,
   writeBroadcastAck,
   writeHeader,
-  type ReliableTest,
-} from './datagram.js';
-import { BROADCAST_MAC, ESPNOW_MAX_ENCRYPTED_PEERS, ESPNOW_MAX_PEERS, RadioStatus, type Radio, type RadioHandler } from './link.js';
+} from '../../bindings/espnow/datagram.js';
+import { BROADCAST_MAC, ESPNOW_MAX_ENCRYPTED_PEERS, ESPNOW_MAX_PEERS, RadioStatus, type Radio, type RadioHandler } from '../../bindings/espnow/link.js';
 
 /** Uniform numbers in [0, 1) from a seeded generator: the only source of chance in the simulation. */
 /** Tolerance when a peer compares a due time with its clock (1 ns, far below any modelled delay). */
@@ -334,11 +333,11 @@ export interface Received {
 }
 
 // What a client must not lose when every MAC retry failed: all but BUNDLE (a late sample is worse
-// than a missing one) and ACK (a newer one follows).
-const PEER_RELIABLE: ReliableTest = (bytes, start, end) => {
-  const t = peekFrameType(bytes, start, end);
-  return t !== FrameType.BUNDLE && t !== FrameType.ACK;
-};
+// than a missing one) and ACK (a newer one follows). The client tags its own frames so.
+function peerTag(bytes: Uint8Array, length: number): number {
+  const t = peekFrameType(bytes, 0, length);
+  return t !== FrameType.BUNDLE && t !== FrameType.ACK ? Tag.CRITICAL : 0;
+}
 
 /**
  * A client station as the hub's ESP-NOW binding expects one (docs/_espnow.md "The peer's side"):
@@ -367,7 +366,6 @@ export class SimPeer implements RadioHandler {
   private readonly ackPeriodMs: number;
   private readonly ackEvery: number;
   private readonly keepaliveMs: number;
-  private readonly out = new Uint8Array(DATAGRAM_MAX_BYTES);
   private readonly ackW = new CborWriter(new Uint8Array(16));
   private readonly cursor = new DatagramCursor();
   private outLen = 0;
@@ -395,9 +393,14 @@ export class SimPeer implements RadioHandler {
     return this.radio.mac;
   }
 
+  /** Datagrams are built in the egress's own datagram area. */
+  private get out(): Uint8Array {
+    return this.egress.datagram;
+  }
+
   /** Queues one frame for the hub; false when the queue is full. */
   send(frame: Uint8Array, length = frame.length): boolean {
-    const ok = this.egress.queue.push(frame, length);
+    const ok = this.egress.queue.push(length === frame.length ? frame : frame.subarray(0, length), peerTag(frame, length));
     this.pump();
     return ok;
   }
@@ -451,7 +454,7 @@ export class SimPeer implements RadioHandler {
     this.busy = false;
     if (!ok) {
       this.failedSends++;
-      this.egress.failed(this.out, this.outStart, this.outLen, PEER_RELIABLE);
+      this.egress.failed(this.out, this.outStart, this.outLen);
     }
     this.pump();
   }
@@ -502,7 +505,7 @@ export class SimPeer implements RadioHandler {
       p += 1 + w.pos;
     }
     const start = p;
-    const packed = this.egress.pack(this.out, start);
+    const packed = this.egress.pack(start);
     const len = packed > 0 ? packed : p;
     if (len === HEADER_BYTES) {
       this.schedule(now, fresh);

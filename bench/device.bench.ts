@@ -1,0 +1,1270 @@
+// The device budget (docs/performance.md "Fits the ESP32"): the default scenario's whole mix,
+// driven through the hub and the real bindings' code on a virtual clock, with every computron
+// the hub and the bindings spend counted by kind of work. On the XS engine `meter()` reads the
+// engine's own computron count (xsnap's resetMeter); on Node it reads 0 and the workload only
+// checks that it runs.
+//
+// What is real: the Hub, TcpLink (length-prefixed and WebSocket framing), BleLink with its
+// notification queue and fragmentation, EspNowBinding with its peers' links and datagrams. What
+// stands in for the platform: each transport is the least that moves bytes (a socket that takes
+// whatever the link yields, a GATT connection that completes one notification per service time,
+// a radio that reports a datagram sent after its airtime, losing a stated share), and the
+// clients are scripted: they count what they receive and answer as docs/protocol.md says (an ACK
+// after 32 frames or within 1 s, a PING every second, every 200 ms from the control owner), the
+// joystick publishes cmd_vel at 50 Hz, the console sends an intent every 2 s. The clients'
+// own work is never counted; what they hand the hub is, as ingress.
+import { DEFAULT_CATALOG } from '../catalog/default.js';
+import { loadCatalog, type CatalogIndex } from '../catalog/index.js';
+import { Tier, type Catalog } from '../catalog/schema.js';
+import { CborWriter } from '../hub/cbor.js';
+import { encodeCredentials, CREDENTIALS_KEY } from '../hub/credentials.js';
+import { encodeFrame, FrameType, Key, PROTOCOL_VERSION, type Frame, type PubWish, type SubWish } from '../hub/frames.js';
+import { Hub, type HubConfig } from '../hub/hub.js';
+import type { Clock, Random, RobotPort, SampleBlock, Store } from '../hub/ports.js';
+import { DEVICE_DEFAULTS } from '../device/config.js';
+import { LinkFraming, TcpLink, type DirectTransport } from '../bindings/tcp/egress.js';
+import { writeLengthPrefix } from '../bindings/tcp/framing.js';
+import { BleLink, type BleTransport } from '../bindings/ble/link.js';
+import { CLIENT_REASSEMBLY, Fragmenter, fragmentSize, Reassembler } from '../bindings/ble/fragment.js';
+import { EspNowBinding, RadioStatus, type Radio, type RadioHandler } from '../bindings/espnow/link.js';
+import type { OpBench, RetainedBench } from './case.js';
+import { BENCH_CATALOG } from './route.bench.js';
+import { AckTracker, DatagramCursor, DATAGRAM_MAX_BYTES, encodeBitmapAck, HEADER_BYTES, writeHeader } from '../bindings/espnow/datagram.js';
+
+// ------------------------------------------------------------------------------------------
+// The meter.
+
+interface XsMeterGlobals {
+  resetMeter?: (limit: number, index: number) => number;
+  currentMeterLimit?: () => number;
+}
+const G = globalThis as unknown as XsMeterGlobals;
+
+/** The meter is read (off while a harness reads the engine's own count of a whole run, as the op cases do). */
+let metering = true;
+
+/** Computrons since the last call (and restarts the count); 0 where the engine has no meter. */
+export function meter(): number {
+  const reset = G.resetMeter;
+  const limit = G.currentMeterLimit;
+  return metering && reset !== undefined && limit !== undefined ? reset(limit(), 0) : 0;
+}
+
+/** Whether meter() reads a real count (the XS engine under xsnap-worker). */
+export function metered(): boolean {
+  return typeof G.resetMeter === 'function' && typeof G.currentMeterLimit === 'function';
+}
+
+// ------------------------------------------------------------------------------------------
+// The mix: the default scenario (host-sim/scenarios/default.json) as a device would serve it.
+// test/host/device-bench.test.ts holds it equal to the scenario's clients and role presets.
+
+export const BINDING_NAMES = Object.freeze(['tcp', 'ws', 'ble', 'espnow'] as const);
+export type BindingName = (typeof BINDING_NAMES)[number];
+
+export interface MixClient {
+  readonly name: string;
+  readonly binding: BindingName;
+  /** Presents the operator credential (else anonymous: observer). */
+  readonly operator: boolean;
+  readonly subscriptions: readonly { readonly channel: string; readonly rateHz: number; readonly priority?: number }[];
+  readonly publications: readonly { readonly channel: string; readonly rateHz: number; readonly burst?: number }[];
+}
+
+const P_BACKGROUND = 0;
+const P_ELEVATED = 2;
+
+export const DEFAULT_MIX: readonly MixClient[] = Object.freeze([
+  {
+    name: 'console',
+    binding: 'tcp',
+    operator: true,
+    subscriptions: [
+      { channel: 'safety', rateHz: 10 },
+      { channel: 'safety-events', rateHz: 20 },
+      { channel: 'control-owner', rateHz: 2 },
+      { channel: 'battery', rateHz: 1 },
+      { channel: 'joint_states', rateHz: 20 },
+      { channel: 'odom', rateHz: 20 },
+      { channel: 'fault', rateHz: 10, priority: P_ELEVATED },
+    ],
+    publications: [],
+  },
+  {
+    name: 'joystick',
+    binding: 'ble',
+    operator: true,
+    subscriptions: [
+      { channel: 'safety', rateHz: 10 },
+      { channel: 'control-owner', rateHz: 2 },
+    ],
+    publications: [{ channel: 'cmd_vel', rateHz: 50 }],
+  },
+  {
+    name: 'planner',
+    binding: 'ws',
+    operator: true,
+    subscriptions: [
+      { channel: 'safety', rateHz: 10 },
+      { channel: 'control-owner', rateHz: 2 },
+      { channel: 'odom', rateHz: 10 },
+    ],
+    publications: [{ channel: 'trajectory', rateHz: 5, burst: 20 }],
+  },
+  {
+    name: 'scope',
+    binding: 'ws',
+    operator: true,
+    subscriptions: [
+      { channel: 'safety', rateHz: 10 },
+      { channel: 'imu', rateHz: 200, priority: P_ELEVATED },
+    ],
+    publications: [],
+  },
+  {
+    name: 'logger',
+    binding: 'tcp',
+    operator: false,
+    subscriptions: [
+      { channel: 'safety', rateHz: 10 },
+      { channel: 'safety-events', rateHz: 20 },
+      { channel: 'control-owner', rateHz: 2 },
+      { channel: 'imu', rateHz: 200, priority: P_BACKGROUND },
+      { channel: 'odom', rateHz: 50, priority: P_BACKGROUND },
+      { channel: 'joint_states', rateHz: 50, priority: P_BACKGROUND },
+      { channel: 'battery', rateHz: 1, priority: P_BACKGROUND },
+      { channel: 'scan', rateHz: 10, priority: P_BACKGROUND },
+      { channel: 'path', rateHz: 25, priority: P_BACKGROUND },
+      { channel: 'log', rateHz: 50, priority: P_BACKGROUND },
+      { channel: 'fault', rateHz: 10, priority: P_BACKGROUND },
+    ],
+    publications: [],
+  },
+  {
+    name: 'phone',
+    binding: 'ble',
+    operator: false,
+    subscriptions: [
+      { channel: 'safety', rateHz: 10 },
+      { channel: 'battery', rateHz: 1 },
+      { channel: 'odom', rateHz: 10 },
+      { channel: 'path', rateHz: 25 },
+    ],
+    publications: [],
+  },
+  {
+    name: 'pendant',
+    binding: 'espnow',
+    operator: false,
+    subscriptions: [
+      { channel: 'safety', rateHz: 10 },
+      { channel: 'control-owner', rateHz: 2 },
+      { channel: 'battery', rateHz: 1 },
+      { channel: 'odom', rateHz: 10 },
+    ],
+    publications: [],
+  },
+  {
+    name: 'tablet',
+    binding: 'espnow',
+    operator: false,
+    subscriptions: [
+      { channel: 'safety', rateHz: 10 },
+      { channel: 'joint_states', rateHz: 10 },
+      { channel: 'path', rateHz: 25 },
+    ],
+    publications: [],
+  },
+]);
+
+/** The robot's streams at their default rates (host-sim/robot.ts ROBOT_DEFAULTS), Hz. */
+export const ROBOT_STREAMS: readonly { readonly channel: string; readonly hz: number; readonly fields: number }[] = Object.freeze([
+  { channel: 'imu', hz: 200, fields: 6 },
+  { channel: 'odom', hz: 50, fields: 5 },
+  { channel: 'joint_states', hz: 50, fields: 6 },
+  { channel: 'battery', hz: 1, fields: 2 },
+  { channel: 'scan', hz: 10, fields: 16 },
+]);
+/** The robot's log events: one a second (ROBOT_DEFAULTS.logMeanMs, here on a fixed period). */
+export const LOG_EVERY_MS = 1000;
+
+export const OPERATOR_CREDENTIAL = 'operator-key';
+/** §13.2 and the client library: an ACK after this many frames, or within ACK_INTERVAL_MS. */
+export const CLIENT_ACK_EVERY = 32;
+export const CLIENT_ACK_INTERVAL_MS = 1000;
+export const CLIENT_PING_MS = 1000;
+export const OWNER_PING_MS = 200;
+export const JOYSTICK_HZ = 50;
+export const CONSOLE_INTENT_EVERY_MS = 2000;
+/** The stand-in BLE connection completes one notification per this long (4 per 30 ms event, as the default scenario's link). */
+export const BLE_SERVICE_MS = 7.5;
+export const BLE_MAXIMUM_WRITE = 244;
+/** The stand-in radio: airtime of one datagram (about 250 bytes at 1 Mbps and the MAC's acknowledgement), and the share of unicast datagrams whose every retry fails. */
+export const RADIO_AIRTIME_MS = 2;
+export const RADIO_LOSS = 0.02;
+/** ESP-NOW peers acknowledge after this many datagrams or this long after the first one unacknowledged (bindings/espnow/sim.ts PEER_DEFAULTS). */
+export const PEER_ACK_EVERY = 16;
+export const PEER_ACK_PERIOD_MS = 50;
+/** The socket stand-in takes this much per write (the device adapter's limit: two lwIP segments). */
+export const SOCKET_TAKE_BYTES = 2872;
+
+// ------------------------------------------------------------------------------------------
+// The world.
+
+class VirtualClock implements Clock {
+  t = 1000;
+  now(): number {
+    return this.t;
+  }
+}
+
+class FixedRandom implements Random {
+  private x = 0x2545f491;
+  fill(into: Uint8Array): void {
+    for (let i = 0; i < into.length; i++) {
+      let x = this.x;
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      this.x = x >>> 0;
+      into[i] = x & 0xff;
+    }
+  }
+  /** Uniform in [0, 1). */
+  next(): number {
+    let x = this.x;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    this.x = x >>> 0;
+    return this.x / 4294967296;
+  }
+}
+
+class MemStore implements Store {
+  private readonly m = new Map<string, Uint8Array>();
+  get(key: string): Uint8Array | undefined {
+    return this.m.get(key);
+  }
+  set(key: string, value: Uint8Array): void {
+    this.m.set(key, value);
+  }
+  delete(key: string): void {
+    this.m.delete(key);
+  }
+}
+
+class BenchRobot implements RobotPort {
+  published = 0;
+  intents = 0;
+  stop(_source: number): void {}
+  release(): void {}
+  publish(_channelId: number, samples: SampleBlock): void {
+    this.published += samples.count;
+  }
+  intent(_channelId: number, _args: readonly (number | string)[]): number {
+    this.intents++;
+    return 0;
+  }
+}
+
+/** The stand-ins' copy: a byte loop, since a view to copy from would be an allocation of the client's that the per-delivery runs would count. */
+function copy(from: Uint8Array, length: number, to: Uint8Array, at: number): void {
+  for (let i = 0; i < length; i++) to[at + i] = from[i] as number;
+}
+
+function utf8(text: string): Uint8Array {
+  const out = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i) & 0x7f;
+  return out;
+}
+
+/** The work of one simulated interval, by kind (computrons). */
+export class Split {
+  delivery = 0;
+  ingress = 0;
+  tick = 0;
+  bindings = 0;
+  /** `bindings` and `ingress` by binding, for the report's detail. */
+  readonly byBinding: Record<string, number> = { tcp: 0, ws: 0, ble: 0, espnow: 0 };
+  readonly ingressBy: Record<string, number> = { tcp: 0, ws: 0, ble: 0, espnow: 0 };
+  /** `delivery` by channel id (the robot's streams). */
+  readonly byChannel: Record<number, number> = {};
+  total(): number {
+    return this.delivery + this.ingress + this.tick + this.bindings;
+  }
+  reset(): void {
+    this.delivery = this.ingress = this.tick = this.bindings = 0;
+    for (const k of Object.keys(this.byBinding)) this.byBinding[k] = 0;
+    for (const k of Object.keys(this.ingressBy)) this.ingressBy[k] = 0;
+    for (const k of Object.keys(this.byChannel)) delete this.byChannel[Number(k)];
+  }
+  bind(binding: string, c: number): void {
+    this.bindings += c;
+    this.byBinding[binding] = (this.byBinding[binding] ?? 0) + c;
+  }
+  ingest(binding: string, c: number): void {
+    this.ingress += c;
+    this.ingressBy[binding] = (this.ingressBy[binding] ?? 0) + c;
+  }
+}
+
+/** What the clients saw: frames received, frames sent, deliveries the hub made. */
+export class MixCounts {
+  framesToClients = 0;
+  framesFromClients = 0;
+  acks = 0;
+  pings = 0;
+  bundles = 0;
+  intents = 0;
+  estops = 0;
+  nacks = 0;
+}
+
+// ------------------------------------------------------------------------------------------
+// The scripted clients: one per mix entry, with the client side of its binding.
+
+abstract class Client {
+  /** Frames received since the transport opened (§5.12: every frame counts, ESTOP ones too). */
+  received = 0;
+  ackedSent = 0;
+  lastAckAt = 0;
+  lastPingAt = 0;
+  owner = false;
+  readonly w = new CborWriter(new Uint8Array(1024));
+  constructor(
+    readonly spec: MixClient,
+    protected readonly world: DeviceWorld,
+  ) {}
+
+  /** Encodes `f` and hands it to the hub's side of this client's link, counted as ingress. */
+  send(f: Frame): void {
+    const w = this.w;
+    w.reset();
+    encodeFrame(f, w);
+    this.world.counts.framesFromClients++;
+    this.deliverToHub(w.buf, w.pos);
+  }
+
+  /**
+   * The frequent frames, written as encodeFrame writes them but without a frame object, so that
+   * the clients of a per-delivery run allocate nothing: ACK {0: 12, 28: acked}, PING {0: 13, 31:
+   * t0}, and a one-sample BUNDLE {0: 8, 3: channel_id, 6: [[t, v…]]}.
+   */
+  sendAck(acked: number): void {
+    const w = this.w;
+    w.reset();
+    w.map(2);
+    w.uint(Key.TYPE);
+    w.uint(FrameType.ACK);
+    w.uint(Key.ACKED);
+    w.uint(acked);
+    this.world.counts.framesFromClients++;
+    this.deliverToHub(w.buf, w.pos);
+  }
+  sendPing(t0: number): void {
+    const w = this.w;
+    w.reset();
+    w.map(2);
+    w.uint(Key.TYPE);
+    w.uint(FrameType.PING);
+    w.uint(Key.T0);
+    w.uint(t0);
+    this.world.counts.framesFromClients++;
+    this.deliverToHub(w.buf, w.pos);
+  }
+  sendBundle(channelId: number, t: number, a: number, b: number): void {
+    const w = this.w;
+    w.reset();
+    w.map(3);
+    w.uint(Key.TYPE);
+    w.uint(FrameType.BUNDLE);
+    w.uint(Key.CHANNEL_ID);
+    w.uint(channelId);
+    w.uint(Key.VALUES);
+    w.array(1);
+    w.array(3);
+    w.uint(t);
+    w.number(a);
+    w.number(b);
+    this.world.counts.framesFromClients++;
+    this.deliverToHub(w.buf, w.pos);
+  }
+
+  protected abstract deliverToHub(frame: Uint8Array, length: number): void;
+
+  /** The client's side of §5.12 and §5.13, on the world's clock. */
+  timers(now: number): void {
+    const due = this.received - this.ackedSent >= CLIENT_ACK_EVERY || (this.received !== this.ackedSent && now - this.lastAckAt >= CLIENT_ACK_INTERVAL_MS);
+    if (due) {
+      this.ackedSent = this.received;
+      this.lastAckAt = now;
+      this.world.counts.acks++;
+      this.sendAck(this.received >>> 0);
+    }
+    if (now - this.lastPingAt >= (this.owner ? OWNER_PING_MS : CLIENT_PING_MS)) {
+      this.lastPingAt = now;
+      this.world.counts.pings++;
+      this.sendPing(now);
+    }
+  }
+
+  frameReceived(first: number): void {
+    this.received++;
+    this.world.counts.framesToClients++;
+    if (first === 0xe5) this.world.counts.estops++;
+  }
+
+  hello(): void {
+    const subWishes: SubWish[] = [];
+    const pubWishes: PubWish[] = [];
+    const cat = this.world.catalog;
+    for (const s of this.spec.subscriptions) {
+      const ch = cat.byName(s.channel);
+      if (!ch) throw new Error(`device bench: no channel ${s.channel}`);
+      subWishes.push(s.priority === undefined ? { channelId: ch.id, wishedRateHz: s.rateHz } : { channelId: ch.id, wishedRateHz: s.rateHz, priority: s.priority });
+    }
+    for (const p of this.spec.publications) {
+      const ch = cat.byName(p.channel);
+      if (!ch) throw new Error(`device bench: no channel ${p.channel}`);
+      pubWishes.push(p.burst === undefined ? { channelId: ch.id, wishedRateHz: p.rateHz } : { channelId: ch.id, wishedRateHz: p.rateHz, burst: p.burst });
+    }
+    const f: Frame = { type: FrameType.HELLO, version: PROTOCOL_VERSION, name: this.spec.name, subWishes, pubWishes };
+    if (this.spec.operator) f.credential = utf8(OPERATOR_CREDENTIAL);
+    this.send(f);
+  }
+}
+
+/** A socket that takes whatever the link yields; the client reads it as TCP or WebSocket. */
+class StreamClient extends Client implements DirectTransport {
+  link: TcpLink | null = null;
+  kicked = false;
+  private readonly inbound = new Uint8Array(2048);
+  // Client-side parse state of the hub's stream.
+  private need = 0;
+  private headerLeft: number;
+  private hdr = 0;
+  private wsHead = new Uint8Array(4);
+  private wsHeadN = 0;
+  private httpEnd = 0;
+
+  constructor(spec: MixClient, world: DeviceWorld) {
+    super(spec, world);
+    this.headerLeft = spec.binding === 'ws' ? -1 : 2;
+  }
+
+  open(): void {
+    const ws = this.spec.binding === 'ws';
+    const link = new TcpLink({
+      hub: this.world.hub,
+      clock: this.world.clock,
+      framing: ws ? LinkFraming.WS_SERVER : LinkFraming.LENGTH_PREFIX,
+      binding: this.spec.binding,
+      queueBytes: DEVICE_QUEUE_BYTES,
+      sha1: ws ? () => new Uint8Array(20) : undefined,
+      takeBytes: SOCKET_TAKE_BYTES,
+    });
+    this.link = link;
+    link.start(this);
+    if (ws) {
+      const req = utf8('GET / HTTP/1.1\r\nHost: hub\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+      link.input(req, 0, req.length);
+    }
+  }
+
+  kick(): void {
+    if (this.kicked) return;
+    this.kicked = true;
+    this.world.kicked.push(this);
+  }
+
+  close(_wsCode: number): void {
+    if (this.link) this.link.transportClosed();
+  }
+
+  /** The socket has room for what the device adapter lets it hold (its limit): bandwidth is not what this workload tests. */
+  room(): number {
+    return SOCKET_TAKE_BYTES;
+  }
+
+  /** The stack copies what it is given; the client reads it, outside the count. */
+  writeFrame(header: Uint8Array | null, frame: Uint8Array): void {
+    this.world.pause();
+    if (header !== null) this.read(header, header.length);
+    this.read(frame, frame.length);
+    this.world.resume();
+  }
+
+  /** The adapter's pump: pull until the link yields nothing (bindings), then read it (not counted). */
+  pump(): void {
+    this.kicked = false;
+    const link = this.link;
+    if (!link) return;
+    for (;;) {
+      meter();
+      const n = link.take(SOCKET_TAKE_BYTES);
+      this.world.split.bind(this.spec.binding, this.world.take());
+      if (n === 0) return;
+      this.read(link.out, n);
+    }
+  }
+
+  private read(b: Uint8Array, n: number): void {
+    let p = 0;
+    if (this.spec.binding === 'ws' && this.httpEnd < 4) {
+      // Skip the 101 answer: up to the blank line.
+      while (p < n && this.httpEnd < 4) {
+        const c = b[p++] as number;
+        this.httpEnd = (this.httpEnd & 1) === 0 ? (c === 13 ? this.httpEnd + 1 : 0) : c === 10 ? this.httpEnd + 1 : 0;
+      }
+    }
+    while (p < n) {
+      if (this.need > 0) {
+        const k = Math.min(this.need, n - p);
+        if (this.need === this.needTotal) this.frameReceived(b[p] as number);
+        this.need -= k;
+        p += k;
+        continue;
+      }
+      if (this.spec.binding === 'tcp') {
+        this.hdr = (this.hdr << 8) | (b[p++] as number);
+        if (--this.headerLeft === 0) {
+          this.need = this.needTotal = this.hdr & 0xffff;
+          this.hdr = 0;
+          this.headerLeft = 2;
+        }
+      } else {
+        this.wsHead[this.wsHeadN++] = b[p++] as number;
+        const len7 = (this.wsHead[1] as number) & 0x7f;
+        const headLen = len7 === 126 ? 4 : 2;
+        if (this.wsHeadN >= 2 && this.wsHeadN === headLen) {
+          this.need = this.needTotal = len7 === 126 ? ((this.wsHead[2] as number) << 8) | (this.wsHead[3] as number) : len7;
+          this.wsHeadN = 0;
+        }
+      }
+    }
+  }
+  private needTotal = 0;
+
+  protected deliverToHub(frame: Uint8Array, length: number): void {
+    const link = this.link;
+    if (!link) return;
+    const b = this.inbound;
+    let p: number;
+    if (this.spec.binding === 'tcp') {
+      p = writeLengthPrefix(length, b, 0);
+    } else {
+      // A masked binary frame (RFC 6455 §5.3) with a zero mask key: the payload is unchanged.
+      b[0] = 0x82;
+      if (length < 126) {
+        b[1] = 0x80 | length;
+        p = 2;
+      } else {
+        b[1] = 0x80 | 126;
+        b[2] = length >>> 8;
+        b[3] = length & 0xff;
+        p = 4;
+      }
+      b[p++] = 0;
+      b[p++] = 0;
+      b[p++] = 0;
+      b[p++] = 0;
+    }
+    copy(frame, length, b, p);
+    meter();
+    link.input(b, 0, p + length);
+    this.world.split.ingest(this.spec.binding, this.world.take());
+  }
+}
+
+/** A GATT connection that completes one notification per BLE_SERVICE_MS; the client reassembles. */
+class BleClient extends Client implements BleTransport {
+  link: BleLink | null = null;
+  completeAt = Infinity;
+  private readonly fragmenter = new Fragmenter();
+  private readonly write = new Uint8Array(BLE_MAXIMUM_WRITE);
+  private readonly reassembler: Reassembler;
+
+  constructor(spec: MixClient, world: DeviceWorld) {
+    super(spec, world);
+    this.reassembler = new Reassembler(
+      {
+        frame: (bytes, start) => this.frameReceived(bytes[start] as number),
+        refuse: () => {
+          throw new Error('device bench: the BLE client refused a notification');
+        },
+      },
+      CLIENT_REASSEMBLY,
+    );
+  }
+
+  open(): void {
+    this.link = BleLink.attach(this.world.hub, this, this.world.clock, {}, true);
+  }
+
+  maximumWrite(): number {
+    return BLE_MAXIMUM_WRITE;
+  }
+
+  notify(value: Uint8Array, length: number): void {
+    this.completeAt = this.world.clock.now() + BLE_SERVICE_MS;
+    // The client has it once the stack reports it sent: read here, outside the count.
+    this.world.pause();
+    this.reassembler.push(value, 0, length, this.world.clock.now());
+    this.world.resume();
+  }
+
+  close(): void {
+    this.completeAt = Infinity;
+  }
+
+  /** The stack reports the notification in flight done (bindings). */
+  complete(now: number): void {
+    if (now < this.completeAt) return;
+    this.completeAt = Infinity;
+    meter();
+    (this.link as BleLink).notified(0);
+    this.world.split.bind('ble', this.world.take());
+  }
+
+  protected deliverToHub(frame: Uint8Array, length: number): void {
+    const link = this.link;
+    if (!link) return;
+    this.fragmenter.begin(frame, 0, length);
+    const size = fragmentSize(BLE_MAXIMUM_WRITE);
+    for (;;) {
+      const n = this.fragmenter.next(this.write, size);
+      if (n === 0) break;
+      meter();
+      link.written(this.write, 0, n);
+      this.world.split.ingest('ble', this.world.take());
+    }
+  }
+}
+
+/** An ESP-NOW peer: numbered datagrams to the hub, bitmap ACKs of the hub's unicast stream. */
+class EspNowClient extends Client {
+  readonly mac: number;
+  readonly unicast = new AckTracker();
+  private firstFreshAt = 0;
+  private seq = 0;
+  private readonly out = new Uint8Array(DATAGRAM_MAX_BYTES);
+  private readonly ackW = new CborWriter(new Uint8Array(16));
+  private readonly cursor = new DatagramCursor();
+
+  constructor(spec: MixClient, world: DeviceWorld, mac: number) {
+    super(spec, world);
+    this.mac = mac;
+  }
+
+  /** A datagram from the hub reached this peer (not counted). */
+  datagram(data: Uint8Array, length: number, now: number): void {
+    const c = this.cursor;
+    if (c.open(data, length) !== 0) throw new Error('device bench: a malformed datagram from the hub');
+    if (this.unicast.fresh === 0) this.firstFreshAt = now;
+    this.unicast.record(c.seq);
+    while (c.next()) this.frameReceived(data[c.start] as number);
+  }
+
+  override timers(now: number): void {
+    super.timers(now);
+    const u = this.unicast;
+    if (u.any && (u.fresh >= PEER_ACK_EVERY || (u.fresh > 0 && now - this.firstFreshAt >= PEER_ACK_PERIOD_MS))) {
+      u.take();
+      const w = this.ackW;
+      w.reset();
+      encodeBitmapAck(w, u.base, u.bitmap);
+      this.world.counts.acks++;
+      this.deliverToHub(w.buf, w.pos);
+    }
+  }
+
+  protected deliverToHub(frame: Uint8Array, length: number): void {
+    const out = this.out;
+    writeHeader(out, 0, this.seq);
+    this.seq = (this.seq + 1) & 0xffff;
+    out[HEADER_BYTES] = length;
+    copy(frame, length, out, HEADER_BYTES + 1);
+    meter();
+    (this.world.espnow as EspNowBinding).received(this.mac, out, HEADER_BYTES + 1 + length);
+    this.world.split.ingest('espnow', this.world.take());
+  }
+}
+
+/** The radio: one datagram in flight, its send status after RADIO_AIRTIME_MS, RADIO_LOSS of unicast ones failing. */
+class BenchRadio implements Radio {
+  handler: RadioHandler | null = null;
+  doneAt = Infinity;
+  private mac = 0;
+  private ok = true;
+  private readonly data = new Uint8Array(DATAGRAM_MAX_BYTES);
+  private length = 0;
+  constructor(private readonly world: DeviceWorld) {}
+  setHandler(handler: RadioHandler): void {
+    this.handler = handler;
+  }
+  addPeer(_mac: number, _encrypt: boolean): number {
+    return RadioStatus.OK;
+  }
+  removePeer(_mac: number): number {
+    return RadioStatus.OK;
+  }
+  send(mac: number, data: Uint8Array, length: number): number {
+    if (this.doneAt !== Infinity) return RadioStatus.BUSY;
+    // The driver copies the datagram: native on the device, so not counted here.
+    this.world.pause();
+    this.mac = mac;
+    this.length = length;
+    copy(data, length, this.data, 0);
+    this.ok = this.world.random.next() >= RADIO_LOSS;
+    this.doneAt = this.world.clock.now() + RADIO_AIRTIME_MS;
+    this.world.resume();
+    return RadioStatus.OK;
+  }
+  /** The datagram's airtime has passed: the peer has it (unless lost) and the radio reports. */
+  complete(now: number): void {
+    if (now < this.doneAt) return;
+    this.doneAt = Infinity;
+    if (this.ok) {
+      const peer = this.world.peerByMac(this.mac);
+      if (peer) peer.datagram(this.data, this.length, now);
+    }
+    meter();
+    (this.handler as RadioHandler).sent(this.mac, this.ok);
+    this.world.split.bind('espnow', this.world.take());
+  }
+}
+
+/** Device TCP/WS queue per connection (bindings/tcp/device.ts DEVICE_QUEUE_BYTES). */
+export const DEVICE_QUEUE_BYTES = 6144;
+
+/** What a world runs besides its clients: by default the robot's streams and its log events. */
+export interface WorldOptions {
+  readonly streams?: readonly { readonly channel: string; readonly hz: number; readonly fields: number }[];
+  readonly log?: boolean;
+  /** The catalog the hub serves (the default catalog unless given). */
+  readonly catalog?: Catalog;
+  /** Leaves the hub and the ESP-NOW binding to boot(): the memory case measures them as a step of their own. */
+  readonly deferBoot?: boolean;
+}
+
+export class DeviceWorld {
+  readonly clock = new VirtualClock();
+  readonly random = new FixedRandom();
+  readonly catalog: CatalogIndex;
+  /** Made by boot(): in the constructor unless `deferBoot`. */
+  hub!: Hub;
+  readonly robot = new BenchRobot();
+  readonly split = new Split();
+  readonly counts = new MixCounts();
+  readonly clients: Client[] = [];
+  kicked: StreamClient[] = [];
+  private pumping: StreamClient[] = [];
+  readonly radio: BenchRadio;
+  espnow: EspNowBinding | null = null;
+  private readonly streams: { id: number; periodMs: number; next: number; fields: number }[] = [];
+  private readonly values = new Float64Array(16);
+  private nextLog = 0;
+  private nextIntent = 0;
+  private nextBundle = 0;
+  private bundleSeq = 0;
+  private readonly joystick: Client | null;
+  private readonly console: Client | null;
+  private readonly options: WorldOptions;
+  private readonly cmdVel: number;
+  private readonly setMode: number;
+  private readonly store = new MemStore();
+  private readonly config: Partial<HubConfig>;
+
+  constructor(mix: readonly MixClient[] = DEFAULT_MIX, options: WorldOptions = {}, config: Partial<HubConfig> = {}) {
+    this.options = options;
+    this.config = config;
+    this.catalog = loadCatalog(options.catalog ?? DEFAULT_CATALOG);
+    this.store.set(CREDENTIALS_KEY, encodeCredentials([{ tier: Tier.operator, credential: utf8(OPERATOR_CREDENTIAL) }]));
+    this.radio = new BenchRadio(this);
+    let mac = 0x24000000001;
+    for (const spec of mix) {
+      if (spec.binding === 'tcp' || spec.binding === 'ws') this.clients.push(new StreamClient(spec, this));
+      else if (spec.binding === 'ble') this.clients.push(new BleClient(spec, this));
+      else this.clients.push(new EspNowClient(spec, this, mac++));
+    }
+    for (const s of options.streams ?? ROBOT_STREAMS) {
+      const ch = this.catalog.byName(s.channel);
+      if (!ch) throw new Error(`device bench: no channel ${s.channel}`);
+      this.streams.push({ id: ch.id, periodMs: 1000 / s.hz, next: this.clock.t, fields: s.fields });
+    }
+    const find = (name: string): Client | null => this.clients.find((x) => x.spec.name === name) ?? null;
+    this.joystick = find('joystick');
+    this.console = find('console');
+    const id = (name: string): number => {
+      const ch = this.catalog.byName(name);
+      if (!ch) throw new Error(`device bench: no channel ${name}`);
+      return ch.id;
+    };
+    this.cmdVel = id('cmd_vel');
+    this.setMode = id('set_mode');
+    if (options.deferBoot !== true) this.boot();
+  }
+
+  /** The device's boot: the hub with the device's configuration, and the ESP-NOW binding when a client uses it. */
+  boot(): void {
+    const config = this.config;
+    this.hub = new Hub(
+      { clock: this.clock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog },
+      { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, ...config },
+    );
+    if (this.clients.some((c) => c.spec.binding === 'espnow')) {
+      this.espnow = new EspNowBinding({ clock: this.clock, radio: this.radio, attach: (link) => this.hub.attach(link) });
+    }
+  }
+
+  /** The meter's own cost per measured interval, subtracted from each (set by calibrate()). */
+  probe = 0;
+  /** What one pause() and resume() add to an interval, subtracted per pair (set by calibrate()). */
+  pauseCost = 0;
+  private carry = 0;
+  private pauses = 0;
+
+  /** Measures the meter's own costs on this engine: an empty interval, and a pause()/resume() pair. */
+  calibrate(): void {
+    this.probe = 0;
+    this.pauseCost = 0;
+    meter();
+    let empty = 0;
+    for (let i = 0; i < 16; i++) {
+      meter();
+      empty += this.take();
+    }
+    this.probe = empty / 16;
+    let paired = 0;
+    for (let i = 0; i < 16; i++) {
+      meter();
+      this.pause();
+      this.resume();
+      paired += this.take();
+    }
+    this.pauseCost = paired / 16;
+  }
+
+  /** Computrons of the interval ending now: what pause() set aside plus what ran since, less the meter's own cost. */
+  take(): number {
+    const c = meter() + this.carry - this.probe - this.pauses * this.pauseCost;
+    this.carry = 0;
+    this.pauses = 0;
+    return c > 0 ? c : 0;
+  }
+
+  /** Inside a measured interval: sets its count so far aside while the client side runs uncounted. */
+  pause(): void {
+    this.carry += meter();
+    this.pauses++;
+  }
+
+  /** Ends the uncounted stretch pause() began. */
+  resume(): void {
+    meter();
+  }
+
+  peerByMac(mac: number): EspNowClient | undefined {
+    // Indexed loops here and in step(): for-of makes an iterator, an allocation the per-delivery runs would count.
+    const clients = this.clients;
+    for (let i = 0; i < clients.length; i++) {
+      const c = clients[i];
+      if (c instanceof EspNowClient && c.mac === mac) return c;
+    }
+    return undefined;
+  }
+
+  /** Every client connects and says HELLO; the joystick takes control and arms. Then `warmMs` of the mix. */
+  start(warmMs: number): void {
+    this.open();
+    this.hellos();
+    const j = this.joystick;
+    if (j !== null) {
+      j.owner = true;
+      j.send({ type: FrameType.INTENT, channelId: this.catalogId('take_control'), requestId: 1 });
+      j.send({ type: FrameType.INTENT, channelId: this.catalogId('arm'), requestId: 2 });
+      this.settle();
+      if (this.hub.controlOwner === 0 || !this.hub.armed) throw new Error('device bench: the joystick did not take control and arm');
+    }
+    this.run(warmMs);
+  }
+
+  /** Every stream and BLE client connects (an ESP-NOW peer needs no connection). */
+  open(): void {
+    for (const c of this.clients) {
+      if (c instanceof StreamClient || c instanceof BleClient) c.open();
+      this.settle();
+    }
+  }
+
+  /** Every client says HELLO with its subscriptions and publications. */
+  hellos(): void {
+    for (const c of this.clients) {
+      c.hello();
+      this.settle();
+    }
+    const open = this.hub.sessions().length;
+    if (open !== this.clients.length) throw new Error(`device bench: ${open} of ${this.clients.length} HELLOs opened a session`);
+  }
+
+  private catalogId(name: string): number {
+    const ch = this.catalog.byName(name);
+    if (!ch) throw new Error(`device bench: no channel ${name}`);
+    return ch.id;
+  }
+
+  /** Runs the transports until nothing is pending at this instant. */
+  private settle(): void {
+    for (let k = 0; k < 64 && this.kicked.length > 0; k++) {
+      const list = this.kicked;
+      this.kicked = this.pumping;
+      this.pumping = list;
+      for (let i = 0; i < list.length; i++) (list[i] as StreamClient).pump();
+      list.length = 0;
+    }
+  }
+
+  /** `ms` milliseconds of the mix, one millisecond at a time. */
+  run(ms: number): void {
+    const end = this.clock.t + ms;
+    while (this.clock.t < end) {
+      this.clock.t += 1;
+      this.step(this.clock.t);
+    }
+  }
+
+  private step(now: number): void {
+    const hub = this.hub;
+    const split = this.split;
+    // The robot.
+    const v = this.values;
+    const streams = this.streams;
+    const clients = this.clients;
+    for (let k = 0; k < streams.length; k++) {
+      const s = streams[k] as (typeof streams)[number];
+      if (now < s.next) continue;
+      s.next += s.periodMs;
+      for (let i = 0; i < s.fields; i++) v[i] = Math.fround(0.5 + 0.001 * ((now + i * 37) % 1000));
+      meter();
+      hub.publishSample(s.id, now, v, s.fields);
+      const c = this.take();
+      split.delivery += c;
+      split.byChannel[s.id] = (split.byChannel[s.id] ?? 0) + c;
+    }
+    if (this.options.log !== false && now >= this.nextLog) {
+      this.nextLog = now + LOG_EVERY_MS;
+      const log = this.catalog.byName('log');
+      if (log) {
+        meter();
+        hub.publishEvent(log.id, now, [1, 1000 + (now % 50)], 'tick');
+        split.delivery += this.take();
+      }
+    }
+    this.settle();
+    // The device's tick timer: the hub, then the bindings.
+    if (now % DEVICE_DEFAULTS.tick_ms === 0) {
+      meter();
+      hub.tick();
+      split.tick += this.take();
+      for (let k = 0; k < clients.length; k++) {
+        const c = clients[k];
+        if (c instanceof BleClient && c.link) {
+          meter();
+          c.link.tick(now);
+          split.bind('ble', this.take());
+        }
+      }
+      if (this.espnow) {
+        meter();
+        this.espnow.tick();
+        split.bind('espnow', this.take());
+      }
+      this.settle();
+    }
+    // The stacks report what they carried.
+    for (let k = 0; k < clients.length; k++) {
+      const c = clients[k];
+      if (c instanceof BleClient) c.complete(now);
+    }
+    this.radio.complete(now);
+    this.settle();
+    // The clients.
+    if (this.joystick !== null && now >= this.nextBundle) {
+      this.nextBundle = now + 1000 / JOYSTICK_HZ;
+      this.counts.bundles++;
+      this.bundleSeq++;
+      (this.joystick as Client).sendBundle(this.cmdVel, now, 0.2, 0.1 * Math.sin(this.bundleSeq / 50));
+    }
+    if (this.console !== null && now >= this.nextIntent) {
+      this.nextIntent = now + CONSOLE_INTENT_EVERY_MS;
+      this.counts.intents++;
+      (this.console as Client).send({ type: FrameType.INTENT, channelId: this.setMode, requestId: now, args: [1] });
+    }
+    for (let k = 0; k < clients.length; k++) (clients[k] as Client).timers(now);
+    this.settle();
+  }
+}
+
+/** One measured run of the mix: the split per simulated second and the counts behind it. */
+export interface WorkloadResult {
+  readonly seconds: number;
+  readonly metered: boolean;
+  readonly perSecond: { delivery: number; ingress: number; tick: number; bindings: number; total: number };
+  readonly bindingsBy: Record<string, number>;
+  readonly ingressBy: Record<string, number>;
+  readonly deliveryByChannel: Record<string, number>;
+  readonly counts: MixCounts;
+  readonly deliveries: number;
+  readonly ticks: number;
+  /** The cost of one empty meter interval, subtracted from each measured one. */
+  readonly probeComputrons: number;
+  /** The cost a pause()/resume() pair adds to an interval, subtracted per pair. */
+  readonly pauseComputrons: number;
+}
+
+/** Warms the mix up for `warmMs`, then measures `seconds` of it. */
+export function runDeviceWorkload(seconds: number, warmMs = 3000): WorkloadResult {
+  const world = new DeviceWorld();
+  world.start(warmMs);
+  world.calibrate();
+  world.split.reset();
+  world.counts.framesToClients = 0;
+  const before = world.hub.counters.delivered;
+  const counts0 = { ...world.counts };
+  const s = world.split;
+  world.run(seconds * 1000);
+  const c = world.counts;
+  const per = (x: number): number => x / seconds;
+  const total = s.total();
+  return {
+    seconds,
+    metered: metered(),
+    perSecond: { delivery: per(s.delivery), ingress: per(s.ingress), tick: per(s.tick), bindings: per(s.bindings), total: per(total) },
+    bindingsBy: Object.fromEntries(Object.entries(s.byBinding).map(([k, v]) => [k, per(v)])),
+    ingressBy: Object.fromEntries(Object.entries(s.ingressBy).map(([k, v]) => [k, per(v)])),
+    deliveryByChannel: Object.fromEntries(Object.entries(s.byChannel).map(([k, v]) => [k, per(v)])),
+    counts: Object.assign(new MixCounts(), {
+      framesToClients: c.framesToClients,
+      framesFromClients: c.framesFromClients - counts0.framesFromClients,
+      acks: c.acks - counts0.acks,
+      pings: c.pings - counts0.pings,
+      bundles: c.bundles - counts0.bundles,
+      intents: c.intents - counts0.intents,
+      estops: c.estops - counts0.estops,
+      nacks: c.nacks - counts0.nacks,
+    }),
+    deliveries: world.hub.counters.delivered - before,
+    ticks: (seconds * 1000) / DEVICE_DEFAULTS.tick_ms,
+    probeComputrons: world.probe,
+    pauseComputrons: world.pauseCost,
+  };
+}
+
+// ------------------------------------------------------------------------------------------
+// One delivery through each binding, and the calibration.
+
+/** Subscribers per binding in the per-delivery runs: as the route bench, 8 (the hub's slots). */
+export const PER_DELIVERY_SUBSCRIBERS = 8;
+
+/**
+ * Computrons per delivery through one binding: 8 clients on `binding`, each subscribed to imu at
+ * 200 Hz (operator tier: the full rate), the robot pushing imu only, every ACK and PING the
+ * clients owe them, the transports completing what they carry. What is counted per delivery:
+ * the hub's route (its share of the push's one encoding included), the link's send, and the
+ * binding's own work to hand the frame on (a take, a notification's completion, a datagram's
+ * send status).
+ */
+export function perDelivery(binding: BindingName, seconds = 2): { computrons: number; deliveries: number; perDelivery: number } {
+  const world = deliveryWorld(binding);
+  world.calibrate();
+  world.split.reset();
+  const before = world.hub.counters.delivered;
+  world.run(seconds * 1000);
+  const deliveries = world.hub.counters.delivered - before;
+  const computrons = world.split.delivery + world.split.bindings;
+  return { computrons, deliveries, perDelivery: deliveries > 0 ? computrons / deliveries : NaN };
+}
+
+/** The per-delivery world of `binding`, started: 8 clients on it, each subscribed to imu at 200 Hz. */
+export function deliveryWorld(binding: BindingName): DeviceWorld {
+  const mix: MixClient[] = [];
+  for (let i = 0; i < PER_DELIVERY_SUBSCRIBERS; i++) {
+    mix.push({ name: `${binding}-${i}`, binding, operator: true, subscriptions: [{ channel: 'imu', rateHz: 200 }], publications: [] });
+  }
+  const world = new DeviceWorld(mix, { streams: [{ channel: 'imu', hz: 200, fields: 6 }], log: false });
+  world.start(500);
+  return world;
+}
+
+/**
+ * Allocation per delivery through each binding: n simulated ms of the per-delivery world (the
+ * clients' ACKs and PINGs included); an item is a delivery. On XS the harness's slot count shows
+ * any allocation anywhere in it, the clients' stand-ins included (they allocate nothing).
+ */
+export function deviceDeliveryBench(binding: BindingName): () => OpBench {
+  return () => {
+    let world: DeviceWorld | null = null;
+    return {
+      kind: 'op',
+      name: `device.deliver.${binding}`,
+      title: `per-delivery world on ${binding}: 8 subscribers of imu at 200 Hz, their ACKs and PINGs`,
+      issue: 12,
+      op: 'ms',
+      item: 'delivery',
+      xsOps: 100,
+      setup() {
+        metering = false;
+        world = deliveryWorld(binding);
+      },
+      run(n) {
+        const w = world as DeviceWorld;
+        const before = w.hub.counters.delivered;
+        w.run(n);
+        return w.hub.counters.delivered - before;
+      },
+    };
+  };
+}
+
+/**
+ * Allocation per BUNDLE: the joystick alone on BLE, in control and armed, publishing cmd_vel at
+ * 50 Hz, pinging every 200 ms and acknowledging the safety and control-owner values it receives,
+ * with the hub's tick every 10 ms. One op is 20 simulated ms: one BUNDLE.
+ */
+export function deviceBundleBench(): OpBench {
+  let world: DeviceWorld | null = null;
+  const mix = DEFAULT_MIX.filter((c) => c.name === 'joystick');
+  return {
+    kind: 'op',
+    name: 'device.ingress.bundle',
+    title: 'the joystick on BLE: a cmd_vel BUNDLE every 20 ms, with its PINGs and ACKs and the tick',
+    issue: 12,
+    op: 'bundle',
+    item: 'bundle',
+    xsOps: 50,
+    setup() {
+      metering = false;
+      world = new DeviceWorld(mix, { streams: [], log: false });
+      world.start(500);
+    },
+    run(n) {
+      const w = world as DeviceWorld;
+      const before = w.counts.bundles;
+      w.run(n * (1000 / JOYSTICK_HZ));
+      return w.counts.bundles - before;
+    },
+  };
+}
+
+export interface Timer {
+  now(): number;
+}
+
+/**
+ * The calibration's fixed workload: the route the device runs most, one imu sample to 8
+ * subscribers on lean links, `n` times. Returns computrons and wall ms inside the engine.
+ */
+export function calibrationRun(n: number, timer: Timer): { computrons: number; ms: number } {
+  const mix: MixClient[] = [];
+  for (let i = 0; i < PER_DELIVERY_SUBSCRIBERS; i++) mix.push({ name: `cal-${i}`, binding: 'tcp', operator: true, subscriptions: [{ channel: 'imu', rateHz: 200 }], publications: [] });
+  const world = new DeviceWorld(mix, { streams: [], log: false });
+  world.start(0);
+  const imu = world.catalog.byName('imu');
+  if (!imu) throw new Error('device bench: no imu');
+  const v = new Float64Array([0.5, 0.25, 9.75, 0.001, 0.002, 0.003].map((x) => Math.fround(x)));
+  const hub = world.hub;
+  meter();
+  const t0 = timer.now();
+  for (let i = 0; i < n; i++) {
+    world.clock.t += 5;
+    hub.publishSample(imu.id, world.clock.t, v, 6);
+  }
+  const ms = timer.now() - t0;
+  const computrons = meter();
+  return { computrons, ms };
+}
+
+// ------------------------------------------------------------------------------------------
+// The tick with nothing due.
+
+/**
+ * Computrons of `hub.tick()` with the default mix's 8 sessions open and nothing due: the mix
+ * connects, takes control and arms, then the clock moves one tick period at a time with no
+ * traffic and each tick is metered. Returns the median and the largest of `ticks` ticks; a tick
+ * in which a deadline falls due (a re-announcement, a stale check) is among them.
+ */
+export function idleTicks(ticks = 100): { median: number; max: number; sessions: number } {
+  const world = new DeviceWorld(DEFAULT_MIX, { streams: [], log: false });
+  world.start(0);
+  world.calibrate();
+  const hub = world.hub;
+  const costs: number[] = [];
+  for (let i = 0; i < ticks; i++) {
+    world.clock.t += DEVICE_DEFAULTS.tick_ms;
+    meter();
+    hub.tick();
+    costs.push(world.take());
+  }
+  costs.sort((a, b) => a - b);
+  return { median: costs[costs.length >> 1] as number, max: costs[costs.length - 1] as number, sessions: hub.sessions().length };
+}
+
+// ------------------------------------------------------------------------------------------
+// Memory at the device's configuration.
+
+/** Subscriptions per session in the memory case (the issue's 8 sessions × 16 subscriptions). */
+export const MEMORY_SUBSCRIPTIONS = 16;
+
+/**
+ * The device's configuration with every binding live: three Wi-Fi connections (one TCP, two
+ * WebSocket), one BLE connection, ESP-NOW with 4 peers: 8 sessions, each subscribed to 16
+ * telemetry channels of the bench catalog (the default catalog and IMU-shaped streams up to 16).
+ */
+export function deviceMemoryMix(): MixClient[] {
+  const channels: { channel: string; rateHz: number }[] = [];
+  for (const c of BENCH_CATALOG.channels) {
+    if (c.direction === 'telemetry' && channels.length < MEMORY_SUBSCRIPTIONS) channels.push({ channel: c.name, rateHz: c.max_rate_hz });
+  }
+  const bindings: BindingName[] = ['tcp', 'ws', 'ws', 'ble', 'espnow', 'espnow', 'espnow', 'espnow'];
+  return bindings.map((binding, i) => ({ name: `${binding}-${i}`, binding, operator: true, subscriptions: channels, publications: [] }));
+}
+
+/** Seconds of the robot's streams the memory case runs, so that every ring and queue has been used. */
+export const MEMORY_TRAFFIC_S = 2;
+
+/**
+ * What the hub and the bindings keep alive at the device's configuration, step by step; the
+ * catalog is preloaded into flash on the device and the clients' stand-ins are made in setup,
+ * so neither is counted. `device.memory` in the bench report is the `device` total against
+ * manifest.json's `creation`.
+ */
+export function deviceMemoryBench(): RetainedBench {
+  let world: DeviceWorld | null = null;
+  const steps = [
+    { name: 'hub', count: 1, per: 'idle hub and ESP-NOW binding (new Hub, new EspNowBinding)' },
+    { name: 'links', count: 4, per: 'stream or BLE link (1 TCP, 2 WebSocket with the upgrade, 1 BLE)' },
+    { name: 'sessions', count: 8, per: `session with ${MEMORY_SUBSCRIPTIONS} subscriptions (HELLO; an ESP-NOW peer's link comes with its first datagram)` },
+    { name: 'traffic', count: 1, per: `${MEMORY_TRAFFIC_S} s of the robot's streams at their default rates, the clients acknowledging` },
+  ] as const;
+  return {
+    kind: 'retained',
+    name: 'memory.device',
+    title: 'retained heap of the hub and its bindings at the device configuration (8 sessions × 16 subscriptions)',
+    issue: 12,
+    steps,
+    totals: [{ name: 'device', steps: steps.map((x) => x.name) }],
+    setup() {
+      world = new DeviceWorld(deviceMemoryMix(), { catalog: BENCH_CATALOG, deferBoot: true });
+    },
+    step(i) {
+      const w = world as DeviceWorld;
+      const name = steps[i]?.name;
+      if (name === 'hub') w.boot();
+      else if (name === 'links') w.open();
+      else if (name === 'sessions') w.hellos();
+      else if (name === 'traffic') w.run(MEMORY_TRAFFIC_S * 1000);
+      else throw new Error(`bench: no step ${i}`);
+    },
+  };
+}

@@ -1,0 +1,587 @@
+// The egress layer (docs/architecture.md "Layers"): everything the hub sends. The hot path
+// (a robot sample routed to its subscribers through the grant and the §10.4 table), EVENT
+// queues and their flushing, the never-shed queues and their drain, the control frames, the
+// CATALOG and HEALTH chunks, and the count of frames handed to each transport. The hub decides
+// what to send; this layer encodes it once, tags it with what the hub knows (hub/ports.ts Tag)
+// and hands it to the links under one send contract.
+//
+// Memory: one SealedBytes for a push's shared DATA frame, sized to the largest sample the catalog
+// can produce, and one StagedBytes arena holding every session slot's never-shed queue followed
+// by the staging area where control frames are written (and from where a queued frame is handed
+// on): a frame moves between them with one native copy, and every frame a link receives is an
+// exact view, copied whole (docs/architecture.md "Copies").
+//
+// Re-entry: while a push is being routed (`routing`), nothing the hub would do in answer to a
+// link (a lost transport, a park for an overflowing never-shed queue) runs; the hub takes it up
+// once the loop is done (EgressHost).
+
+import type { CatalogIndex } from '../catalog/index.js';
+import { StagedBytes, SealedBytes } from './bytes.js';
+import { CborWriter } from './cbor.js';
+import { dataFrameBytes, FloatProbe, writeData, writePong } from './fast-frames.js';
+import { encodeFrame, FrameType, MAX_HUB_FRAME_BYTES, type Frame, type PubGrant, type SubGrant } from './frames.js';
+import { consumeGrantSlot } from './grants.js';
+import type { HealthMetrics } from './health.js';
+import type { Ladder } from './ladder.js';
+import { Nack } from './nack.js';
+import { Tag, tagOf, type Clock, type GrantSet, type Link } from './ports.js';
+import { FrameRing } from './queues.js';
+import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
+import { decimate, DECIMATION_STATE, resetDecimation, sameValues, SHED_DECISION, SHED_LOOKUP } from './shed.js';
+import { utf8ByteLength } from './utf8.js';
+
+/** Counters the health report and the simulator read (free of names and payloads). */
+export class HubCounters {
+  /** Pushes by shedding-table row, index 1..15 (§10.4). */
+  readonly rows = new Float64Array(16);
+  /** Pushes the table sent but the link could not take (dropped at once, never held). */
+  egressDrops = 0;
+  /** Pushes held back by the granted rate (not shedding: the grant itself). */
+  rateGated = 0;
+  /** Pushes a decimating row dropped (counted in `rows` too). */
+  decimated = 0;
+  /** STATE pushes a conflating row dropped as unchanged (counted in `rows` too). */
+  conflated = 0;
+  /** Pushes a dropping row discarded, whole-source drops included (counted in `rows` too). */
+  shedDrops = 0;
+  /** Deliveries made (frames handed to links, DATA only). */
+  delivered = 0;
+  /** NACKs sent, by code. */
+  readonly nacks = new Float64Array(32);
+  parks = 0;
+  resumes = 0;
+  estops = 0;
+  reclaims = 0;
+  neverShedOverflows = 0;
+  grantsAnnounced = 0;
+}
+
+/** What the egress layer asks of the hub. */
+export interface EgressHost {
+  /** A session's never-shed queue overflowed (§10.4: a link that cannot take even that is broken): park it. */
+  overflowed(s: Session): void;
+  /** Work falls due at `t` (ms): the tick takes it up then (a never-shed queue to drain, events to flush). */
+  due(t: number): void;
+}
+
+/** A transport before it has a session, as the egress layer sends to it. */
+export interface EgressConn {
+  readonly link: Link;
+  readonly session: Session | null;
+  /** Frames handed to the transport before a session took it. */
+  sent: number;
+}
+
+/** CATALOG and HEALTH chunks: at most this many bytes of text, and never more than the link's MTU less the frame around it. */
+export const CATALOG_CHUNK_BYTES = 3072;
+const CATALOG_FRAME_OVERHEAD = 40;
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+/** The text budget of one CATALOG or HEALTH chunk on a link of `mtu`. */
+export function chunkBudget(mtu: number): number {
+  return Math.max(16, Math.min(CATALOG_CHUNK_BYTES, mtu - CATALOG_FRAME_OVERHEAD));
+}
+
+/** A session's subscription grants as the GrantSet links read (hub/ports.ts), refilled per use. */
+class SessionGrants implements GrantSet {
+  count = 0;
+  private slot = 0;
+  constructor(
+    private readonly table: SubscriptionTable,
+    private readonly routes: readonly ChannelRoute[],
+  ) {}
+  of(slot: number): this {
+    this.slot = slot;
+    this.count = this.table.routeCount[slot] as number;
+    return this;
+  }
+  channelId(i: number): number {
+    return (this.routes[this.table.routeOf(this.slot, i)] as ChannelRoute).ch.id;
+  }
+  grantedHz(i: number): number {
+    const t = this.table;
+    return t.grantedHz[t.row(t.routeOf(this.slot, i), this.slot)] as number;
+  }
+  priority(i: number): number {
+    const t = this.table;
+    return t.priority[t.row(t.routeOf(this.slot, i), this.slot)] as number;
+  }
+}
+
+export class Egress {
+  readonly counters = new HubCounters();
+  /** A push's DATA frame, encoded once for all its subscribers. */
+  readonly data: SealedBytes;
+  /** Every slot's never-shed queue, then the staging area control frames are written in. */
+  readonly arena: StagedBytes;
+  /** Writes control frames into the arena's staging area. */
+  readonly w: CborWriter;
+  /** A push is being routed. */
+  routing = false;
+  /** The ladder's rung-1 floor under every link's level (docs/operations.md "The hub-wide ladder"); the hub sets it when the rung changes. */
+  levelFloor = 0;
+  private readonly fp = new FloatProbe();
+  private readonly rings: (FrameRing | undefined)[];
+  private readonly neverShedBytes: number;
+  private readonly grantSet: SessionGrants;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly table: SubscriptionTable,
+    private readonly routes: readonly ChannelRoute[],
+    private readonly slots: readonly (Session | null)[],
+    private readonly ladder: Ladder,
+    private readonly health: HealthMetrics,
+    private readonly catalog: CatalogIndex,
+    private readonly host: EgressHost,
+    maxFields: number,
+    neverShedBytes: number,
+  ) {
+    this.data = new SealedBytes(dataFrameBytes(maxFields));
+    this.neverShedBytes = neverShedBytes;
+    this.arena = new StagedBytes(slots.length * neverShedBytes, MAX_HUB_FRAME_BYTES);
+    this.w = new CborWriter(this.arena.out);
+    this.rings = new Array<FrameRing | undefined>(slots.length).fill(undefined);
+    this.grantSet = new SessionGrants(table, routes);
+  }
+
+  /** The never-shed queue of a session slot, in the arena (made at the slot's first session). */
+  ringFor(slot: number): FrameRing {
+    let r = this.rings[slot];
+    if (r === undefined) this.rings[slot] = r = new FrameRing(this.neverShedBytes, NEVER_SHED_FRAMES, this.arena, slot * this.neverShedBytes);
+    return r;
+  }
+
+  // ------------------------------------------------------------------ the hot path
+
+  /**
+   * One telemetry sample (STREAM) or value (STATE) from the robot, routed to every subscriber
+   * through the grant and the shedding table. Encoded once; copied to each link; nothing is
+   * allocated per sample and nothing is ever held back to be sent later (§10.4): whatever is sent
+   * for this push leaves during this call, whatever cannot is dropped.
+   */
+  publishSample(route: ChannelRoute, t: number, values: Float64Array, count: number): void {
+    const seq = (route.seq = route.seq === 0xffffffff ? 0 : route.seq + 1);
+    const tab = this.table;
+    const r = route.index;
+    const subscriberCount = tab.subscriberCount;
+    if (subscriberCount[r] === 0) return;
+    // A sample carries at most the catalog's fields; a time that is no unsigned integer reads as 0.
+    let n = count < values.length ? count : values.length;
+    if (n > route.fields) n = route.fields;
+    n = n > 0 ? n - (n % 1) : 0;
+    const time = t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0;
+    const now = this.clock.now();
+    const critical = route.critical;
+    const segments = route.segments;
+    const counters = this.counters;
+    const rows = counters.rows;
+    const slots = this.slots;
+    const subscribers = tab.subscribers;
+    const grantedHz = tab.grantedHz;
+    const nextDue = tab.nextDue;
+    const priority = tab.priority;
+    const firstPush = tab.firstPush;
+    const sourceDropped = tab.sourceDropped;
+    const base = route.shedBase;
+    const first = r * tab.slots;
+    // docs/operations.md "Health, admission and overload" ladder rung 1: the table reads every link at this level at least.
+    const floor = this.levelFloor;
+    let frame: Uint8Array | null = null;
+    this.routing = true;
+    for (let i = 0; i < (subscriberCount[r] as number); i++) {
+      const slot = subscribers[first + i] as number;
+      const s = slots[slot] as Session;
+      const link = s.link;
+      if (link === null) continue;
+      const k = first + slot;
+      let g = 0;
+      if (!critical) {
+        // The grant: a subscriber gets at most its granted rate, always the newest sample.
+        g = grantedHz[k] as number;
+        if (!(g > 0)) {
+          counters.rateGated++;
+          if (segments) sourceDropped[k] = 1;
+          continue;
+        }
+        // §10.4: a segments stream is never thinned, not even by the grant (its grant is whole-source).
+        if (now < (nextDue[k] as number) && !segments) {
+          counters.rateGated++;
+          continue;
+        }
+      }
+      let level = link.level;
+      if (level < floor) level = floor;
+      const packed = SHED_LOOKUP[base + (priority[k] as number) * 6 + (firstPush[k] as number) * 3 + (level >= 2 ? 2 : level >= 1 ? 1 : 0)] as number;
+      const row = packed & 0xf;
+      rows[row] = (rows[row] as number) + 1;
+      const decision = packed >>> 4;
+      if (decision !== SHED_DECISION.send || tab.decimation[k * DECIMATION_STATE] !== 1) {
+        if (this.shed(route, decision, k, slot, values, n, now)) continue;
+      }
+      let out: Uint8Array;
+      let tag: number;
+      if (sourceDropped[k] === 1) {
+        // The subscriber's own variant, carrying gap: written in the control staging area.
+        const arena = this.arena;
+        arena.unstage();
+        out = arena.seal(writeData(arena.out, arena.outView, this.fp, route.prefix, seq, time, values, n, true, 0));
+        tag = route.tag;
+      } else {
+        if (frame === null) {
+          const data = this.data;
+          data.open();
+          frame = data.seal(writeData(data.bytes, data.view, this.fp, route.prefix, seq, time, values, n, false, 0));
+        }
+        out = frame;
+        tag = route.sharedTag;
+      }
+      if (critical) {
+        if (!this.critical(s, out, tag, seq)) continue;
+      } else if (s.neverShed.size > 0 || !link.send(out, tag, seq)) {
+        // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
+        counters.egressDrops++;
+        if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
+        continue;
+      } else {
+        s.sentFrames++;
+      }
+      counters.delivered++;
+      firstPush[k] = 0;
+      sourceDropped[k] = 0;
+      if (g > 0 && !segments) {
+        // The grant gate (grants.ts consumeGrantSlot): at most one period of credit.
+        const period = 1000 / g;
+        const next = (nextDue[k] as number) + period;
+        nextDue[k] = next < now - period ? now + period : next;
+      }
+      if (route.last !== null) route.keep(slot, values, n, tab.lastLen, k);
+    }
+    this.routing = false;
+  }
+
+  /**
+   * The table's decision for one subscriber, other than a plain send from a subscription that was
+   * not decimating: true when the push is not sent to it (counted here).
+   */
+  private shed(route: ChannelRoute, decision: number, k: number, slot: number, values: Float64Array, n: number, now: number): boolean {
+    const counters = this.counters;
+    const tab = this.table;
+    if (decision === SHED_DECISION.drop) {
+      counters.shedDrops++;
+      return true;
+    }
+    if (decision === SHED_DECISION.drop_source) {
+      counters.shedDrops++;
+      tab.sourceDropped[k] = 1; // §10.4 row 6: whole source; the next push that goes out carries gap
+      return true;
+    }
+    const decimation = tab.decimation;
+    if (decision === SHED_DECISION.decimate4 || decision === SHED_DECISION.decimate2) {
+      if (decimate(decimation, k * DECIMATION_STATE, decision === SHED_DECISION.decimate4 ? 4 : 2)) return false;
+      // Decimation thins the granted stream: the dropped push uses up its grant slot.
+      counters.decimated++;
+      consumeGrantSlot(tab.grantedHz, tab.nextDue, k, now);
+      return true;
+    }
+    // A factor of 1 has no count: only a subscription that was decimating needs the reset.
+    if (decimation[k * DECIMATION_STATE] !== 1) resetDecimation(decimation, k * DECIMATION_STATE);
+    // Row 8 conflates STATE channels only, which keep the values last sent.
+    const last = route.last;
+    if (decision === SHED_DECISION.conflate && last !== null && sameValues(values, n, last[slot] as Float64Array, tab.lastLen[k] as number)) {
+      counters.conflated++;
+      return true;
+    }
+    return false;
+  }
+
+  /** One EVENT (§9.4): queued per subscriber, bounded, oldest dropped and counted. */
+  publishEvent(route: ChannelRoute, t: number, values: readonly number[], text: string | undefined): void {
+    const q = route.events;
+    if (q === null) return;
+    const ch = route.ch;
+    const seq = (route.seq = (route.seq + 1) % 0x100000000);
+    const tab = this.table;
+    if (tab.subscriberCount[route.index] === 0) return;
+    const n = Math.min(values.length, ch.fieldCount);
+    const v = new Float64Array(n);
+    for (let i = 0; i < n; i++) v[i] = values[i] as number;
+    // One record per event, shared by every subscriber's queue.
+    const rec: EventRecord = Object.freeze({ seq, t: t >= 0 && t <= MAX_SAFE ? Math.floor(t) : 0, values: v, count: n, text });
+    // A STALE session's queue keeps filling (bounded, losses counted): a resume gets them (§9.4).
+    q.push(rec);
+    const first = route.index * tab.slots;
+    this.routing = true;
+    for (let i = 0; i < (tab.subscriberCount[route.index] as number); i++) {
+      const s = this.slots[tab.subscribers[first + i] as number] as Session;
+      if (s.link !== null) this.flushEvents(route, s);
+    }
+    this.routing = false;
+  }
+
+  /** A subscriber's queued events, as far as its link takes them; what stays owes a flush at the next tick. */
+  flushEvents(route: ChannelRoute, s: Session): void {
+    const q = route.events;
+    const link = s.link;
+    if (!q || !link) return;
+    const ch = route.ch;
+    const slot = s.slot;
+    const k = this.table.row(route.index, slot);
+    const firstPush = this.table.firstPush;
+    const floor = this.levelFloor;
+    const counters = this.counters;
+    const tag = route.tag;
+    for (let ev = q.peek(slot); ev !== undefined; ev = q.peek(slot)) {
+      let level = link.level;
+      if (level < floor) level = floor;
+      const packed = SHED_LOOKUP[route.shedBase + (this.table.priority[k] as number) * 6 + (firstPush[k] as number) * 3 + (level >= 2 ? 2 : level >= 1 ? 1 : 0)] as number;
+      const row = packed & 0xf;
+      if (packed >>> 4 === SHED_DECISION.drop) {
+        counters.rows[row] = (counters.rows[row] as number) + 1;
+        counters.shedDrops++;
+        q.drop(slot); // §9.4: counted, and carried by the next delivered event
+        continue;
+      }
+      const w = this.beginControl();
+      encodeFrame(eventFrame(ch.id, ev, q.dropped(slot)), w);
+      const frame = this.arena.seal(w.pos);
+      if (ch.critical) {
+        if (!this.critical(s, frame, tag, ev.seq)) return;
+      } else if (s.neverShed.size > 0 || !link.send(frame, tag, ev.seq)) {
+        s.eventsOwed = true; // stays queued, bounded (§9.4)
+        this.host.due(this.clock.now());
+        return;
+      } else s.sentFrames = (s.sentFrames + 1) >>> 0;
+      // Counted once, when the event leaves: a queued event is evaluated again on the next try.
+      counters.rows[row] = (counters.rows[row] as number) + 1;
+      q.shift(slot);
+      firstPush[k] = 0;
+      counters.delivered++;
+    }
+  }
+
+  // ------------------------------------------------------------------ the never-shed path (§10.4)
+
+  /**
+   * A critical frame (`frame` exactly the frame): straight to the link when its never-shed queue
+   * is empty and the link takes it, else into that queue behind the frames already waiting.
+   * False when it could not be kept (no link, or the queue overflowed and the session is parked).
+   */
+  critical(s: Session, frame: Uint8Array, tag: number, seq: number): boolean {
+    const link = s.link;
+    if (!link) return false;
+    const q = s.neverShed;
+    if (q.size === 0 && link.send(frame, tag | Tag.CRITICAL, seq)) {
+      s.sentFrames = (s.sentFrames + 1) >>> 0;
+      return true;
+    }
+    const wasEmpty = q.size === 0;
+    const now = this.clock.now();
+    if (!q.push(frame, tag | Tag.CRITICAL, now)) {
+      // The queue holds far more than never-shed traffic makes in 2 s: a link that cannot take
+      // even that is broken, and parking it now is the same §10.4 transition, only sooner.
+      this.counters.neverShedOverflows++;
+      this.host.overflowed(s);
+      return false;
+    }
+    // §10.4: the stall is timed from the moment never-shed traffic first had to wait.
+    if (wasEmpty) s.stall.update(true, false, now);
+    this.host.due(now);
+    return true;
+  }
+
+  /** Hands on what the session's never-shed queue holds, as far as its link takes it; true when the §10.4 park is due. */
+  drain(s: Session, now: number): boolean {
+    const link = s.link;
+    if (!link) return false;
+    const q = s.neverShed;
+    const drained = q.size > 0 ? q.drainTo(link, now, this.health) : 0;
+    s.sentFrames = (s.sentFrames + drained) >>> 0;
+    s.stall.update(q.size > 0, drained > 0, now);
+    // §10.4 park, not kill: after NEVER_SHED_STALL_EVICTION_MS (the StallClock's limit) the
+    // transport is closed and the session goes STALE, exactly as a transport loss would;
+    // SESSION_EVICTED never fires from this path (§12.7).
+    return s.stall.parkDue(now);
+  }
+
+  // ------------------------------------------------------------------ control frames
+
+  /** The control writer, reset over the whole staging area. */
+  beginControl(): CborWriter {
+    this.arena.unstage();
+    const w = this.w;
+    w.reset();
+    return w;
+  }
+
+  control(s: Session, f: Frame): void {
+    const w = this.beginControl();
+    encodeFrame(f, w);
+    this.critical(s, this.arena.seal(w.pos), tagOf(f.type, Tag.CRITICAL), 0);
+  }
+
+  /** Before HELLO there is no session and no never-shed queue: the frame goes if the link takes it. */
+  toConn(conn: EgressConn, f: Frame): void {
+    if (conn.session) {
+      this.control(conn.session, f);
+      return;
+    }
+    const w = this.beginControl();
+    encodeFrame(f, w);
+    if (conn.link.send(this.arena.seal(w.pos), tagOf(f.type, Tag.CRITICAL), 0)) conn.sent = (conn.sent + 1) >>> 0;
+  }
+
+  /** PONG (§5.14), allocation-free: to the session, or before HELLO to the transport. */
+  pong(conn: EgressConn, t0: number, t1: number): void {
+    this.arena.unstage();
+    const frame = this.arena.seal(writePong(this.arena.out, t0, t1));
+    const tag = tagOf(FrameType.PONG, Tag.CRITICAL);
+    if (conn.session) this.critical(conn.session, frame, tag, 0);
+    else if (conn.link.send(frame, tag, 0)) conn.sent = (conn.sent + 1) >>> 0;
+  }
+
+  nackConn(conn: EgressConn, code: number, frameType?: number, channelId?: number, retryAfterMs?: number): void {
+    this.counters.nacks[code] = (this.counters.nacks[code] as number) + 1;
+    this.toConn(conn, nackFrame(code, frameType, channelId, undefined, retryAfterMs));
+  }
+
+  nack(s: Session, code: number, frameType?: number, channelId?: number, requestId?: number, retryAfterMs?: number): void {
+    this.counters.nacks[code] = (this.counters.nacks[code] as number) + 1;
+    this.control(s, nackFrame(code, frameType, channelId, requestId, retryAfterMs));
+  }
+
+  /** The session's grants as its link will be told them (a broadcast segment learns them so, §10.6). */
+  grantsOf(s: Session): GrantSet {
+    return this.grantSet.of(s.slot);
+  }
+
+  /** The session's current subscription grants, in subscription order (allocates: WELCOME and GRANT only). */
+  subGrants(s: Session): SubGrant[] {
+    const out: SubGrant[] = [];
+    const g = this.grantSet.of(s.slot);
+    for (let i = 0; i < g.count; i++) out.push({ channelId: g.channelId(i), grantedRateHz: g.grantedHz(i), priority: g.priority(i) });
+    return out;
+  }
+
+  pubGrants(s: Session): PubGrant[] {
+    const out: PubGrant[] = [];
+    for (const p of s.pubs) out.push({ channelId: p.ch.id, grantedRateHz: p.grantedHz, burst: p.burst });
+    return out;
+  }
+
+  /** GRANT re-stating the session's grants (§10.2): its link is told them first. */
+  grant(s: Session, subs: boolean, pubs: boolean): void {
+    s.grantOwed = false;
+    this.counters.grantsAnnounced++;
+    const f: { type: 6; subGrants?: SubGrant[]; pubGrants?: PubGrant[] } = { type: FrameType.GRANT };
+    if (subs) {
+      f.subGrants = this.subGrants(s);
+      if (s.link) s.link.granted(this.grantsOf(s));
+    }
+    if (pubs) f.pubGrants = this.pubGrants(s);
+    this.control(s, f);
+  }
+
+  // ------------------------------------------------------------------ CATALOG and HEALTH (§5.17, §5.18)
+
+  /**
+   * One CATALOG chunk, at `offset` UTF-8 bytes into the catalog's canonical text, cut at a
+   * character boundary so that it fits one frame of this link (an ESP-NOW datagram is 250
+   * bytes). False when the offset lies past the text or inside a character (the caller NACKs).
+   * The catalog is not never-shed traffic: a link without room gets HUB_PRESSURE.
+   */
+  catalogChunk(s: Session, offset: number): boolean {
+    const link = s.link;
+    if (!link) return true;
+    const text = this.catalog.canonicalJson;
+    const total = utf8ByteLength(text);
+    const budget = chunkBudget(link.caps.mtu);
+    let from = 0;
+    let at = 0;
+    while (from < text.length && at < offset) at += utf8CharBytes(text, from++);
+    if (offset > total || at !== offset) return false;
+    let to = from;
+    let bytes = 0;
+    while (to < text.length) {
+      const n = utf8CharBytes(text, to);
+      if (bytes + n > budget) break;
+      bytes += n;
+      to += n === 4 ? 2 : 1;
+    }
+    this.chunk(s, { type: FrameType.CATALOG, catalogHash: this.catalog.hash, text: text.slice(from, to), offset, total });
+    return true;
+  }
+
+  /**
+   * §5.18: the report text, in one frame when it fits the link, else in chunks with offset/total
+   * as CATALOG's (§5.17). The text is ASCII (fixed keys and numbers), so its UTF-8 bytes are its
+   * characters. Returns where the chunk ended in the text, or −1 when it could not go (the
+   * caller keeps the text for the next chunk).
+   */
+  healthChunk(s: Session, text: string, offset: number): number {
+    const link = s.link;
+    if (!link) return -1;
+    const total = text.length;
+    const budget = chunkBudget(link.caps.mtu);
+    const whole = offset === 0 && total <= budget;
+    const end = Math.min(total, offset + budget);
+    const f: Frame = whole ? { type: FrameType.HEALTH, text } : { type: FrameType.HEALTH, text: text.slice(offset, end), offset, total };
+    return this.chunk(s, f) ? end : -1;
+  }
+
+  private chunk(s: Session, f: Frame): boolean {
+    const w = this.beginControl();
+    encodeFrame(f, w);
+    const link = s.link as Link;
+    if (s.neverShed.size === 0 && link.send(this.arena.seal(w.pos), tagOf(f.type, 0), 0)) {
+      s.sentFrames = (s.sentFrames + 1) >>> 0;
+      return true;
+    }
+    this.nack(s, Nack.HUB_PRESSURE, f.type, undefined, undefined, 200);
+    return false;
+  }
+
+  // ------------------------------------------------------------------ ESTOP (§10.4, §11.2)
+
+  /** The 12-byte ESTOP frame ahead of every queue of one transport, counted as the client counts it (§5.12). */
+  estop(conn: EgressConn, frame: Uint8Array): void {
+    conn.link.writeAhead(frame);
+    const s = conn.session;
+    if (s !== null && s.link === conn.link) s.sentFrames = (s.sentFrames + 1) >>> 0;
+    else conn.sent = (conn.sent + 1) >>> 0;
+  }
+}
+
+function nackFrame(code: number, frameType?: number, channelId?: number, requestId?: number, retryAfterMs?: number): Frame {
+  const f: { type: 11; code: number; frameType?: number; channelId?: number; requestId?: number; retryAfterMs?: number } = { type: FrameType.NACK, code };
+  if (frameType !== undefined) f.frameType = frameType;
+  if (channelId !== undefined) f.channelId = channelId;
+  if (requestId !== undefined) f.requestId = requestId;
+  if (retryAfterMs !== undefined) f.retryAfterMs = retryAfterMs;
+  return f;
+}
+
+function eventFrame(channelId: number, ev: EventRecord, dropped: number): Frame {
+  const f: { type: 7; channelId: number; seq: number; t: number; values: number[]; dropped?: number; text?: string } = {
+    type: FrameType.DATA,
+    channelId,
+    seq: ev.seq,
+    t: ev.t,
+    values: Array.from(ev.values),
+  };
+  if (dropped > 0) f.dropped = dropped;
+  if (ev.text !== undefined) f.text = ev.text;
+  return f;
+}
+
+/** UTF-8 bytes of the character starting at code unit i (a surrogate pair counts 4, a lone surrogate 3). */
+function utf8CharBytes(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return 1;
+  if (c < 0x800) return 2;
+  if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+    const d = text.charCodeAt(i + 1);
+    if (d >= 0xdc00 && d <= 0xdfff) return 4;
+  }
+  return 3;
+}

@@ -1,0 +1,231 @@
+// The hub's own load (docs/operations.md "Health, admission and overload") and what operators may
+// inspect: the measured signals admission and the ladder read, the ladder's park choice, the
+// detailed health report, the session table as numbers, and what the hub holds by structure.
+// Nothing here is on a hot path: the load is measured when admission asks and on the tick's load
+// period; the rest on request.
+
+import { AckLagSummary } from './acklag.js';
+import type { HealthReport, HubLoad, LinkHealth } from './health.js';
+import type { Hub } from './hub.js';
+import { aggregateOccupancy, LADDER_KEEPING_UP_OCCUPANCY, LADDER_READER_STALL_MS, type LadderSessionView, type LadderSubView } from './ladder.js';
+import { AckForm } from './ports.js';
+import { SessionState } from './session.js';
+import { StreamKind } from '../catalog/schema.js';
+
+export interface SubView {
+  channelId: number;
+  wishHz: number;
+  grantedHz: number;
+  priority: number;
+}
+
+export interface SessionView {
+  id: number;
+  slot: number;
+  state: number;
+  tier: number;
+  binding: string;
+  level: number;
+  neverShedBytes: number;
+  ackLag: number;
+  subs: SubView[];
+}
+
+export interface HubFootprint {
+  /** Channels a client can subscribe to: each is a block of one row per session slot. */
+  readonly routes: number;
+  readonly subscriptionRows: number;
+  /** Rows in use: the open sessions' subscriptions. */
+  readonly subscriptions: number;
+  /** §10.4 row 8: arrays of the values last sent, made so far, and at most one per (STATE channel, slot). */
+  readonly stateValueArrays: number;
+  readonly stateValueArraysMax: number;
+  /** §9.4: one queue per EVENT channel shared by its subscribers, and the events they hold at most in all. */
+  readonly eventRings: number;
+  readonly eventCapacity: number;
+  /** The hub-wide frame buffers: a push's DATA frame and the control frames' staging area. */
+  readonly scratchBytes: number;
+  /** The open sessions' never-shed queues (§10.4). */
+  readonly neverShedBytes: number;
+}
+
+export class Load {
+  private readonly ackLag: AckLagSummary;
+
+  constructor(private readonly hub: Hub) {
+    this.ackLag = new AckLagSummary(hub.config.slots);
+  }
+
+  /**
+   * Fills the load admission and the ladder read: the measured views, the never-shed backlog,
+   * the heap, and the aggregate egress occupancy (less the links stalled by their readers; 0
+   * while some link keeps up). A few reads per session, allocation-free.
+   */
+  measure(now: number, load: HubLoad): HubLoad {
+    const hub = this.hub;
+    hub.health.sample(now, load);
+    const slots = hub.slots;
+    let backlog = 0;
+    for (let i = 0; i < slots.length; i++) {
+      const s = slots[i];
+      if (s) backlog += s.neverShed.bytes;
+    }
+    load.neverShedBacklogBytes = backlog;
+    const heap = hub.heap ? hub.heap() : NaN;
+    load.heapUsedBytes = heap >= 0 ? heap : NaN;
+    let occupancy = 0;
+    let readerStalled = 0;
+    const conns = hub.conns;
+    for (let i = 0; i < conns.length; i++) {
+      const link = conns[i]!.link;
+      const o = link.occupancy();
+      if (!(o > 0)) continue;
+      // A backlog its reader left untaken is that session's, not the hub's (LADDER_READER_STALL_MS).
+      if (link.stalledMs() >= LADDER_READER_STALL_MS) readerStalled++;
+      else occupancy += o;
+    }
+    load.readerStalledLinks = readerStalled;
+    // A session whose link carries what it was handed within the last second, with room to spare, shows
+    // the hub's egress is not the bottleneck: the backlog elsewhere is those links' (§10.3, §10.4).
+    let keepingUp = 0;
+    for (let i = 0; i < slots.length; i++) {
+      const s = slots[i];
+      if (!s || s.state !== SessionState.ACTIVE || !s.link) continue;
+      if (s.sentFrames !== s.loadMark) {
+        s.loadMark = s.sentFrames;
+        s.handedAt = now;
+      }
+      // Keeping up: handed frames lately, clear of congestion (a queue bounded in time reads
+      // congested, not full), little queued, and its transport moving.
+      const link = s.link;
+      if (now - s.handedAt <= LADDER_READER_STALL_MS && link.level === 0 && link.occupancy() < LADDER_KEEPING_UP_OCCUPANCY && link.stalledMs() < LADDER_READER_STALL_MS) keepingUp++;
+    }
+    load.keepingUpLinks = keepingUp;
+    load.egressOccupancy = keepingUp > 0 ? 0 : aggregateOccupancy(occupancy, hub.config.slots);
+    return load;
+  }
+
+  /** The sessions as the ladder's park choice sees them (numbers only; made only when a park is due). */
+  ladderViews(): LadderSessionView[] {
+    const hub = this.hub;
+    const out: LadderSessionView[] = [];
+    const t = hub.table;
+    for (let i = 0; i < hub.slots.length; i++) {
+      const s = hub.slots[i];
+      if (!s) continue;
+      const subs: LadderSubView[] = [];
+      for (let j = 0; j < t.routeCount[s.slot]!; j++) {
+        const route = hub.plan.subscribedRoute(s, j);
+        subs.push({ channelId: route.ch.id, priority: t.priority[t.row(route.index, s.slot)]!, segments: route.ch.kind === StreamKind.segments });
+      }
+      out.push({ id: s.id, active: s.state === SessionState.ACTIVE && s.link !== null, owner: s === hub.owner, tier: s.tier, subs });
+    }
+    return out;
+  }
+
+  /** Sessions as operators may see them: ids, states, tiers, grants — no names or credentials. */
+  sessions(): SessionView[] {
+    const hub = this.hub;
+    const out: SessionView[] = [];
+    const t = hub.table;
+    for (let i = 0; i < hub.slots.length; i++) {
+      const s = hub.slots[i];
+      if (!s) continue;
+      const subs: SubView[] = [];
+      for (let j = 0; j < t.routeCount[s.slot]!; j++) {
+        const route = hub.plan.subscribedRoute(s, j);
+        const k = t.row(route.index, s.slot);
+        subs.push({ channelId: route.ch.id, wishHz: t.wishHz[k]!, grantedHz: t.grantedHz[k]!, priority: t.priority[k]! });
+      }
+      const link = s.link;
+      out.push({
+        id: s.id,
+        slot: s.slot,
+        state: s.state,
+        tier: s.tier,
+        binding: link ? link.caps.binding : '',
+        level: link ? link.level : 0,
+        neverShedBytes: s.neverShed.bytes,
+        ackLag: link && link.caps.ackForm === AckForm.STREAM ? link.ackLag() : 0,
+        subs,
+      });
+    }
+    return out;
+  }
+
+  /** What the hub holds, by structure: the sizes fixed at setup and what its sessions made (docs/architecture.md "Memory"). */
+  footprint(): HubFootprint {
+    const hub = this.hub;
+    let stateValueArrays = 0;
+    let stateValueArraysMax = 0;
+    let eventRings = 0;
+    let eventCapacity = 0;
+    for (const route of hub.routes) {
+      if (route.last) {
+        stateValueArraysMax += route.last.length;
+        for (const v of route.last) if (v) stateValueArrays++;
+      }
+      if (route.events) {
+        eventRings++;
+        eventCapacity += route.events.capacity;
+      }
+    }
+    let subscriptions = 0;
+    let neverShedBytes = 0;
+    for (let i = 0; i < hub.slots.length; i++) {
+      const s = hub.slots[i];
+      if (!s) continue;
+      subscriptions += hub.table.routeCount[s.slot]!;
+      neverShedBytes += s.neverShed.capacityBytes;
+    }
+    return {
+      routes: hub.routes.length,
+      subscriptionRows: hub.routes.length * hub.table.slots,
+      subscriptions,
+      stateValueArrays,
+      stateValueArraysMax,
+      eventRings,
+      eventCapacity,
+      scratchBytes: hub.egress.data.capacity + hub.egress.arena.stageBytes,
+      neverShedBytes,
+    };
+  }
+
+  /** The detailed health report (`metrics.version: 1`). Numbers under fixed keys only. Allocates: on request only. */
+  report(now: number): HealthReport {
+    const hub = this.hub;
+    this.measure(now, hub.load);
+    const a = this.ackLag;
+    a.reset();
+    const links: LinkHealth[] = [];
+    let active = 0;
+    let stale = 0;
+    for (let i = 0; i < hub.slots.length; i++) {
+      const s = hub.slots[i];
+      if (!s) continue;
+      if (s.state === SessionState.STALE) stale++;
+      const link = s.link;
+      if (s.state !== SessionState.ACTIVE || !link) continue;
+      active++;
+      const level = link.level;
+      // A link acknowledged by bitmap (ESP-NOW, §13.3) has no ack lag: its level only.
+      a.add(link.caps.ackForm === AckForm.STREAM ? link.ackLag() : NaN, level);
+      links.push({ slot: s.slot, binding: link.caps.binding, level, loss: link.lossRate(), occupancy: link.occupancy() });
+    }
+    a.finish();
+    return hub.health.report(now, {
+      counters: hub.egress.counters,
+      slots: hub.config.slots,
+      active,
+      stale,
+      latched: hub.latch.latched,
+      links,
+      load: hub.load,
+      heapLimitBytes: hub.config.heapLimitBytes,
+      ackLag: a,
+      admission: hub.admission,
+      ladder: hub.ladder,
+      governor: hub.governor,
+    });
+  }
+}
