@@ -798,7 +798,23 @@ export class LossDetector implements CongestionDetector {
     this.judgedAt = t;
     if (t > this.expiry) this.expire(t);
     const newest = Math.floor(t / LOSS_BUCKET_MS);
-    if (newest !== this.summedAt) this.sum(newest);
+    const from = this.summedAt;
+    if (newest === from + 1) {
+      // The window moved on by one bucket, as a tick finds it at each bucket's end (sum's first
+      // case, inline): the bucket that left is taken off, or the one that entered (counted in
+      // since, outside the sums then) added.
+      let b = newest % LOSS_BUCKETS; // bucketSlot
+      if (b < 0) b += LOSS_BUCKETS;
+      const id = this.bucketId[b];
+      if (id === newest - LOSS_BUCKETS) {
+        this.lostN -= this.bucketLost[b] as number;
+        this.resolvedN -= this.bucketResolved[b] as number;
+      } else if (id === newest) {
+        this.lostN += this.bucketLost[b] as number;
+        this.resolvedN += this.bucketResolved[b] as number;
+      }
+      this.summedAt = newest;
+    } else if (newest !== from) this.sum(newest);
     const resolved = this.resolvedN;
     const r = this.lostN / (resolved > LOSS_MIN_RESOLVED ? resolved : LOSS_MIN_RESOLVED);
     // The same rate before a window closes: the machine would take the same conditions and

@@ -4,8 +4,15 @@
 // about 25. A view of part of a buffer (`subarray`) would be an object per frame, so the buffers
 // here are resizable ArrayBuffers (ES2024, in XS and Node) seen through length-tracking views:
 // the writer works at full capacity, then shrinks the buffer to the length written, and the view
-// is exactly the frame. XS shrinks and grows a resizable buffer within its first capacity in
-// place (xsMemory.c fxRenewChunk), so this allocates nothing after construction.
+// is exactly the frame.
+//
+// XS resizes a buffer in place within the capacity of its chunk (xsMemory.c fxRenewChunk), but a
+// compacting collection moves a chunk at its current size, so a buffer compacted while shrunk
+// would have to be allocated anew (and copied) to grow again: an allocation at a moment of heap
+// pressure, of the whole buffer. So a buffer is shrunk only while its view is being handed on,
+// and made whole again (`open`, `unstage`) before control leaves the call that shrank it; no
+// collection can run in between, since nothing there allocates. Kept that way, nothing here
+// allocates after construction, and the heap measured between calls is the heap at its peak.
 //
 // Platform-free. Buffers are made at run time, never at preload (a typed array made at preload
 // lives in flash, where a write throws).

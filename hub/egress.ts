@@ -22,18 +22,25 @@ import { dataFrameBytes, FloatProbe, writeData, writePong } from './fast-frames.
 import { encodeFrame, FrameType, MAX_HUB_FRAME_BYTES, type Frame, type PubGrant, type SubGrant } from './frames.js';
 import { consumeGrantSlot } from './grants.js';
 import type { HealthMetrics } from './health.js';
-import type { Ladder } from './ladder.js';
 import { Nack } from './nack.js';
 import { Tag, tagOf, type Clock, type GrantSet, type Link } from './ports.js';
 import { FrameRing } from './queues.js';
 import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
-import { decimate, DECIMATION_STATE, resetDecimation, sameValues, SHED_DECISION, SHED_LOOKUP } from './shed.js';
+import { decimate, DECIMATION_STATE, resetDecimation, SHED_DECISION, SHED_LOOKUP } from './shed.js';
 import { utf8ByteLength } from './utf8.js';
+
+// The table's decisions the shedding path tells apart, as plain constants: it compares against
+// them for every subscriber it sheds, where a property of SHED_DECISION would be a lookup each time.
+const CONFLATE = SHED_DECISION.conflate;
+const DECIMATE2 = SHED_DECISION.decimate2;
+const DECIMATE4 = SHED_DECISION.decimate4;
+const DROP = SHED_DECISION.drop;
+const DROP_SOURCE = SHED_DECISION.drop_source;
 
 /** Counters the health report and the simulator read (free of names and payloads). */
 export class HubCounters {
   /** Pushes by shedding-table row, index 1..15 (§10.4). */
-  readonly rows = new Float64Array(16);
+  readonly rows: Float64Array;
   /** Pushes the table sent but the link could not take (dropped at once, never held). */
   egressDrops = 0;
   /** Pushes held back by the granted rate (not shedding: the grant itself). */
@@ -47,13 +54,20 @@ export class HubCounters {
   /** Deliveries made (frames handed to links, DATA only). */
   delivered = 0;
   /** NACKs sent, by code. */
-  readonly nacks = new Float64Array(32);
+  readonly nacks: Float64Array;
   parks = 0;
   resumes = 0;
   estops = 0;
   reclaims = 0;
   neverShedOverflows = 0;
   grantsAnnounced = 0;
+
+  constructor() {
+    // Both arrays in one buffer (on XS a buffer costs heap slots of its own).
+    const buffer = new ArrayBuffer((16 + 32) * 8);
+    this.rows = new Float64Array(buffer, 0, 16);
+    this.nacks = new Float64Array(buffer, 16 * 8, 32);
+  }
 }
 
 /** What the egress layer asks of the hub. */
@@ -128,9 +142,8 @@ export class Egress {
   constructor(
     private readonly clock: Clock,
     private readonly table: SubscriptionTable,
-    private readonly routes: readonly ChannelRoute[],
+    routes: readonly ChannelRoute[],
     private readonly slots: readonly (Session | null)[],
-    private readonly ladder: Ladder,
     private readonly health: HealthMetrics,
     private readonly catalog: CatalogIndex,
     private readonly host: EgressHost,
@@ -236,16 +249,19 @@ export class Egress {
         out = frame;
         tag = route.sharedTag;
       }
-      if (critical) {
-        if (!this.critical(s, out, tag, seq)) continue;
-      } else if (s.neverShed.size > 0 || !link.send(out, tag, seq)) {
+      let went: boolean;
+      if (critical) went = this.critical(s, out, tag, seq);
+      else if (s.neverShed.size > 0 || !link.send(out, tag, seq)) {
         // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
         counters.egressDrops++;
         if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
-        continue;
+        went = false;
       } else {
         s.sentFrames++;
+        went = true;
       }
+      if (out !== frame) this.arena.unstage();
+      if (!went) continue;
       counters.delivered++;
       firstPush[k] = 0;
       sourceDropped[k] = 0;
@@ -255,9 +271,17 @@ export class Egress {
         const next = (nextDue[k] as number) + period;
         nextDue[k] = next < now - period ? now + period : next;
       }
-      if (route.last !== null) route.keep(slot, values, n, tab.lastLen, k);
+      if (route.lastAt >= 0) {
+        // §10.4 row 8: the values sent (n is at most the channel's fields), for the next conflation test.
+        const last = tab.lastValues;
+        const at = route.lastAt + slot * route.fields;
+        for (let j = 0; j < n; j++) last[at + j] = values[j] as number;
+        tab.lastLen[k] = n;
+      }
     }
     this.routing = false;
+    // Whole again once every link has copied it: a buffer stays shrunk only while it is handed on (hub/bytes.ts).
+    if (frame !== null) this.data.open();
   }
 
   /**
@@ -267,18 +291,18 @@ export class Egress {
   private shed(route: ChannelRoute, decision: number, k: number, slot: number, values: Float64Array, n: number, now: number): boolean {
     const counters = this.counters;
     const tab = this.table;
-    if (decision === SHED_DECISION.drop) {
+    if (decision === DROP) {
       counters.shedDrops++;
       return true;
     }
-    if (decision === SHED_DECISION.drop_source) {
+    if (decision === DROP_SOURCE) {
       counters.shedDrops++;
       tab.sourceDropped[k] = 1; // §10.4 row 6: whole source; the next push that goes out carries gap
       return true;
     }
     const decimation = tab.decimation;
-    if (decision === SHED_DECISION.decimate4 || decision === SHED_DECISION.decimate2) {
-      if (decimate(decimation, k * DECIMATION_STATE, decision === SHED_DECISION.decimate4 ? 4 : 2)) return false;
+    if (decision === DECIMATE4 || decision === DECIMATE2) {
+      if (decimate(decimation, k * DECIMATION_STATE, decision === DECIMATE4 ? 4 : 2)) return false;
       // Decimation thins the granted stream: the dropped push uses up its grant slot.
       counters.decimated++;
       consumeGrantSlot(tab.grantedHz, tab.nextDue, k, now);
@@ -286,11 +310,23 @@ export class Egress {
     }
     // A factor of 1 has no count: only a subscription that was decimating needs the reset.
     if (decimation[k * DECIMATION_STATE] !== 1) resetDecimation(decimation, k * DECIMATION_STATE);
-    // Row 8 conflates STATE channels only, which keep the values last sent.
-    const last = route.last;
-    if (decision === SHED_DECISION.conflate && last !== null && sameValues(values, n, last[slot] as Float64Array, tab.lastLen[k] as number)) {
-      counters.conflated++;
-      return true;
+    // Row 8 conflates STATE channels only, which keep the values last sent: the same values
+    // again are not sent (shed.ts sameValues' rule, written out on the table's block of them:
+    // NaN equals NaN, 0 equals -0; n is at most the channel's fields).
+    const lastAt = route.lastAt;
+    if (decision === CONFLATE && lastAt >= 0 && tab.lastLen[k] === n) {
+      const last = tab.lastValues;
+      const at = lastAt + slot * route.fields;
+      let j = 0;
+      for (; j < n; j++) {
+        const x = values[j] as number;
+        const y = last[at + j] as number;
+        if (x !== y && (x === x || y === y)) break;
+      }
+      if (j === n) {
+        counters.conflated++;
+        return true;
+      }
     }
     return false;
   }
@@ -345,13 +381,18 @@ export class Egress {
       const w = this.beginControl();
       encodeFrame(eventFrame(ch.id, ev, q.dropped(slot)), w);
       const frame = this.arena.seal(w.pos);
-      if (ch.critical) {
-        if (!this.critical(s, frame, tag, ev.seq)) return;
-      } else if (s.neverShed.size > 0 || !link.send(frame, tag, ev.seq)) {
+      let went: boolean;
+      if (ch.critical) went = this.critical(s, frame, tag, ev.seq);
+      else if (s.neverShed.size > 0 || !link.send(frame, tag, ev.seq)) {
         s.eventsOwed = true; // stays queued, bounded (§9.4)
         this.host.due(this.clock.now());
-        return;
-      } else s.sentFrames = (s.sentFrames + 1) >>> 0;
+        went = false;
+      } else {
+        s.sentFrames = (s.sentFrames + 1) >>> 0;
+        went = true;
+      }
+      this.arena.unstage();
+      if (!went) return;
       // Counted once, when the event leaves: a queued event is evaluated again on the next try.
       counters.rows[row] = (counters.rows[row] as number) + 1;
       q.shift(slot);
@@ -418,6 +459,7 @@ export class Egress {
     const w = this.beginControl();
     encodeFrame(f, w);
     this.critical(s, this.arena.seal(w.pos), tagOf(f.type, Tag.CRITICAL), 0);
+    this.arena.unstage();
   }
 
   /** Before HELLO there is no session and no never-shed queue: the frame goes if the link takes it. */
@@ -428,7 +470,9 @@ export class Egress {
     }
     const w = this.beginControl();
     encodeFrame(f, w);
-    if (conn.link.send(this.arena.seal(w.pos), tagOf(f.type, Tag.CRITICAL), 0)) conn.sent = (conn.sent + 1) >>> 0;
+    const went = conn.link.send(this.arena.seal(w.pos), tagOf(f.type, Tag.CRITICAL), 0);
+    this.arena.unstage();
+    if (went) conn.sent = (conn.sent + 1) >>> 0;
   }
 
   /** PONG (§5.14), allocation-free: to the session, or before HELLO to the transport. */
@@ -438,6 +482,7 @@ export class Egress {
     const tag = tagOf(FrameType.PONG, Tag.CRITICAL);
     if (conn.session) this.critical(conn.session, frame, tag, 0);
     else if (conn.link.send(frame, tag, 0)) conn.sent = (conn.sent + 1) >>> 0;
+    this.arena.unstage();
   }
 
   nackConn(conn: EgressConn, code: number, frameType?: number, channelId?: number, retryAfterMs?: number): void {
@@ -533,7 +578,9 @@ export class Egress {
     const w = this.beginControl();
     encodeFrame(f, w);
     const link = s.link as Link;
-    if (s.neverShed.size === 0 && link.send(this.arena.seal(w.pos), tagOf(f.type, 0), 0)) {
+    const went = s.neverShed.size === 0 && link.send(this.arena.seal(w.pos), tagOf(f.type, 0), 0);
+    this.arena.unstage();
+    if (went) {
       s.sentFrames = (s.sentFrames + 1) >>> 0;
       return true;
     }

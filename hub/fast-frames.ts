@@ -198,6 +198,13 @@ export const Fast = Object.freeze({ NONE: 0, ACK: FrameType.ACK, PING: FrameType
  * The canonical forms of the frequent client frames, read in place: ACK {0: 12, 28: acked},
  * PING {0: 13, 31: t0}, BUNDLE {0: 8, 3: channel_id, 6: [[t, v…] …]} whose samples all have the
  * same number of numbers. One reader per hub; its results are valid until the next read.
+ *
+ * The BUNDLE block keeps MAX_BUNDLE_SAMPLES samples of at most `keepWidth` numbers: the hub sizes
+ * it to the widest sample a publication of its catalog takes (1.8 KB for the default catalog's
+ * [t, six fields], where samples of MAX_SAMPLE_NUMBERS would take 8.4 KB). A bundle of wider
+ * samples is read and judged all the same, but its numbers are not kept: `block.width` shows it,
+ * and no publication takes samples that wide, so the hub refuses it by its width before it reads
+ * any number (ingress.ts).
  */
 export class FastReader {
   /** ACK: acked; PING: t0. */
@@ -205,15 +212,18 @@ export class FastReader {
   /** BUNDLE: the channel. */
   channelId = 0;
   /** BUNDLE: the samples, as the robot port receives them (hub/ports.ts SampleBlock). */
-  readonly block = { count: 0, width: 0, numbers: new Float64Array(MAX_BUNDLE_SAMPLES * MAX_SAMPLE_NUMBERS) };
+  readonly block: { count: number; width: number; readonly numbers: Float64Array };
   private readonly dv: DataView;
   private readonly scratch = new Uint8Array(8);
   private pos = 0;
   private end = 0;
   private buf: Uint8Array = this.scratch;
 
-  constructor() {
+  constructor(keepWidth: number = MAX_SAMPLE_NUMBERS) {
     this.dv = new DataView(this.scratch.buffer);
+    // At least one sample of any width: a bundle too wide to keep is read sample by sample at the start.
+    const size = Math.max(MAX_SAMPLE_NUMBERS, MAX_BUNDLE_SAMPLES * Math.min(Math.max(1, keepWidth), MAX_SAMPLE_NUMBERS));
+    this.block = { count: 0, width: 0, numbers: new Float64Array(size) };
   }
 
   /** Reads buf[start, end): the frame type when it is one of the three in canonical form, else Fast.NONE. */
@@ -253,13 +263,14 @@ export class FastReader {
     this.pos++;
     const n = this.arrayHead();
     if (n < 1 || n > MAX_BUNDLE_SAMPLES) return Fast.NONE;
+    // The first sample's length is every sample's.
+    const m = this.arrayHead();
+    if (m < 1 || m > MAX_SAMPLE_NUMBERS) return Fast.NONE;
     const numbers = this.block.numbers;
-    let width = -1;
+    // Too wide to keep: each sample is read into the block's start, for its checks only.
+    const wide = n * m > numbers.length;
     let k = 0;
-    for (let i = 0; i < n; i++) {
-      const m = this.arrayHead();
-      if (m < 1 || m > MAX_SAMPLE_NUMBERS || (width >= 0 && m !== width)) return Fast.NONE;
-      width = m;
+    for (let i = 0; ; ) {
       for (let j = 0; j < m; j++) {
         const v = this.number();
         if (v !== v && !this.nan) return Fast.NONE;
@@ -267,11 +278,14 @@ export class FastReader {
       }
       const t = numbers[k - m] as number;
       if (!Number.isInteger(t) || t < 0) return Fast.NONE;
+      if (++i === n) break;
+      if (wide) k = 0;
+      if (this.arrayHead() !== m) return Fast.NONE;
     }
     if (this.pos !== this.end) return Fast.NONE;
     this.channelId = ch;
     this.block.count = n;
-    this.block.width = width;
+    this.block.width = m;
     return Fast.BUNDLE;
   }
 

@@ -84,7 +84,7 @@ export class IngressGovernor {
   /** The utilisation (0..) after the last accept, or that the rejected frame would have made. */
   utilisation = 0;
   /** Verdicts so far, by code. */
-  readonly verdicts = new Float64Array(4);
+  readonly verdicts: Float64Array;
   bytesAccepted = 0;
   bytesRejected = 0;
 
@@ -98,9 +98,13 @@ export class IngressGovernor {
     this.slots = slots;
     this.sessionBytesPerS = o.sessionBytesPerS;
     this.hubBytesPerS = o.hubBytesPerS;
-    this.ring = new Float64Array((slots + 1) * GOVERNOR_SLICES);
-    this.used = new Float64Array(slots + 1);
-    this.head = new Float64Array(slots + 1).fill(-Infinity);
+    // The arrays share one buffer (on XS a buffer costs heap slots of its own).
+    const scopes = slots + 1;
+    const buffer = new ArrayBuffer((scopes * (GOVERNOR_SLICES + 2) + 4) * 8);
+    this.ring = new Float64Array(buffer, 0, scopes * GOVERNOR_SLICES);
+    this.used = new Float64Array(buffer, scopes * GOVERNOR_SLICES * 8, scopes);
+    this.head = new Float64Array(buffer, scopes * (GOVERNOR_SLICES + 1) * 8, scopes).fill(-Infinity);
+    this.verdicts = new Float64Array(buffer, scopes * (GOVERNOR_SLICES + 2) * 8, 4);
   }
 
   /**

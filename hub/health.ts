@@ -7,12 +7,14 @@
 // Ageing: bucket = floor(now / 1000). A view of S seconds at `now` covers the current second and
 // the S − 1 before it, so a sample recorded in second k is in the 10-second admission view
 // until (k + 10) × 1000 − 1 and in the 60-second window until (k + 60) × 1000 − 1, and leaves
-// each exactly at that boundary. Buckets are cleared lazily when their second comes round again:
-// no timer, no sweep, nothing allocated per sample.
+// each exactly at that boundary. A bucket is emptied when a record moves the newest second past
+// it: no timer, no sweep, nothing allocated per sample.
 //
-// Memory, fixed at construction: per Window60 60 × 15 Uint16 bins (1800 B), 60 counts (Uint32,
-// 240 B), 60 sums, 60 maxes and 60 stamps (Float64, 1440 B), the bounds and a cached view's bins
-// (172 B): about 3.7 KB of typed arrays; HealthMetrics holds four.
+// Memory, fixed at construction: per Window60 one ArrayBuffer of 3,060 B (on XS every typed
+// array is a view and a buffer of several heap slots each, so the arrays share one): 60 sums and
+// maxes (Float64, 960 B), 60 counts and a cached view's bins (Uint32, 300 B) and 60 × 15 Uint16
+// bins (1800 B). The bounds are the histogram's own frozen array, shared by every window; no
+// bucket keeps the second it holds (Window60). HealthMetrics holds four.
 
 import { ADMISSION_LOOP_DELAY_MS, ADMISSION_REASON_NAMES, ADMISSION_WINDOW_S, type Admission, type AdmissionSignals } from './admission.js';
 import type { AckLagSummary } from './acklag.js';
@@ -86,6 +88,11 @@ function bucketOf(second: number): number {
 /**
  * Sixty one-second buckets of one duration, each with its count, sum, max and histogram.
  *
+ * Bucket i holds the second s ≡ i (mod 60) in (newest − 60, newest], `newest` being the latest
+ * second recorded: when a record moves `newest` on, the buckets of the seconds it passes are
+ * emptied, so a bucket never holds a second that has left the window, and no bucket needs a
+ * stamp of its second. A second outside that range is in no bucket.
+ *
  * Two caches keep the hot calls cheap, neither changing a result: `record` keeps the current
  * second's bucket (no division while the second lasts), and the views keep the totals of their
  * completed seconds (the S − 1 before the current one), which cannot change until the second
@@ -93,12 +100,14 @@ function bucketOf(second: number): number {
  */
 export class Window60 {
   readonly histogram: Histogram;
-  private readonly bounds: Float64Array;
-  private readonly stamps = new Float64Array(WINDOW_BUCKETS).fill(-Infinity);
-  private readonly counts = new Uint32Array(WINDOW_BUCKETS);
-  private readonly sums = new Float64Array(WINDOW_BUCKETS);
-  private readonly maxes = new Float64Array(WINDOW_BUCKETS);
+  private readonly sums: Float64Array;
+  private readonly maxes: Float64Array;
+  private readonly counts: Uint32Array;
+  /** Per bucket its histogram: bucket i's bins at [i × bins, (i + 1) × bins). */
   private readonly binCounts: Uint16Array;
+  /** The cached view's bins. */
+  private readonly cacheBins: Uint32Array;
+  /** The latest second recorded: the buckets hold the seconds (newest − 60, newest]. */
   private newest = -Infinity;
   // The bucket of the newest second, valid for now in [curStart, curStart + BUCKET_MS).
   private curStart = NaN;
@@ -110,15 +119,19 @@ export class Window60 {
   private cacheCount = 0;
   private cacheSum = 0;
   private cacheMax = 0;
-  private readonly cacheBins: Uint32Array;
   /** Samples recorded since construction (not windowed). */
   total = 0;
 
   constructor(histogram: Histogram = DURATION_HISTOGRAM) {
     this.histogram = histogram;
-    this.bounds = Float64Array.from(histogram.bounds);
-    this.binCounts = new Uint16Array(WINDOW_BUCKETS * histogram.bins);
-    this.cacheBins = new Uint32Array(histogram.bins);
+    const bins = histogram.bins;
+    const n = WINDOW_BUCKETS;
+    const buffer = new ArrayBuffer(2 * n * 8 + (n + bins) * 4 + n * bins * 2);
+    this.sums = new Float64Array(buffer, 0, n);
+    this.maxes = new Float64Array(buffer, n * 8, n);
+    this.counts = new Uint32Array(buffer, 2 * n * 8, n);
+    this.cacheBins = new Uint32Array(buffer, 2 * n * 8 + n * 4, bins);
+    this.binCounts = new Uint16Array(buffer, 2 * n * 8 + (n + bins) * 4, n * bins);
   }
 
   /**
@@ -136,7 +149,7 @@ export class Window60 {
       // A view read at a time ahead of the records counts this second as completed.
       this.cacheSec = NaN;
     }
-    const bounds = this.bounds;
+    const bounds = this.histogram.bounds;
     let bin = 0;
     while (bin < bounds.length && v > (bounds[bin] as number)) bin++;
     const c = this.counts[i] as number;
@@ -149,25 +162,35 @@ export class Window60 {
     this.total++;
   }
 
-  // The bucket a record at `now` goes to (clearing it if it held an older second); -1 for a
-  // time that is no finite number.
+  // The bucket a record at `now` goes to (emptying the buckets of the seconds `newest` moves
+  // past); -1 for a time that is no finite number.
   private enter(now: number): number {
     if (!(now > -Infinity && now < Infinity)) return -1;
     let sec = Math.floor(now / BUCKET_MS);
-    if (sec < this.newest) sec = this.newest;
-    else this.newest = sec;
-    const i = bucketOf(sec);
-    if (this.stamps[i] !== sec) {
-      const bins = this.histogram.bins;
-      this.stamps[i] = sec;
-      this.counts[i] = 0;
-      this.sums[i] = 0;
-      this.maxes[i] = 0;
-      this.binCounts.fill(0, i * bins, i * bins + bins);
-      // The cleared bucket may have held a second a cached view counts.
-      this.cacheSec = NaN;
-    } else if (sec < this.cacheSec) {
+    const newest = this.newest;
+    if (sec <= newest) {
+      sec = newest;
       // A second a cached view counts as completed is written (views read at a time ahead of the records).
+      if (sec < this.cacheSec) this.cacheSec = NaN;
+    }
+    const i = bucketOf(sec);
+    if (sec > newest) {
+      // The buckets of the seconds moved past: any skipped since the last record, and the new one's.
+      if (sec - newest >= WINDOW_BUCKETS) {
+        this.counts.fill(0);
+        this.sums.fill(0);
+        this.maxes.fill(0);
+        this.binCounts.fill(0);
+      } else {
+        for (let s = newest + 1; s < sec; s++) this.empty(bucketOf(s));
+        const bins = this.histogram.bins;
+        this.counts[i] = 0;
+        this.sums[i] = 0;
+        this.maxes[i] = 0;
+        this.binCounts.fill(0, i * bins, i * bins + bins);
+      }
+      this.newest = sec;
+      // The emptied buckets may have held seconds a cached view counts.
       this.cacheSec = NaN;
     }
     this.curIndex = i;
@@ -179,6 +202,14 @@ export class Window60 {
     return i;
   }
 
+  private empty(i: number): void {
+    const bins = this.histogram.bins;
+    this.counts[i] = 0;
+    this.sums[i] = 0;
+    this.maxes[i] = 0;
+    this.binCounts.fill(0, i * bins, i * bins + bins);
+  }
+
   // Totals of seconds cur − n + 1 … cur − 1 into the cache, unless it holds them already.
   private completed(cur: number, n: number): void {
     if (this.cacheSec === cur && this.cacheSpan === n) return;
@@ -188,9 +219,13 @@ export class Window60 {
     let count = 0;
     let sum = 0;
     let max = 0;
-    for (let k = 1; k < n; k++) {
-      const i = bucketOf(cur - k);
-      if (this.stamps[i] !== cur - k) continue;
+    // The seconds of the view that have buckets: (newest − 60, newest] ∩ [cur − n + 1, cur − 1].
+    const newest = this.newest;
+    const from = cur - 1 < newest ? cur - 1 : newest;
+    const to = cur - n > newest - WINDOW_BUCKETS ? cur - n : newest - WINDOW_BUCKETS;
+    for (let s = from; s > to; s--) {
+      const i = bucketOf(s);
+      if (this.counts[i] === 0) continue;
       count += this.counts[i] as number;
       sum += this.sums[i] as number;
       if ((this.maxes[i] as number) > max) max = this.maxes[i] as number;
@@ -208,23 +243,20 @@ export class Window60 {
   countOver(now: number, seconds: number = WINDOW_BUCKETS): number {
     const cur = Math.floor(now / BUCKET_MS);
     this.completed(cur, clampSeconds(seconds));
-    const i = bucketOf(cur);
-    return this.cacheCount + (this.stamps[i] === cur ? (this.counts[i] as number) : 0);
+    return this.cacheCount + ((cur === this.newest || (cur < this.newest && cur > this.newest - WINDOW_BUCKETS)) ? (this.counts[bucketOf(cur)] as number) : 0);
   }
 
   sumOver(now: number, seconds: number = WINDOW_BUCKETS): number {
     const cur = Math.floor(now / BUCKET_MS);
     this.completed(cur, clampSeconds(seconds));
-    const i = bucketOf(cur);
-    return this.cacheSum + (this.stamps[i] === cur ? (this.sums[i] as number) : 0);
+    return this.cacheSum + ((cur === this.newest || (cur < this.newest && cur > this.newest - WINDOW_BUCKETS)) ? (this.sums[bucketOf(cur)] as number) : 0);
   }
 
   /** The largest sample in the view; 0 when it is empty. */
   maxOver(now: number, seconds: number = WINDOW_BUCKETS): number {
     const cur = Math.floor(now / BUCKET_MS);
     this.completed(cur, clampSeconds(seconds));
-    const i = bucketOf(cur);
-    const m = this.stamps[i] === cur ? (this.maxes[i] as number) : 0;
+    const m = (cur === this.newest || (cur < this.newest && cur > this.newest - WINDOW_BUCKETS)) ? (this.maxes[bucketOf(cur)] as number) : 0;
     return m > this.cacheMax ? m : this.cacheMax;
   }
 
@@ -242,7 +274,7 @@ export class Window60 {
     this.completed(cur, clampSeconds(seconds));
     const bins = this.histogram.bins;
     const i = bucketOf(cur);
-    const live = this.stamps[i] === cur;
+    const live = (cur === this.newest || (cur < this.newest && cur > this.newest - WINDOW_BUCKETS));
     const count = this.cacheCount + (live ? (this.counts[i] as number) : 0);
     if (count === 0) return 0;
     const liveMax = live ? (this.maxes[i] as number) : 0;
@@ -254,7 +286,8 @@ export class Window60 {
     for (let b = 0; b < bins; b++) {
       cum += (acc[b] as number) + (live ? (this.binCounts[base + b] as number) : 0);
       if (cum >= rank) {
-        const upper = b < this.bounds.length ? (this.bounds[b] as number) : Infinity;
+        const bounds = this.histogram.bounds;
+        const upper = b < bounds.length ? (bounds[b] as number) : Infinity;
         return upper < max ? upper : max;
       }
     }
@@ -271,7 +304,7 @@ export class Window60 {
     const n = clampSeconds(seconds);
     for (let k = 0; k < n; k++) {
       const i = bucketOf(cur - k);
-      if (this.stamps[i] === cur - k && (this.maxes[i] as number) > limit) return (cur - k + n) * BUCKET_MS - now;
+      if (cur - k <= this.newest && cur - k > this.newest - WINDOW_BUCKETS && (this.counts[i] as number) > 0 && (this.maxes[i] as number) > limit) return (cur - k + n) * BUCKET_MS - now;
     }
     return 0;
   }
@@ -286,8 +319,8 @@ export class Window60 {
     };
   }
 
+  /** Forgets every sample: the next record empties every bucket. */
   clear(): void {
-    this.stamps.fill(-Infinity);
     this.newest = -Infinity;
     this.curStart = NaN;
     this.cacheSec = NaN;

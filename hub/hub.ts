@@ -6,8 +6,8 @@
 // work when a deadline falls due, not on every period.
 // Platform-free: everything it needs arrives through the interfaces in ports.ts.
 import type { CatalogIndex, ChannelInfo } from '../catalog/index.js';
-import { ChannelClass, Direction, Tier } from '../catalog/schema.js';
-import { DEADMAN_MS, DEFAULT_SLOTS, HANDSHAKE_TIMEOUT_MS, LIVENESS_TIMEOUT_MS, MALFORMED_CLOSE_PER_S, PRE_SESSION_BYTES_DEPTH, PRE_SESSION_BYTES_PER_S, STALE_TTL_MS } from './constants.js';
+import { ChannelClass, Tier } from '../catalog/schema.js';
+import { DEADMAN_MS, DEFAULT_SLOTS, HANDSHAKE_TIMEOUT_MS, LIVENESS_TIMEOUT_MS, MALFORMED_CLOSE_PER_S, PRE_SESSION_BYTES_DEPTH, PRE_SESSION_BYTES_PER_S, STALE_TTL_MS, STREAM_INGRESS_OVERAGE_NACK_PER_S } from './constants.js';
 import { decodeCredentials, type Credential, CREDENTIALS_KEY } from './credentials.js';
 import { EstopLatch } from './estop.js';
 import { Egress } from './egress.js';
@@ -23,7 +23,7 @@ import { Nack } from './nack.js';
 import { Plan } from './plan.js';
 import { NULL_LOG, type Clock, type HeapUsed, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
 import { Safety } from './safety.js';
-import { ChannelRoute, Session, SessionState, SubscriptionTable } from './session.js';
+import { makeRoutes, type ChannelRoute, Session, SessionState, type SubscriptionTable } from './session.js';
 import { SessionKeeper } from './sessions.js';
 
 export { HubCounters } from './egress.js';
@@ -116,11 +116,14 @@ export class Conn implements LinkSink {
   readonly malformed = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
   /** Frames handed to this transport before a session took it (the session's count starts there). */
   sent = 0;
-  /** INGRESS_BUDGET answers before HELLO, throttled like a session's (no NACK flood). */
-  readonly nackThrottle = new NackThrottle();
-  /** §6.1: when the transport was attached, and the bytes it may still send before HELLO. */
+  /**
+   * INGRESS_BUDGET answers before HELLO, throttled like a session's (no NACK flood). The session
+   * this transport opens takes it over, restarted, as it does `malformed`.
+   */
+  readonly nackThrottle = new NackThrottle(STREAM_INGRESS_OVERAGE_NACK_PER_S);
+  /** §6.1: when the transport was attached, and the bytes it may still send before HELLO (null once it has a session). */
   readonly attachedAt: number;
-  readonly preSession: TokenBucket;
+  preSession: TokenBucket | null;
 
   constructor(
     private readonly hub: Hub,
@@ -129,6 +132,12 @@ export class Conn implements LinkSink {
   ) {
     this.attachedAt = now;
     this.preSession = new TokenBucket(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now);
+  }
+
+  /** The transport carries `s` from now on (a HELLO opened or resumed it): its pre-HELLO budget is done with. */
+  bind(s: Session): void {
+    this.session = s;
+    this.preSession = null;
   }
 
   frame(bytes: Uint8Array, start: number, end: number): void {
@@ -174,7 +183,7 @@ export class Hub {
   /** @internal */ readonly slots: (Session | null)[];
   /** @internal */ readonly conns: Conn[] = [];
   /** @internal The channels a client can subscribe to. */
-  readonly routes: ChannelRoute[] = [];
+  readonly routes: readonly ChannelRoute[];
   /** @internal Every subscription's state, one row per (route, session slot). */
   readonly table: SubscriptionTable;
   /** @internal */ readonly load: HubLoad = createHubLoad();
@@ -210,24 +219,24 @@ export class Hub {
     this.heap = ports.heap;
     this.slots = [];
     for (let i = 0; i < cfg.slots; i++) this.slots.push(null);
+    const made = makeRoutes(this.catalog.channels, cfg.slots);
+    this.routes = made.routes;
+    this.table = made.table;
     let maxId = 0;
     let maxFields = 0;
-    for (const ch of this.catalog.channels) {
-      if (ch.direction !== Direction.telemetry || ch.cls === ChannelClass.INTENT) continue;
-      this.routes.push(new ChannelRoute(ch, this.routes.length, cfg.slots));
-      if (ch.id > maxId) maxId = ch.id;
-      if (ch.fieldCount > maxFields) maxFields = ch.fieldCount;
+    for (const r of this.routes) {
+      if (r.ch.id > maxId) maxId = r.ch.id;
+      if (r.fields > maxFields) maxFields = r.fields;
     }
     this.routeIds = new Uint16Array(maxId + 1);
     for (const r of this.routes) this.routeIds[r.ch.id] = r.index + 1;
-    this.table = new SubscriptionTable(this.routes.length, cfg.slots);
     this.credentials = decodeCredentials(this.store.get(CREDENTIALS_KEY));
     this.health = new HealthMetrics(cfg.tickPeriodMs);
     const budgets = { tickBudgetMs: cfg.tickBudgetMs, heapLimitBytes: cfg.heapLimitBytes };
     this.admission = new Admission(defaultAdmissionLimits(cfg.slots, cfg.neverShedBytes, budgets));
     this.ladder = new Ladder({ ...budgets, minTickObservations: ADMISSION_MIN_TICK_OBSERVATIONS }, this.clock.now());
     this.governor = new IngressGovernor(cfg.slots, { sessionBytesPerS: cfg.sessionIngressBytesPerS, hubBytesPerS: cfg.hubIngressBytesPerS });
-    this.egress = new Egress(this.clock, this.table, this.routes, this.slots, this.ladder, this.health, this.catalog, this, maxFields, cfg.neverShedBytes);
+    this.egress = new Egress(this.clock, this.table, this.routes, this.slots, this.health, this.catalog, this, maxFields, cfg.neverShedBytes);
     this.ingress = new Ingress(this);
     this.keeper = new SessionKeeper(this);
     this.plan = new Plan(this);

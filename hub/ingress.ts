@@ -7,6 +7,7 @@
 // counted toward the persistent-misbehaviour close (§12); nothing here can touch another session.
 // BUNDLE's §10.5 publication buckets live here too: they meter what clients push in.
 
+import { ChannelClass, Direction } from '../catalog/schema.js';
 import { CborError } from './cbor.js';
 import { MALFORMED_CLOSE_PER_S } from './constants.js';
 import { ESTOP_NACK_FRAME_TYPE, EstopFrameError, EstopKind, EstopSource, decodeEstop, isEstopFrame, type EstopFrame } from './estop-frame.js';
@@ -14,36 +15,39 @@ import { Fast, FastReader } from './fast-frames.js';
 import { decodeFrame, FRAME_DIRECTION, FrameError, FrameType, FROM_CLIENT, GoodbyeReason, MAX_FRAME_BYTES, peekFrameType, type Frame } from './frames.js';
 import { GovernorVerdict } from './governor.js';
 import type { Conn, Hub } from './hub.js';
+import type { TokenBucket } from './limits.js';
 import { Nack } from './nack.js';
 import type { SampleBlock } from './ports.js';
 import type { Session } from './session.js';
 
-/** A BUNDLE decoded by decodeFrame, as the robot port receives samples (allocates: the canonical form never comes here). */
-class SlowBlock implements SampleBlock {
-  count = 0;
-  width = 0;
-  numbers = new Float64Array(0);
-  /** False when the samples are not all of one length. */
-  fill(samples: readonly (readonly number[])[]): boolean {
-    const n = samples.length;
-    const w = n > 0 ? (samples[0] as readonly number[]).length : 0;
-    this.numbers = new Float64Array(n * w);
-    for (let i = 0; i < n; i++) {
-      const s = samples[i] as readonly number[];
-      if (s.length !== w) return false;
-      for (let j = 0; j < w; j++) this.numbers[i * w + j] = s[j] as number;
-    }
-    this.count = n;
-    this.width = w;
-    return true;
+/**
+ * A BUNDLE decoded by decodeFrame, as the robot port receives samples; null when the samples are
+ * not all of one length. Allocates, and keeps nothing: only a BUNDLE not in canonical form comes
+ * here (the canonical form is read in place).
+ */
+function slowBlock(samples: readonly (readonly number[])[]): SampleBlock | null {
+  const n = samples.length;
+  const w = n > 0 ? (samples[0] as readonly number[]).length : 0;
+  const numbers = new Float64Array(n * w);
+  for (let i = 0; i < n; i++) {
+    const s = samples[i] as readonly number[];
+    if (s.length !== w) return null;
+    for (let j = 0; j < w; j++) numbers[i * w + j] = s[j] as number;
   }
+  return { count: n, width: w, numbers };
 }
 
 export class Ingress {
-  private readonly fast = new FastReader();
-  private readonly slow = new SlowBlock();
+  private readonly fast: FastReader;
 
-  constructor(private readonly hub: Hub) {}
+  constructor(private readonly hub: Hub) {
+    // The fast reader keeps samples as wide as a publication of the catalog takes: [t, fields…].
+    let width = 1;
+    for (const ch of hub.catalog.channels) {
+      if (ch.direction === Direction.publication && ch.cls !== ChannelClass.INTENT && ch.fieldCount + 1 > width) width = ch.fieldCount + 1;
+    }
+    this.fast = new FastReader(width);
+  }
 
   /** One whole frame from a transport (LinkSink.frame). */
   frame(conn: Conn, bytes: Uint8Array, start: number, end: number): void {
@@ -67,7 +71,7 @@ export class Ingress {
       // Before HELLO a transport meets its own byte bucket, and is closed when it overdraws it;
       // its frames are counted in the hub's window but never refused by it (HELLOs and resumes
       // are not starved by a flood on another transport).
-      if (!s && !conn.preSession.take(end - start, now)) {
+      if (!s && !(conn.preSession as TokenBucket).take(end - start, now)) {
         this.preSessionFlood(conn, bytes, start, end);
         return;
       }
@@ -157,10 +161,12 @@ export class Ingress {
       case FrameType.PUBLISH:
         hub.plan.publishFrame(s, f.wishes, now);
         return;
-      case FrameType.BUNDLE:
-        if (this.slow.fill(f.samples)) this.bundle(conn, s, f.channelId, this.slow, now);
+      case FrameType.BUNDLE: {
+        const block = slowBlock(f.samples);
+        if (block) this.bundle(conn, s, f.channelId, block, now);
         else this.malformed(conn, Nack.MALFORMED, FrameType.BUNDLE, now, f.channelId);
         return;
+      }
       case FrameType.INTENT:
         hub.onIntent(s, f.channelId, f.requestId, f.args ?? [], now);
         return;

@@ -37,7 +37,7 @@ export interface HubFootprint {
   readonly subscriptionRows: number;
   /** Rows in use: the open sessions' subscriptions. */
   readonly subscriptions: number;
-  /** §10.4 row 8: arrays of the values last sent, made so far, and at most one per (STATE channel, slot). */
+  /** §10.4 row 8: the blocks of values last sent, one per (STATE channel, slot), all made at setup (SubscriptionTable.lastValues). */
   readonly stateValueArrays: number;
   readonly stateValueArraysMax: number;
   /** §9.4: one queue per EVENT channel shared by its subscribers, and the events they hold at most in all. */
@@ -156,15 +156,12 @@ export class Load {
   /** What the hub holds, by structure: the sizes fixed at setup and what its sessions made (docs/architecture.md "Memory"). */
   footprint(): HubFootprint {
     const hub = this.hub;
-    let stateValueArrays = 0;
+    // One block of values per (STATE channel, slot), all in the table's lastValues from the start.
     let stateValueArraysMax = 0;
     let eventRings = 0;
     let eventCapacity = 0;
     for (const route of hub.routes) {
-      if (route.last) {
-        stateValueArraysMax += route.last.length;
-        for (const v of route.last) if (v) stateValueArrays++;
-      }
+      if (route.lastAt >= 0) stateValueArraysMax += hub.table.slots;
       if (route.events) {
         eventRings++;
         eventCapacity += route.events.capacity;
@@ -182,7 +179,7 @@ export class Load {
       routes: hub.routes.length,
       subscriptionRows: hub.routes.length * hub.table.slots,
       subscriptions,
-      stateValueArrays,
+      stateValueArrays: stateValueArraysMax,
       stateValueArraysMax,
       eventRings,
       eventCapacity,

@@ -90,7 +90,6 @@ export class Plan {
         continue;
       }
       t.add(route.index, s.slot, w.wishedRateHz, priority);
-      if (route.last) route.lastValues(s.slot);
       if (route.events) route.events.join(s.slot);
     }
   }

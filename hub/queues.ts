@@ -51,9 +51,12 @@ export class FrameRing {
     if (!(base >= 0 && base + capacityBytes <= this.arena.capacity)) throw new RangeError('FrameRing: the region lies outside its arena');
     this.base = base;
     this.capacityBytes = capacityBytes;
-    this.lengths = capacityBytes <= 0xffff ? new Uint16Array(maxFrames) : new Uint32Array(maxFrames);
-    this.tags = new Uint32Array(maxFrames);
-    this.pushedAt = new Uint32Array(maxFrames);
+    // The three per-frame arrays share one buffer (on XS a buffer costs heap slots of its own).
+    const wide = capacityBytes > 0xffff;
+    const buffer = new ArrayBuffer(maxFrames * (wide ? 12 : 10));
+    this.tags = new Uint32Array(buffer, 0, maxFrames);
+    this.pushedAt = new Uint32Array(buffer, maxFrames * 4, maxFrames);
+    this.lengths = wide ? new Uint32Array(buffer, maxFrames * 8, maxFrames) : new Uint16Array(buffer, maxFrames * 8, maxFrames);
   }
 
   get maxFrames(): number {
@@ -315,8 +318,10 @@ export class EventRing<T> {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EventRing capacity must be an integer ≥ 1');
     if (!Number.isInteger(readers) || readers < 1) throw new RangeError('EventRing readers must be an integer ≥ 1');
     this.items = new Array<T | undefined>(capacity).fill(undefined);
-    this.cursors = new Float64Array(readers).fill(-1);
-    this.lost = new Float64Array(readers);
+    // Both per-reader arrays share one buffer (on XS a buffer costs heap slots of its own).
+    const buffer = new ArrayBuffer(readers * 16);
+    this.cursors = new Float64Array(buffer, 0, readers).fill(-1);
+    this.lost = new Float64Array(buffer, readers * 8, readers);
   }
 
   /** A reader starts with an empty queue: only events pushed from now on reach it. */

@@ -5,11 +5,11 @@
 // arrays) cost more than the whole device has for 8 sessions × 16 subscriptions
 // (docs/architecture.md "Memory").
 import type { ChannelInfo } from '../catalog/index.js';
-import { ChannelClass, StreamKind } from '../catalog/schema.js';
+import { ChannelClass, Direction, StreamKind } from '../catalog/schema.js';
 import { dataPrefix } from './fast-frames.js';
-import { FrameType } from './frames.js';
-import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S, STREAM_INGRESS_OVERAGE_NACK_PER_S } from './constants.js';
-import { NackThrottle, TokenBucket, type WindowCounter } from './limits.js';
+import { FrameType, RESUME_TOKEN_BYTES } from './frames.js';
+import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S } from './constants.js';
+import { type NackThrottle, TokenBucket, type WindowCounter } from './limits.js';
 import { EventRing, FrameRing, StallClock } from './queues.js';
 import { LinkBudget } from './regrant.js';
 import { DECIMATION_STATE, resetDecimation, shedBase } from './shed.js';
@@ -42,11 +42,11 @@ export class ChannelRoute {
   /** Hub-wide sequence of pushes (DATA key 4). */
   seq = 0;
   /**
-   * §10.4 row 8, STATE channels only: per session slot, the values last sent, so that a
-   * conflated STATE goes only on change. Made at the slot's first subscription and kept for the
-   * slot's later sessions: at most one array per (STATE channel, slot), never one per push.
+   * §10.4 row 8, STATE channels only: where this channel's values last sent begin in the table's
+   * `lastValues` (slot s's `fields` values at lastAt + s × fields), so that a conflated STATE goes
+   * only on change; -1 for the other classes.
    */
-  readonly last: (Float64Array | undefined)[] | null;
+  readonly lastAt: number;
   /** §9.4, EVENT channels only: the bounded queue of every subscriber, one reader per session slot. */
   readonly events: EventRing<EventRecord> | null;
   /** In the never-shed set (§10.1): the catalog marks it critical. */
@@ -63,7 +63,11 @@ export class ChannelRoute {
   /** The catalog's field count: the most values a sample carries. */
   readonly fields: number;
 
-  constructor(ch: ChannelInfo, index: number, slots: number) {
+  /**
+   * `prefix`: dataPrefix(ch.id), or a view holding it (the hub's routes share one buffer);
+   * `lastAt`: a STATE channel's place in its table's `lastValues` (makeRoutes).
+   */
+  constructor(ch: ChannelInfo, index: number, slots: number, prefix: Uint8Array = dataPrefix(ch.id), lastAt = 0) {
     this.ch = ch;
     this.index = index;
     this.critical = ch.critical;
@@ -75,27 +79,48 @@ export class ChannelRoute {
     this.tag = tagOf(FrameType.DATA, flags, ch.id);
     this.sharedTag = this.tag | Tag.SHARED;
     this.shedBase = shedBase(ch.cls, ch.kind);
-    this.prefix = dataPrefix(ch.id);
+    this.prefix = prefix;
     this.fields = ch.fieldCount;
-    this.last = ch.cls === ChannelClass.STATE ? new Array<Float64Array | undefined>(slots).fill(undefined) : null;
+    this.lastAt = ch.cls === ChannelClass.STATE ? lastAt : -1;
     this.events = ch.cls === ChannelClass.EVENT ? new EventRing<EventRecord>(Math.max(1, ch.queueDepth), slots) : null;
   }
+}
 
-  /** §10.4 row 8: the values a STATE push sent to `slot`, kept for the next conflation test. */
-  keep(slot: number, values: Float64Array, n: number, lastLen: Int8Array, k: number): void {
-    const last = (this.last as (Float64Array | undefined)[])[slot] as Float64Array;
-    const m = n < last.length ? n : last.length;
-    for (let j = 0; j < m; j++) last[j] = values[j] as number;
-    lastLen[k] = m;
-  }
+/** The channels a client can subscribe to: telemetry, not INTENT. */
+export function subscribable(ch: ChannelInfo): boolean {
+  return ch.direction === Direction.telemetry && ch.cls !== ChannelClass.INTENT;
+}
 
-  /** The slot's array of values last sent (STATE channels only). */
-  lastValues(slot: number): Float64Array {
-    const last = this.last as (Float64Array | undefined)[];
-    let v = last[slot];
-    if (v === undefined) last[slot] = v = new Float64Array(this.ch.fieldCount);
-    return v;
+/**
+ * The hub's routes, one per channel a client can subscribe to in catalog order, and the table of
+ * their subscriptions. Their fixed bytes share buffers: every route's DATA prefix one, and every
+ * STATE route's values last sent the table's (`lastValues`).
+ */
+export function makeRoutes(channels: readonly ChannelInfo[], slots: number): { routes: ChannelRoute[]; table: SubscriptionTable } {
+  let count = 0;
+  let prefixBytes = 0;
+  let stateFields = 0;
+  for (const ch of channels) {
+    if (!subscribable(ch)) continue;
+    count++;
+    prefixBytes += dataPrefix(ch.id).length;
+    if (ch.cls === ChannelClass.STATE) stateFields += ch.fieldCount;
   }
+  const table = new SubscriptionTable(count, slots, stateFields);
+  const prefixes = new Uint8Array(prefixBytes);
+  const routes: ChannelRoute[] = [];
+  let at = 0;
+  let lastAt = 0;
+  for (const ch of channels) {
+    if (!subscribable(ch)) continue;
+    const p = dataPrefix(ch.id);
+    const prefix = prefixes.subarray(at, at + p.length);
+    prefix.set(p);
+    at += p.length;
+    routes.push(new ChannelRoute(ch, routes.length, slots, prefix, lastAt));
+    if (ch.cls === ChannelClass.STATE) lastAt += ch.fieldCount * slots;
+  }
+  return { routes, table };
 }
 
 /**
@@ -104,7 +129,9 @@ export class ChannelRoute {
  * the slot count, so that subscribing allocates nothing and a subscription costs 34 bytes of
  * columns. Two lists keep the orders the protocol shows: a channel's subscribers in the order
  * they subscribed (the hot path walks them), and a session's channels in the order it subscribed
- * them (its GRANT lists them so). Both are dense, so a walk is a plain indexed loop.
+ * them (its GRANT lists them so). Both are dense, so a walk is a plain indexed loop. The STATE
+ * channels' values last sent are here too, `stateFields` (their field counts together) per slot.
+ * Every column is a view of one ArrayBuffer: on XS each buffer costs heap slots of its own.
  */
 export class SubscriptionTable {
   readonly routes: number;
@@ -127,26 +154,48 @@ export class SubscriptionTable {
   readonly sourceDropped: Uint8Array;
   /** §10.4 decimate: the factor in force and the pushes counted toward it, at DECIMATION_STATE × row (shed.ts). */
   readonly decimation: Uint8Array;
-  /** §10.4 row 8: how many values of the route's `lastValues(slot)` were last sent; -1 none. */
+  /** §10.4 row 8: how many of the row's values last sent `lastValues` holds; -1 none. */
   readonly lastLen: Int8Array;
+  /** §10.4 row 8: the STATE channels' values last sent, per slot (ChannelRoute.lastAt). */
+  readonly lastValues: Float64Array;
 
-  constructor(routes: number, slots: number) {
+  constructor(routes: number, slots: number, stateFields = 0) {
     if (!Number.isInteger(slots) || slots < 1 || slots > 0xffff) throw new RangeError('SubscriptionTable slots must be an integer in 1..65535');
     this.routes = routes;
     this.slots = slots;
     const rows = routes * slots;
-    this.subscribers = new Uint16Array(rows);
-    this.subscriberCount = new Uint16Array(routes);
-    this.subscribed = new Uint16Array(rows);
-    this.routeCount = new Uint16Array(slots);
-    this.wishHz = new Float64Array(rows);
-    this.grantedHz = new Float64Array(rows);
-    this.nextDue = new Float64Array(rows);
-    this.priority = new Uint8Array(rows);
-    this.firstPush = new Uint8Array(rows);
-    this.sourceDropped = new Uint8Array(rows);
-    this.decimation = new Uint8Array(rows * DECIMATION_STATE);
-    this.lastLen = new Int8Array(rows);
+    const values = stateFields * slots;
+    // Widest first, so that every column is aligned.
+    const buffer = new ArrayBuffer((3 * rows + values) * 8 + (2 * rows + routes + slots) * 2 + rows * (4 + DECIMATION_STATE));
+    let at = 0;
+    const f64 = (n: number): Float64Array => {
+      const a = new Float64Array(buffer, at, n);
+      at += n * 8;
+      return a;
+    };
+    const u16 = (n: number): Uint16Array => {
+      const a = new Uint16Array(buffer, at, n);
+      at += n * 2;
+      return a;
+    };
+    const u8 = (n: number): Uint8Array => {
+      const a = new Uint8Array(buffer, at, n);
+      at += n;
+      return a;
+    };
+    this.wishHz = f64(rows);
+    this.grantedHz = f64(rows);
+    this.nextDue = f64(rows);
+    this.lastValues = f64(values);
+    this.subscribers = u16(rows);
+    this.subscriberCount = u16(routes);
+    this.subscribed = u16(rows);
+    this.routeCount = u16(slots);
+    this.priority = u8(rows);
+    this.firstPush = u8(rows);
+    this.sourceDropped = u8(rows);
+    this.decimation = u8(rows * DECIMATION_STATE);
+    this.lastLen = new Int8Array(buffer, at, rows);
   }
 
   row(route: number, slot: number): number {
@@ -224,7 +273,7 @@ export class Session {
   readonly tier: number;
   state: SessionStateCode = SessionState.ACTIVE;
   link: Link | null = null;
-  /** Refilled in place on every resume. */
+  /** Filled by the hub when the session opens, refilled in place on every resume. */
   readonly resumeToken: Uint8Array;
   /**
    * §6.6: the token the client last resumed with, still good while `priorValid`: until the
@@ -240,7 +289,8 @@ export class Session {
   readonly stall = new StallClock();
   readonly budget = new LinkBudget();
   readonly intentBucket: TokenBucket;
-  readonly rateNacks = new NackThrottle(STREAM_INGRESS_OVERAGE_NACK_PER_S);
+  /** §12 RATE_LIMITED throttle: the transport's own before HELLO (hub.ts Conn), restarted then. */
+  readonly rateNacks: NackThrottle;
   /** §12: the counter of the transport that opened the session, restarted at HELLO (hub.ts). */
   readonly malformed: WindowCounter;
   lastHeard: number;
@@ -262,18 +312,27 @@ export class Session {
   levelSeen = 0;
   budgetAt = -Infinity;
 
-  /** `neverShed`: the slot's never-shed queue (the hub keeps one per slot, in its egress arena), emptied. */
-  constructor(id: number, slot: number, tier: number, token: Uint8Array, now: number, neverShed: FrameRing, malformed: WindowCounter) {
+  /**
+   * `neverShed`: the slot's never-shed queue (the hub keeps one per slot, in its egress arena),
+   * emptied. `malformed` and `rateNacks`: the opening transport's, restarted: a transport needs
+   * them only until its HELLO, so the session takes them over rather than making its own.
+   */
+  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, malformed: WindowCounter, rateNacks: NackThrottle) {
     this.id = id;
     this.slot = slot;
     this.tier = tier;
-    this.resumeToken = token;
-    this.priorToken = new Uint8Array(token.length);
+    // Both tokens in one buffer (on XS a buffer costs heap slots of its own).
+    const tokens = new ArrayBuffer(2 * RESUME_TOKEN_BYTES);
+    this.resumeToken = new Uint8Array(tokens, 0, RESUME_TOKEN_BYTES);
+    this.priorToken = new Uint8Array(tokens, RESUME_TOKEN_BYTES, RESUME_TOKEN_BYTES);
     this.lastHeard = now;
     neverShed.clear();
     this.neverShed = neverShed;
     this.intentBucket = new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now);
+    malformed.reset();
     this.malformed = malformed;
+    rateNacks.reset();
+    this.rateNacks = rateNacks;
   }
 
   publication(channelId: number): Publication | undefined {

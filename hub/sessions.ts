@@ -3,7 +3,7 @@
 // (§6.9). A session outlives its transports; its subscriptions and grants are kept while it is
 // STALE and re-stated on resume.
 
-import { GoodbyeReason, FrameType, PROTOCOL_VERSION, RESUME_TOKEN_BYTES, type HelloFrame } from './frames.js';
+import { GoodbyeReason, FrameType, PROTOCOL_VERSION, type HelloFrame } from './frames.js';
 import { tierFor } from './credentials.js';
 import type { Conn, Hub } from './hub.js';
 import { constantTimeEqual } from './limits.js';
@@ -56,14 +56,12 @@ export class SessionKeeper {
         return;
       }
       const slot = this.freeSlot();
-      const token = new Uint8Array(RESUME_TOKEN_BYTES);
-      hub.random.fill(token);
-      // The transport's malformed-frame counter becomes the session's, restarted (§12).
-      conn.malformed.reset();
-      s = new Session(this.nextId++, slot, tier, token, now, egress.ringFor(slot), conn.malformed);
+      // The transport's malformed-frame counter and NACK throttle become the session's, restarted (§12).
+      s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), conn.malformed, conn.nackThrottle);
+      hub.random.fill(s.resumeToken);
       hub.slots[slot] = s;
       s.link = conn.link;
-      conn.session = s;
+      conn.bind(s);
       // The count covers the transport since it was attached, the frames before HELLO too.
       s.sentFrames = conn.sent;
       // A new session in the slot starts with an empty ingress window (a resume keeps its own).
@@ -127,7 +125,7 @@ export class SessionKeeper {
       old.link.close();
     }
     s.link = conn.link;
-    conn.session = s;
+    conn.bind(s);
     s.state = SessionState.ACTIVE;
     s.lastHeard = now;
     s.neverShed.clear();

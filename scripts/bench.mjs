@@ -16,14 +16,21 @@
 //   and chunk bytes, and their growth is what the step keeps alive.
 // Sim: bench/sim.bench.ts, the simulator's speed and its ESTOP latency and sample age under
 //   congestion (`sim` in the JSON; --no-sim leaves it out, --only=sim runs it alone).
+// Device: the device budget (scripts/lib/device-budget.mjs, docs/performance.md "Fits the
+//   ESP32"): the default mix on XS through the real bindings, per-delivery costs, the tick, the
+//   calibration against one ESP32 core, and memory.device against manifest.json's `creation`
+//   (`device` in the JSON; --no-device leaves it out, --only=device runs it with its cases;
+//   --host-coremark=N gives this machine's CoreMark score when it is not the reference machine).
 // `--json` prints one JSON object with every number; `--quick` uses tiny counts (smoke test).
 // Exit code 1 if any case failed on any engine.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 import { Xsnap } from './lib/xsnap.mjs';
+import { CALIBRATION, deviceReport } from './lib/device-budget.mjs';
+import { readSnapshot, writeSnapshot } from './lib/xs-heap.mjs';
 
 const repo = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const args = process.argv.slice(2);
@@ -36,6 +43,11 @@ const only = onlyArg ? onlyArg.slice('--only='.length).split(',').filter(Boolean
 // The simulator section (bench/sim.bench.ts, Node only): with --only it runs when one of the
 // names is `sim`; --no-sim or --no-node leave it out.
 const runSim = runNode && !args.includes('--no-sim') && (!only || only.includes('sim'));
+// The device section runs on XS; with --only when one of the names is `device`.
+const runDevice = runXs && !args.includes('--no-device') && (!only || only.includes('device'));
+const coreMarkArg = args.find((a) => a.startsWith('--host-coremark='));
+const hostCoreMark = coreMarkArg ? Number(coreMarkArg.slice('--host-coremark='.length)) : CALIBRATION.hostCoreMark;
+if (!(hostCoreMark > 0)) throw new Error(`--host-coremark wants a positive score, not ${coreMarkArg}`);
 
 // A slot is 16 bytes on the ESP32 (docs/architecture.md "The device runtime"); the host build's are 32.
 const DEVICE_SLOT_BYTES = 16;
@@ -157,34 +169,6 @@ function newWorker() {
 
 async function ev(xs, code) {
   return (await xs.evaluate(code)).meter;
-}
-
-// xsnap's 'w' command: writes a heap snapshot (after a full collection) and answers its size.
-function writeSnapshot(xs, path) {
-  return new Promise((resolveSnap, reject) => {
-    xs.waiters.push({ resolve: resolveSnap, reject });
-    xs.send('w' + path);
-  });
-}
-
-// The live heap recorded in a snapshot: HEAP holds the live slots, BLOC the live chunks.
-function readSnapshot(path) {
-  const b = readFileSync(path);
-  if (b.toString('latin1', 4, 8) !== 'XS_M') throw new Error('not an XS snapshot');
-  let hostSlotBytes = 0;
-  let heapBytes = -1;
-  let chunkBytes = -1;
-  for (let p = 8; p + 8 <= b.length; ) {
-    const size = b.readUInt32BE(p);
-    const type = b.toString('latin1', p + 4, p + 8);
-    if (type === 'VERS') hostSlotBytes = Math.abs(b.readInt8(p + 11));
-    else if (type === 'HEAP') heapBytes = size - 8;
-    else if (type === 'BLOC') chunkBytes = size - 8;
-    if (size < 8) break;
-    p += size;
-  }
-  if (!hostSlotBytes || heapBytes < 0 || chunkBytes < 0) throw new Error('snapshot without VERS, HEAP or BLOC');
-  return { slots: heapBytes / hostSlotBytes, chunkBytes, hostSlotBytes };
 }
 
 async function xsMeasure(xs, n) {
@@ -351,6 +335,20 @@ function printTable(report) {
       for (const [b, d] of Object.entries(c.sampleAgeMs)) log(`    age   ${pad(b, 7)} ${num(d.p50, 3)} / ${num(d.p95, 3)} / ${num(d.max, 3)}  n ${d.count}`);
     }
   }
+  const d = report.device;
+  if (d && !d.error) {
+    const w = d.workload;
+    log('');
+    log(`device budget (docs/performance.md "Fits the ESP32"): the default mix on XS, ${w.seconds} simulated s`);
+    log(`  ${w.computronsPerSecond} computrons per simulated s: delivery ${w.split.delivery}, ingress ${w.split.ingress}, tick ${w.split.tick}, bindings ${w.split.bindings}`);
+    log(`  share of one 240 MHz ESP32 core: ${w.corePercent.low}–${w.corePercent.high} %`);
+    log(`  per delivery: ${Object.entries(d.perDelivery).map(([b, c]) => `${b} ${c}`).join(', ')} computrons`);
+    log(`  tick, 8 sessions, nothing due: median ${d.tick.nothingDue.median}, max ${d.tick.nothingDue.max}; in the workload ${d.tick.inWorkload} per tick (${d.tick.corePercent.low}–${d.tick.corePercent.high} % of a core)`);
+    if (d.memory.slots) log(`  memory, every binding live: ${d.memory.slots.used} of ${d.memory.slots.budget} slots (${d.memory.slots.percent} %), ${d.memory.chunk.used} of ${d.memory.chunk.budget} chunk bytes (${d.memory.chunk.percent} %)`);
+    const c = d.calibration;
+    log(`  calibration: ${c.nsPerComputron} ns per computron here; ESP32 ${c.esp32HostRatio.low}–${c.esp32HostRatio.high}× slower (CoreMark ${c.hostCoreMark} here, ${c.esp32CoreMark.low}–${c.esp32CoreMark.high} ESP32)`);
+    for (const t of d.targets) log(`  ${t.met ? 'met ' : 'MISS'} ${t.name}: ${t.value} (limit ${t.limit} ${t.unit})`);
+  } else if (d) log(`device: ERROR ${d.error}`);
   log('XS computrons: deterministic cost; XS bytes alloc: slots allocated per op × 16 B (chunk-only allocations, e.g. string building, are not seen: see bench/README.md).');
 }
 
@@ -364,7 +362,7 @@ async function main() {
     const b = make();
     if (!only || only.some((o) => b.name.includes(o))) selected.push({ index, meta: b });
   });
-  if (selected.length === 0 && !runSim) throw new Error(`no bench case matches ${only}`);
+  if (selected.length === 0 && !runSim && !runDevice) throw new Error(`no bench case matches ${only}`);
 
   const report = {
     version: 1,
@@ -448,6 +446,22 @@ async function main() {
       failed++;
       report.sim = { error: errorText(e) };
       log(`sim   FAILED ${errorText(e)}`);
+    }
+  }
+
+  if (runDevice) {
+    try {
+      // Bytes allocated per item of the device op cases, where they ran on XS.
+      const allocation = {};
+      for (const [name, c] of Object.entries(report.cases)) {
+        if (!name.startsWith('device.') || !c.xs || c.xs.bytesPerItem === null) continue;
+        allocation[name.startsWith('device.deliver.') ? `delivery (${name.slice('device.deliver.'.length)}, its ACKs and PINGs)` : `${c.item} (${name})`] = c.xs.bytesPerItem;
+      }
+      report.device = await deviceReport(repo, { quick, hostCoreMark, memory: report.cases['memory.device'] ?? null, allocation, log });
+    } catch (e) {
+      failed++;
+      report.device = { error: errorText(e) };
+      log(`device FAILED ${errorText(e)}`);
     }
   }
 

@@ -314,6 +314,7 @@ export class BleLink implements BindingLink {
             this.retryLater(now);
           }
         }
+        q.release();
         if (q.inFlight && q.frames === 0 && !this.shutDown) {
           // The pump's end: the queue is empty, so the take left nothing (ratio 0); take()'s
           // test first, to leave out working out what it found.
@@ -504,6 +505,7 @@ export class BleLink implements BindingLink {
             this.retryLater(now);
           }
         }
+        q.release();
       }
     } finally {
       this.pumping = false;

@@ -257,6 +257,8 @@ export class NotifyQueue {
       this.retryPending = false;
       this.inFlight = true;
       this.counters.handedOut++;
+      // The notification's bytes are still in `out` (release() kept them): exact again.
+      this.fit(this.flight);
       return this.flight;
     }
     const all = this.all;
@@ -412,6 +414,15 @@ export class NotifyQueue {
     this.inFlight = false;
     this.retryPending = false;
     this.vacant = true;
+  }
+
+  /**
+   * The stack has copied the notification: the buffer is made whole again, its bytes kept (a
+   * retry fits it again). A resizable buffer stays shrunk only while its view is handed on,
+   * never while the engine may compact its heap (hub/bytes.ts).
+   */
+  release(): void {
+    if (this.outLength !== FRAGMENT_MAX_BYTES) this.fit(FRAGMENT_MAX_BYTES);
   }
 
   // `out` becomes `length` bytes long (the notification area is written after this).

@@ -224,8 +224,10 @@ export class FrameQueue {
   /** Queues `frame` (exactly the frame) with its tag; false when it does not fit. */
   push(frame: Uint8Array, tag = 0): boolean {
     const length = frame.length;
-    if (!this.canPush(length)) return false;
+    // canPush, with the place found once.
+    if (!(length > 0) || this.nFrames >= this.capacityFrames) return false;
     const at = this.placeFor(length);
+    if (at < 0) return false;
     this.mem.set(frame, at);
     let f = this.headFrame + this.nFrames;
     if (f >= this.capacityFrames) f -= this.capacityFrames;
@@ -393,6 +395,8 @@ export class Egress {
   committedGen = 0;
   /** The sequence number of the datagram last committed. */
   committedSeq = 0;
+  /** The datagram last committed holds ESTOP frames (an ESTOP datagram holds nothing else). */
+  private committedEstop = false;
 
   constructor(queueBytes: number, queueFrames: number) {
     this.queue = new FrameQueue(queueBytes, queueFrames);
@@ -503,6 +507,7 @@ export class Egress {
     out[HEADER_BYTES] = frame.length;
     out.set(frame, HEADER_BYTES + 1);
     this.cReliable[0] = (tag & Tag.CRITICAL) !== 0 ? 1 : 0; // reliableTag
+    this.committedEstop = false;
     this.committedGen = 0;
     this.committedSeq = seq;
     this.seq = (seq + 1) & SEQ_MASK;
@@ -517,6 +522,7 @@ export class Egress {
       r.bytes = 0;
       this.committedGen = r.gen;
       this.committedSeq = r.seq;
+      this.committedEstop = r === this.estopResend;
       // Every frame of a resend is one that must survive (only those were kept for it).
       this.cReliable.fill(1);
       return r.seq;
@@ -524,6 +530,7 @@ export class Egress {
     for (let i = 0; i < this.pEstops; i++) this.estops.shift();
     // The ESTOP frames of an ESTOP datagram survive; the queue's frames as their tags said (the
     // flags pack wrote become the committed ones, and the old ones pack's to overwrite).
+    this.committedEstop = this.pEstops > 0;
     if (this.pEstops > 0) this.cReliable.fill(1);
     else {
       const c = this.cReliable;
@@ -552,13 +559,14 @@ export class Egress {
     let at = 0;
     let p = start;
     let i = 0;
+    // Which datagram it was comes from what pack and commit took, never from the frames' bytes.
+    const isEstop = this.committedEstop;
     while (p < end) {
       const len = datagram[p] as number;
       const fs = p + 1;
       const fe = fs + len;
       p = fe;
       if (len === 0 || fe > end) break;
-      const isEstop = len === ESTOP_FRAME_BYTES && datagram[fs] === ESTOP_MAGIC;
       const keep = isEstop || this.cReliable[i] === 1;
       i++;
       if (!keep) continue;

@@ -6,11 +6,16 @@
 // - One datagram in flight on the radio: the next is packed when the radio reports the send
 //   status of the last (ESP-NOW answers a faster sender with ESP_ERR_ESPNOW_NO_MEM). ESTOP and
 //   owed retransmissions are served before plain traffic; plain traffic round-robin by stream.
+//   A frame handed over while nothing waits anywhere and the radio is free is that next datagram
+//   whatever the order: it goes out at once, packed straight from the core's buffer.
 // - Congestion (§10.3): the loss rate from the radio's send status and the peer's ACK bitmask
 //   (§13.3) through a LossDetector, per peer and, on a broadcast segment, per peer for the
 //   broadcast stream too; plus the egress queue's watermark (ours: a radio that cannot carry the
 //   offered load loses nothing, it only falls behind, which no loss signal shows).
 // - Broadcast segments (§10.6): broadcast.ts decides which DATA goes on air once for all.
+// - Nothing is done for nothing: a tick before any detector is due (their `quietUntil`) with no
+//   link's level moved costs a few comparisons, and a link's level is judged again only once a
+//   detector it reads has moved away from it.
 //
 // Platform-free: the radio, the clock and the core's attach come in through EspNowOptions.
 
@@ -29,7 +34,6 @@ import {
   parseBitmapAck,
   parsedAck,
   SeqWindow,
-  writeHeader,
 } from './datagram.js';
 
 /** ESP_NOW_MAX_TOTAL_PEER_NUM: the radio's peer table, the broadcast address included. */
@@ -138,9 +142,6 @@ function fill(e: Egress): number {
 class RateMeter {
   private readonly ids = new Float64Array(METER_BUCKETS);
   private readonly bytes = new Float64Array(METER_BUCKETS);
-  // The bucket the last add counted into: most adds land in it again.
-  private curId = NaN;
-  private curSlot = 0;
 
   constructor() {
     this.ids.fill(-Infinity);
@@ -148,10 +149,6 @@ class RateMeter {
 
   add(n: number, now: number): void {
     const id = Math.floor(now / METER_BUCKET_MS);
-    if (id === this.curId) {
-      this.bytes[this.curSlot] = (this.bytes[this.curSlot] as number) + n;
-      return;
-    }
     const b = id % METER_BUCKETS;
     if (this.ids[b] !== id) {
       if ((this.ids[b] as number) > id) return;
@@ -159,8 +156,6 @@ class RateMeter {
       this.bytes[b] = 0;
     }
     this.bytes[b] = (this.bytes[b] as number) + n;
-    this.curId = id;
-    this.curSlot = b;
   }
 
   perSecond(now: number): number {
@@ -203,13 +198,15 @@ export class EspNowLink implements Link {
    * sets it as it feeds them): only then can a judgement find anything new.
    */
   dirty = false;
-  /** @internal The smoothed send-status latency (statusLatency). */
+  /** @internal The send-status latency smoothed (RTT_GAIN): the estimate's round trip. */
   srtt = 0;
   private readonly owner: EspNowBinding;
   private readonly clock: Clock;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
-  // The last instant the level was asked for (the binding's tick stands for one at its instant).
+  // The last instant the level was asked for (a tick since the link opened stands for one at its
+  // instant), and the binding's tick count when the link opened.
   private judgedAt = -Infinity;
+  private readonly openedAtTick: number;
 
   constructor(owner: EspNowBinding, clock: Clock, index: number, mac: number, broadcast: boolean, queueBytes: number, queueFrames: number, now: number) {
     this.owner = owner;
@@ -224,6 +221,7 @@ export class EspNowLink implements Link {
     this.queueLevel = new WatermarkDetector(now);
     this.drain = new DrainClock(now);
     this.lastHeard = now;
+    this.openedAtTick = owner.ticks;
   }
 
   get binding(): string {
@@ -275,7 +273,8 @@ export class EspNowLink implements Link {
    */
   get level(): number {
     const now = this.clock.now();
-    if (now !== this.judgedAt && now !== this.owner.tickedAt) {
+    const owner = this.owner;
+    if (now !== this.judgedAt && (now !== owner.tickedAt || owner.ticks === this.openedAtTick)) {
       this.judgedAt = now;
       if (this.dirty) this.judge();
     }
@@ -321,11 +320,6 @@ export class EspNowLink implements Link {
     this.owner.detach(this);
   }
 
-  /** @internal a unicast send status arrived after `latencyMs`. */
-  statusLatency(latencyMs: number): void {
-    this.srtt = this.srtt === 0 ? latencyMs : this.srtt + RTT_GAIN * (latencyMs - this.srtt);
-  }
-
   /** @internal frames joined the queue. */
   queued(now: number): void {
     const ql = this.queueLevel;
@@ -344,8 +338,9 @@ export class EspNowBinding implements RadioHandler {
   readonly segment: BroadcastSegment | null;
   /** @internal The broadcast queue's watermark level, part of every link's (0 on a unicast binding). */
   broadcastLevel = 0;
-  /** @internal The instant of the last tick, which judged every link at it. */
+  /** @internal The instant of the last tick, which judged every link open then at it, and how many ticks so far. */
   tickedAt = -Infinity;
+  ticks = 0;
   private readonly clock: Clock;
   private readonly radio: Radio;
   private readonly attachFn: (link: Link) => LinkSink;
@@ -448,11 +443,6 @@ export class EspNowBinding implements RadioHandler {
     return false;
   }
 
-  /** @internal the broadcast queue's watermark level; 0 on a unicast binding. */
-  broadcastQueueLevel(): number {
-    return this.broadcastLevel;
-  }
-
   // The broadcast watermark was fed or ticked: a new level of it is part of every link's.
   private broadcastJudged(bl: WatermarkDetector): void {
     if (bl.quietUntil < this.wakeAt) this.wakeAt = bl.quietUntil;
@@ -487,6 +477,24 @@ export class EspNowBinding implements RadioHandler {
     const q = e.queue;
     const length = frame.length;
     if (!this.dry || this.txBusy || this.radioWait || this.segment !== null || !(length > 0 && length <= q.capacityBytes && q.capacityFrames > 0)) {
+      if (this.segment === null) {
+        // What route does for a unicast binding, the room found once: the frame joins the queue,
+        // or (§13.5.5) it is turned away, which reads as a full queue.
+        const now = this.clock.now();
+        const ql = link.queueLevel;
+        const empty = q.bytes === 0;
+        if (!q.push(frame, tag)) {
+          ql.refused(now);
+          this.fed(link, ql.level(), ql.quietUntil);
+          return false;
+        }
+        if (empty) link.drain.moved(now);
+        ql.queued(q.bytes / q.capacityBytes, now);
+        this.fed(link, ql.level(), ql.quietUntil);
+        this.dry = false;
+        if (!this.txBusy && !this.radioWait) this.pump();
+        return true;
+      }
       // §13.5.5: a frame turned away reads as a full queue.
       if (!q.canPush(length)) {
         const ql = link.queueLevel;
@@ -623,6 +631,7 @@ export class EspNowBinding implements RadioHandler {
     // round-robin order stands; else the first stream in turn with anything queued.
     let pick = -1;
     let next = -1;
+    let waiting = 0;
     for (let k = 0; k < total; k++) {
       const j = start + k < total ? start + k : start + k - total;
       const w = (j < n ? (open[j] as EspNowLink).egress : (bc as Egress)).work();
@@ -630,8 +639,13 @@ export class EspNowBinding implements RadioHandler {
         pick = j;
         break;
       }
-      if (w === 1 && next < 0) next = j;
+      if (w === 1) {
+        if (next < 0) next = j;
+        waiting++;
+      }
     }
+    // Whether the stream served is the only one with anything (every stream was looked at).
+    const sole = pick < 0 && waiting === 1;
     if (pick < 0) {
       if (next < 0) {
         this.dry = true;
@@ -645,7 +659,11 @@ export class EspNowBinding implements RadioHandler {
     const len = e.pack(HEADER_BYTES);
     if (len === 0) return;
     const tx = e.datagram;
-    writeHeader(tx, link ? 0 : DatagramFlag.BROADCAST, e.packedSeq());
+    // The header (writeHeader's three bytes).
+    const number = e.packedSeq();
+    tx[0] = link ? DATAGRAM_HEADER_BYTE : DATAGRAM_HEADER_BYTE | DatagramFlag.BROADCAST;
+    tx[1] = number >>> 8;
+    tx[2] = number & 0xff;
     const mac = link ? link.mac : BROADCAST_MAC;
     let status = this.radio.send(mac, tx, len);
     if (status === RadioStatus.NOT_FOUND && link) {
@@ -660,16 +678,20 @@ export class EspNowBinding implements RadioHandler {
       return;
     }
     // §13.5.1: the watermark is the backlog this datagram found queued.
-    const found = fill(e);
+    const q = e.queue;
+    const cap = q.capacityBytes;
+    const found = q.bytes / cap;
     const seq = e.commit();
+    // The only stream with anything took all it had: every stream is idle.
+    if (sole && q.bytes === 0) this.dry = true;
     if (link) {
       link.drain.moved(now);
       const ql = link.queueLevel;
-      ql.drained(found, fill(e), now);
+      ql.drained(found, q.bytes / cap, now);
       this.fed(link, ql.level(), ql.quietUntil);
     } else {
       const bl = this.bcastLevel as WatermarkDetector;
-      bl.drained(found, fill(e), now);
+      bl.drained(found, q.bytes / cap, now);
       this.broadcastJudged(bl);
     }
     if (status !== RadioStatus.OK) {
@@ -746,7 +768,7 @@ export class EspNowBinding implements RadioHandler {
     // read without the cursor: the checks DatagramCursor.open makes of it, in a few comparisons.
     if (link !== undefined && data[0] === DATAGRAM_HEADER_BYTE && length <= DATAGRAM_MAX_BYTES && length <= data.length && length === HEADER_BYTES + 1 + (data[HEADER_BYTES] as number) && length > HEADER_BYTES + 1) {
       this.counters.datagramsReceived++;
-      // heard(), inline.
+      // As heard() does.
       link.lastHeard = now;
       if (now < this.oldestHeard) this.oldestHeard = now;
       if (link.egress.owedEstop && link.egress.takeOwedEstop()) this.work();
@@ -877,6 +899,7 @@ export class EspNowBinding implements RadioHandler {
     }
     if (now >= this.wakeAt) this.wake(now);
     this.tickedAt = now;
+    this.ticks++;
     this.radioWait = false;
     if (!this.txBusy && !this.dry) this.pump();
   }
@@ -899,10 +922,11 @@ export class EspNowBinding implements RadioHandler {
       const loss = l.loss;
       const bl = l.broadcastLoss;
       const ql = l.queueLevel;
-      if (now >= loss.quietUntil || now >= ql.quietUntil || (bl !== null && now >= bl.quietUntil)) {
-        const lvl = l.lvl;
-        if (loss.tick(now) !== lvl) l.dirty = true;
-        if (bl !== null && bl.tick(now) !== lvl) l.dirty = true;
+      // A detector that is not due would find what it holds (its tick's first case).
+      const lvl = l.lvl;
+      if (now >= loss.quietUntil && loss.tick(now) !== lvl) l.dirty = true;
+      if (bl !== null && now >= bl.quietUntil && bl.tick(now) !== lvl) l.dirty = true;
+      if (now >= ql.quietUntil) {
         ql.tick(now);
         if (ql.level() !== lvl) l.dirty = true;
       }

@@ -19,15 +19,22 @@ import { Digest } from 'crypt';
 import type { Clock, Log } from '../../hub/ports.js';
 import type { WatermarkOptions } from '../detector.js';
 import type { HubAttach } from '../link.js';
-import { LinkFraming, TcpLink, type DirectTransport } from './egress.js';
+import { LinkFraming, MIN_QUEUE_BYTES, TcpLink, type DirectTransport } from './egress.js';
 
 /**
- * Egress queue capacity per connection on the device: the largest hub frame (4608 bytes) and
- * its header fit, with room for a few DATA frames behind it. Allocated per connection.
+ * Egress queue capacity per connection on the device: the least a link accepts, the largest hub
+ * frame (4608 bytes) and its header. It holds only what the socket could not take at once (a
+ * frame goes straight to lwIP when it has room), and lwIP holds up to DEVICE_SOCKET_LIMIT_BYTES
+ * more behind it. Allocated per connection.
  */
-export const DEVICE_QUEUE_BYTES = 6144;
+export const DEVICE_QUEUE_BYTES = MIN_QUEUE_BYTES;
 /** Unacknowledged bytes lwIP may hold per connection: two segments of the ESP32's 1436-byte MSS. */
 export const DEVICE_SOCKET_LIMIT_BYTES = 2872;
+/**
+ * The most one take hands the socket (the link's staging area, allocated per connection): one
+ * segment. The pump takes again while the socket has room, so this bounds a write, not what goes.
+ */
+export const DEVICE_TAKE_BYTES = 1436;
 /** Connections served at once per listener; lwIP on the ESP32 has 8 active TCP sockets in all. */
 export const DEVICE_MAX_CONNECTIONS = 4;
 
@@ -158,9 +165,11 @@ class DeviceTransport implements DirectTransport {
         left = tcp.write(link.out);
       } catch {
         // "would block" cannot happen (room ≤ free); anything else is a dead socket.
+        link.wrote();
         this.end();
         return;
       }
+      link.wrote();
       this.free = typeof left === 'number' ? left : 0;
     }
   }
@@ -223,8 +232,8 @@ export class DeviceListener {
         framing: ws ? LinkFraming.WS_SERVER : LinkFraming.LENGTH_PREFIX,
         binding: o.kind,
         queueBytes: o.queueBytes ?? DEVICE_QUEUE_BYTES,
-        // One take is at most what the socket may hold: the staging area is no larger.
-        takeBytes: o.socketLimitBytes ?? DEVICE_SOCKET_LIMIT_BYTES,
+        // One take is at most one segment, and never more than the socket may hold.
+        takeBytes: Math.min(o.socketLimitBytes ?? DEVICE_SOCKET_LIMIT_BYTES, DEVICE_TAKE_BYTES),
         maxFrameBytes: o.maxFrameBytes,
         ackWindowFrames: o.ackWindowFrames,
         detector: o.detector,

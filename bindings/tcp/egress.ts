@@ -63,6 +63,9 @@ export const AHEAD_SLOTS = ESTOP_AHEAD_SLOTS;
 /** Room for one framed ESTOP: the largest header (WebSocket, 4) plus the 12-byte frame. */
 export const AHEAD_SLOT_BYTES = WS_MAX_HEADER_BYTES + ESTOP_FRAME_BYTES;
 
+// Channels a VALUE record may name: 1..255 (hub/ports.ts tagChannel), indexed directly.
+const CHANNELS = 256;
+
 /** DATA records of every kind wait while the ack window is full. */
 function held(kind: number): boolean {
   return kind === RecordKind.DATA || kind === RecordKind.SAMPLE || kind === RecordKind.VALUE || kind === RecordKind.SUPERSEDED;
@@ -88,13 +91,14 @@ export class EgressQueue {
   /** [ring | ESTOP slots | staging area]: `mem.out` is what the last take handed over. */
   readonly mem: StagedBytes;
   readonly ahead: EstopAhead;
-  private readonly lens: Uint32Array;
+  // What is known of each record, by slot, and per channel, in views of one buffer made once:
+  // each record's length (16 bits while the capacity allows) and kind; its stamp, which for a
+  // VALUE record is its channel and for any other when it was queued, whole ms modulo 2^32 (ages
+  // are taken modulo 2^32 too; only a SAMPLE record's age is read); and per channel the slot of
+  // its newest VALUE (−1: none), so that a newer one supersedes it in O(1).
+  private readonly lens: Uint16Array | Uint32Array;
   private readonly kinds: Uint8Array;
-  // When each record was queued, whole ms modulo 2^32 (ages are taken modulo 2^32 too).
-  private readonly times: Uint32Array;
-  // The channel of each VALUE record, and per channel the slot of its newest VALUE (−1: none),
-  // so that a newer one supersedes it in O(1).
-  private readonly chans: Uint8Array;
+  private readonly stamps: Uint32Array;
   private readonly latestValue: Int16Array;
   private first = 0; // slot of the head record
   /** Records held, the one partly handed over included (a field: read on every send). */
@@ -134,11 +138,18 @@ export class EgressQueue {
     this.maxRecords = maxRecords;
     this.mem = new StagedBytes(capacity + aheadBytes, take);
     this.ahead = new EstopAhead(AHEAD_SLOT_BYTES, AHEAD_SLOTS, this.mem.all, capacity);
-    this.lens = new Uint32Array(maxRecords);
-    this.kinds = new Uint8Array(maxRecords);
-    this.times = new Uint32Array(maxRecords);
-    this.chans = new Uint8Array(maxRecords);
-    this.latestValue = new Int16Array(256).fill(-1);
+    // A record is at most `capacity` bytes: 16 bits hold its length up to 65535.
+    const lenBytes = capacity <= 0xffff ? 2 : 4;
+    // [stamps (4 per slot) | lens | latestValue (2 per channel) | kinds]: each view aligned.
+    const meta = new ArrayBuffer(maxRecords * (4 + lenBytes + 1) + CHANNELS * 2);
+    let at = 0;
+    this.stamps = new Uint32Array(meta, at, maxRecords);
+    at += maxRecords * 4;
+    this.lens = lenBytes === 2 ? new Uint16Array(meta, at, maxRecords) : new Uint32Array(meta, at, maxRecords);
+    at += maxRecords * lenBytes;
+    this.latestValue = new Int16Array(meta, at, CHANNELS).fill(-1);
+    at += CHANNELS * 2;
+    this.kinds = new Uint8Array(meta, at, maxRecords);
   }
 
   /** Bytes queued and not yet handed over. */
@@ -195,22 +206,23 @@ export class EgressQueue {
     if (at < 0) return false;
     let slot = this.first + this.count;
     if (slot >= this.maxRecords) slot -= this.maxRecords;
-    if (kind === RecordKind.VALUE && channel > 0 && channel < 256) {
-      const prev = this.latestValue[channel] as number;
-      if (prev >= 0 && this.kinds[prev] === RecordKind.VALUE && this.chans[prev] === channel && !(prev === this.first && this.headDone > 0)) {
-        let offset = prev - this.first;
-        if (offset < 0) offset += this.maxRecords;
-        if (offset < this.count) this.kinds[prev] = RecordKind.SUPERSEDED;
+    if (kind === RecordKind.VALUE) {
+      if (channel > 0 && channel < CHANNELS) {
+        const prev = this.latestValue[channel] as number;
+        if (prev >= 0 && this.kinds[prev] === RecordKind.VALUE && this.stamps[prev] === channel && !(prev === this.first && this.headDone > 0)) {
+          let offset = prev - this.first;
+          if (offset < 0) offset += this.maxRecords;
+          if (offset < this.count) this.kinds[prev] = RecordKind.SUPERSEDED;
+        }
+        this.latestValue[channel] = slot;
       }
-      this.latestValue[channel] = slot;
-      this.chans[slot] = channel;
-    }
+      this.stamps[slot] = channel;
+    } else this.stamps[slot] = now >>> 0;
     const all = this.mem.all;
     for (let k = 0; k < hlen; k++) all[at + k] = header[k] as number;
     if (flen > 0) all.set(flen === frame.length ? frame : frame.subarray(0, flen), at + hlen);
     this.lens[slot] = total;
     this.kinds[slot] = kind;
-    this.times[slot] = now >>> 0;
     if (this.count === 0) this.head = at;
     else if (at === 0) this.gapAt = this.tail;
     this.count++;
@@ -277,7 +289,9 @@ export class EgressQueue {
       p += k;
       if (this.headDone === (this.lens[this.first] as number)) this.shiftHead(true);
     }
-    // Sealed even when empty: `out` is then empty too, never what an earlier take left there.
+    // Nothing to hand over: the staging area stays whole (a resizable buffer is shrunk only
+    // while its view is handed on, hub/bytes.ts).
+    if (p === 0) return 0;
     return mem.seal(p).length;
   }
 
@@ -287,7 +301,10 @@ export class EgressQueue {
    */
   copyOut(dst: Uint8Array, at: number, max: number, frameStarts: number): number {
     const n = this.take(max, frameStarts);
-    if (n > 0) dst.set(this.mem.out, at);
+    if (n > 0) {
+      dst.set(this.mem.out, at);
+      this.mem.unstage();
+    }
     return n;
   }
 
@@ -324,7 +341,7 @@ export class EgressQueue {
     while (this.count > 0 && this.headDone === 0) {
       const kind = this.kinds[this.first] as number;
       if (kind === RecordKind.SUPERSEDED) this.conflated++;
-      else if (kind === RecordKind.SAMPLE && ((now >>> 0) - (this.times[this.first] as number)) >>> 0 > budgetMs) dropped++;
+      else if (kind === RecordKind.SAMPLE && ((now >>> 0) - (this.stamps[this.first] as number)) >>> 0 > budgetMs) dropped++;
       else break;
       this.used -= this.lens[this.first] as number;
       this.shiftHead(false);
@@ -476,6 +493,15 @@ export interface TcpLinkOptions {
 
 const NO_LIMIT = 0x7fffffff;
 
+/** The NACK frame the binding answers a refused frame with, encoded once for every link (only read). */
+function nackFrame(code: number): Uint8Array {
+  const w = new CborWriter(new Uint8Array(16));
+  encodeFrame({ type: FrameType.NACK, code }, w);
+  return w.buf.slice(0, w.pos);
+}
+const NACK_TOO_LARGE = nackFrame(Nack.TOO_LARGE);
+const NACK_MALFORMED = nackFrame(Nack.MALFORMED);
+
 /**
  * One TCP or WebSocket connection as the core sees it. Outbound: `send` queues whole frames
  * with the binding's header, as the core tagged them (hub/ports.ts Tag); `writeAhead` puts
@@ -492,7 +518,7 @@ const NO_LIMIT = 0x7fffffff;
  * TOO_LARGE / MALFORMED here and discarded, the stream kept in step (§2); more than
  * MALFORMED_CLOSE_PER_S of them within a second closes the transport (§12.5).
  */
-export class TcpLink implements BindingLink {
+export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   readonly caps: LinkCaps;
   readonly queue: EgressQueue;
   readonly detector: WatermarkDetector;
@@ -526,18 +552,15 @@ export class TcpLink implements BindingLink {
   private readonly lagHeeded: number;
   private readonly reassembler: FrameReassembler | null;
   private readonly wsParser: WsFrameParser | null;
-  private readonly handshake: WsHandshake | null;
+  // Until the upgrade is answered (WS_SERVER only).
+  private handshake: WsHandshake | null;
   private readonly refusals = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
-  private readonly hdr = new Uint8Array(WS_MAX_HEADER_BYTES);
-  // The header's first 2 and all 4 bytes, exactly: what a frame handed straight to the socket
-  // is preceded by (views made once).
+  // A frame's header, as long as the longest one of the framing (a WebSocket header's 4 bytes, a
+  // length prefix's 2), and its first 2 bytes exactly: what a frame handed straight to the socket
+  // is preceded by (the same view where headers are 2 bytes long, else one made once).
+  private readonly hdr: Uint8Array;
   private readonly hdr2: Uint8Array;
-  private readonly hdr4: Uint8Array;
-  private readonly closeBody = new Uint8Array(2);
-  private readonly nackW = new CborWriter(new Uint8Array(16));
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
-  private readonly frameIn: FrameConsumer;
-  private readonly wsIn: WsConsumer;
 
   constructor(options: TcpLinkOptions) {
     const queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
@@ -560,21 +583,13 @@ export class TcpLink implements BindingLink {
     this.throughput = new ThroughputEstimator(now);
     this.drain = new DrainClock(now);
     this.acks = new AckCounter(windowFrames);
-    this.hdr2 = this.hdr.subarray(0, 2);
-    this.hdr4 = this.hdr.subarray(0, 4);
+    this.hdr = new Uint8Array(options.framing === LinkFraming.WS_SERVER ? WS_MAX_HEADER_BYTES : LENGTH_PREFIX_BYTES);
+    this.hdr2 = this.hdr.length === 2 ? this.hdr : this.hdr.subarray(0, 2);
     this.reassembler = options.framing === LinkFraming.LENGTH_PREFIX ? new FrameReassembler(maxFrame) : null;
     this.wsParser = options.framing === LinkFraming.WS_SERVER ? new WsFrameParser(maxFrame) : null;
-    this.handshake = options.framing === LinkFraming.WS_SERVER ? new WsHandshake() : null;
+    // The upgrade request is read into the egress ring: nothing is queued before it is answered.
+    this.handshake = options.framing === LinkFraming.WS_SERVER ? new WsHandshake(this.queue.mem.all) : null;
     this.st = options.framing === LinkFraming.WS_SERVER ? LinkState.HANDSHAKE : LinkState.OPEN;
-    this.frameIn = {
-      frame: (b, s, e) => this.deliver(b, s, e),
-      refuse: (code, length) => this.refuse(code, length),
-    };
-    this.wsIn = {
-      message: (b, s, e) => this.deliver(b, s, e),
-      control: (op, b, s, e) => this.wsControl(op, b, s, e),
-      refuse: (code, length) => this.refuse(code, length),
-    };
   }
 
   /** The adapter's socket is ready: the link attaches to the hub (after the upgrade, for WS_SERVER). */
@@ -689,7 +704,7 @@ export class TcpLink implements BindingLink {
     b[1] = 126;
     b[2] = length >>> 8;
     b[3] = length & 0xff;
-    return this.hdr4;
+    return b;
   }
 
   /** Whether a frame of `length` bytes would be queued now (for tests and tools; the core just sends). */
@@ -705,7 +720,7 @@ export class TcpLink implements BindingLink {
     const d = this.direct;
     const q = this.queue;
     if (d !== null && q.count === 0 && q.ahead.count === 0 && len === frame.length && d.room() >= h + len) {
-      d.writeFrame(h > 0 ? (h === 2 ? this.hdr2 : this.hdr4) : null, frame);
+      d.writeFrame(h > 0 ? (h === 2 ? this.hdr2 : this.hdr) : null, frame);
       const now = this.clock.now();
       this.acks.startedOne(now);
       q.framesStarted++;
@@ -801,8 +816,8 @@ export class TcpLink implements BindingLink {
         start = after;
       }
       if (this.st !== LinkState.OPEN) return;
-      if (this.reassembler) this.reassembler.push(bytes, start, end, this.frameIn);
-      else if (this.wsParser) this.wsParser.push(bytes, start, end, this.wsIn);
+      if (this.reassembler) this.reassembler.push(bytes, start, end, this);
+      else if (this.wsParser) this.wsParser.push(bytes, start, end, this);
     } catch (e) {
       if (e instanceof FramingError) this.fatal(e.code);
       else throw e;
@@ -814,7 +829,7 @@ export class TcpLink implements BindingLink {
     if (this.st !== LinkState.OPEN) return;
     if (!binary) this.refuse(FramingErrorCode.TEXT_MESSAGE, end - start);
     else if (end - start > this.caps.mtu) this.refuse(FramingErrorCode.TOO_LARGE, end - start);
-    else this.deliver(bytes, start, end);
+    else this.frame(bytes, start, end);
   }
 
   /**
@@ -836,15 +851,27 @@ export class TcpLink implements BindingLink {
     return n;
   }
 
-  /** What the last take handed over, exactly. */
+  /** What the last take handed over, exactly, until `wrote()`. */
   get out(): Uint8Array {
     return this.queue.mem.out;
+  }
+
+  /**
+   * The transport has copied `out` (after a take that returned more than 0): the staging area is
+   * made whole again. A resizable buffer is shrunk only while its view is handed on, never while
+   * the engine may compact its heap (hub/bytes.ts).
+   */
+  wrote(): void {
+    this.queue.mem.unstage();
   }
 
   /** `take`, copied into dst[at, …) (for adapters that write from a buffer of their own). */
   pull(dst: Uint8Array, at: number, max: number): number {
     const n = this.take(max);
-    if (n > 0) dst.set(this.queue.mem.out, at);
+    if (n > 0) {
+      dst.set(this.queue.mem.out, at);
+      this.queue.mem.unstage();
+    }
     return n;
   }
 
@@ -870,6 +897,42 @@ export class TcpLink implements BindingLink {
     this.queue.clear();
     // §6.6: a lost transport makes the session STALE; the core decides, the link only reports.
     this.reportLost();
+  }
+
+  // ------------------------------------------------------------------ the framing's side
+
+  /** A whole inbound frame, from the link's own parser (or a message transport): on to the hub. */
+  frame(bytes: Uint8Array, start: number, end: number): void {
+    if (this.st !== LinkState.OPEN || !this.sink) return;
+    this.sink.frame(bytes, start, end);
+  }
+
+  /** A WebSocket control frame from the link's own parser. */
+  control(op: number, bytes: Uint8Array, start: number, end: number): void {
+    if (op === WsOpcode.PING) {
+      // RFC 6455 §5.5.2: a pong echoes the ping's payload; skipped if the queue is full.
+      const len = end - start;
+      const h = writeWsHeader(WsOpcode.PONG, len, this.hdr, 0);
+      this.backlogStarts();
+      if (this.queue.push(this.hdr, h, bytes.subarray(start, end), len, RecordKind.RAW)) this.kick();
+    } else if (op === WsOpcode.CLOSE) {
+      // The client closes: the session goes STALE (§6.6); the closing handshake is answered.
+      this.reportLost();
+      this.giveUp(WsCloseCode.NORMAL);
+    }
+  }
+
+  /** §2: a frame the framing refused gets its NACK and is discarded; persistent refusals close (§12.5). */
+  refuse(code: FramingErrorCodeValue, length: number): void {
+    this.refused++;
+    this.lastRefusal = code;
+    this.log.event('frame-refused', code, length);
+    this.pushNack(code === FramingErrorCode.TOO_LARGE ? NACK_TOO_LARGE : NACK_MALFORMED);
+    if (this.refusals.add(this.clock.now()) > MALFORMED_CLOSE_PER_S) {
+      this.log.event('refusals-close', this.refused);
+      this.reportLost();
+      this.giveUp(WS_POLICY_VIOLATION);
+    }
   }
 
   // ------------------------------------------------------------------ internals
@@ -949,44 +1012,13 @@ export class TcpLink implements BindingLink {
     if (a.seen && a.outstanding() >= this.lagHeeded) this.detector.ackLag(a.outstanding(), now);
   }
 
-  private deliver(bytes: Uint8Array, start: number, end: number): void {
-    if (this.st !== LinkState.OPEN || !this.sink) return;
-    this.sink.frame(bytes, start, end);
-  }
-
   private upgrade(hs: WsHandshake): void {
     const accept = wsAccept(hs.key, this.sha1 as Sha1);
+    this.handshake = null;
     this.pushAscii(wsUpgradeResponse(accept));
     this.st = LinkState.OPEN;
     this.log.event('ws-upgrade');
     if (this.transport) this.sink = this.hub.attach(this);
-  }
-
-  private wsControl(op: number, bytes: Uint8Array, start: number, end: number): void {
-    if (op === WsOpcode.PING) {
-      // RFC 6455 §5.5.2: a pong echoes the ping's payload; skipped if the queue is full.
-      const len = end - start;
-      const h = writeWsHeader(WsOpcode.PONG, len, this.hdr, 0);
-      this.backlogStarts();
-      if (this.queue.push(this.hdr, h, bytes.subarray(start, end), len, RecordKind.RAW)) this.kick();
-    } else if (op === WsOpcode.CLOSE) {
-      // The client closes: the session goes STALE (§6.6); the closing handshake is answered.
-      this.reportLost();
-      this.giveUp(WsCloseCode.NORMAL);
-    }
-  }
-
-  /** §2: a refused frame gets its NACK and is discarded; persistent refusals close (§12.5). */
-  private refuse(code: FramingErrorCodeValue, length: number): void {
-    this.refused++;
-    this.lastRefusal = code;
-    this.log.event('frame-refused', code, length);
-    this.pushNack(code === FramingErrorCode.TOO_LARGE ? Nack.TOO_LARGE : Nack.MALFORMED);
-    if (this.refusals.add(this.clock.now()) > MALFORMED_CLOSE_PER_S) {
-      this.log.event('refusals-close', this.refused);
-      this.reportLost();
-      this.giveUp(WS_POLICY_VIOLATION);
-    }
   }
 
   /** A WebSocket protocol violation or a refused upgrade: the connection cannot go on. */
@@ -1005,24 +1037,22 @@ export class TcpLink implements BindingLink {
     if (this.st === LinkState.CLOSING || this.st === LinkState.CLOSED) return;
     if (this.framing === LinkFraming.WS_SERVER && this.st === LinkState.OPEN) {
       // RFC 6455 §5.5.1: the closing handshake, a close frame with the status code.
-      const h = writeWsHeader(WsOpcode.CLOSE, 2, this.hdr, 0);
-      const body = this.closeBody;
-      body[0] = wsCode >>> 8;
-      body[1] = wsCode & 0xff;
-      this.queue.push(this.hdr, h, body, 2, RecordKind.RAW);
+      // The 2-byte header and the 2-byte body fill `hdr`: the record is all header.
+      const b = this.hdr;
+      const h = writeWsHeader(WsOpcode.CLOSE, 2, b, 0);
+      b[h] = wsCode >>> 8;
+      b[h + 1] = wsCode & 0xff;
+      this.queue.push(b, h + 2, b, 0, RecordKind.RAW);
     }
     this.st = LinkState.CLOSING;
     if (this.transport) this.transport.close(wsCode);
   }
 
   /** A NACK from the binding itself; dropped if the queue is full (the client is not reading anyway). */
-  private pushNack(code: number): void {
-    const w = this.nackW;
-    w.reset();
-    encodeFrame({ type: FrameType.NACK, code }, w);
-    const h = this.writeHeader(WsOpcode.BINARY, w.pos);
+  private pushNack(frame: Uint8Array): void {
+    const h = this.writeHeader(WsOpcode.BINARY, frame.length);
     this.backlogStarts();
-    if (this.queue.push(this.hdr, h, w.buf, w.pos, RecordKind.CONTROL)) this.kick();
+    if (this.queue.push(this.hdr, h, frame, frame.length, RecordKind.CONTROL)) this.kick();
   }
 
   /** Raw bytes with no frame header (the HTTP upgrade answer). */

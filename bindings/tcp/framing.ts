@@ -204,14 +204,14 @@ export function writeWsHeader(opcode: number, length: number, into: Uint8Array, 
   return at + 4;
 }
 
-/** Where WsFrameParser delivers what it takes apart. */
-export interface WsConsumer {
-  /** One whole binary message (reassembled from its fragments). */
-  message(bytes: Uint8Array, start: number, end: number): void;
+/**
+ * Where WsFrameParser delivers what it takes apart: `frame` is one whole binary message
+ * (reassembled from its fragments); `refuse` a message refused (TOO_LARGE, TEXT_MESSAGE) and
+ * discarded whole, `length` as far as announced.
+ */
+export interface WsConsumer extends FrameConsumer {
   /** A control frame: CLOSE, PING or PONG, its payload unmasked. */
   control(opcode: number, bytes: Uint8Array, start: number, end: number): void;
-  /** A message refused (TOO_LARGE, TEXT_MESSAGE) and discarded whole; `length` as far as announced. */
-  refuse(code: FramingErrorCodeValue, length: number): void;
 }
 
 const WS_H0 = 0;
@@ -231,9 +231,10 @@ const WS_FAILED = 5;
  */
 export class WsFrameParser {
   readonly maxMessageBytes: number;
+  // The message, a control frame's payload and the mask: views of one buffer made once.
   private readonly msg: Uint8Array;
-  private readonly ctrl = new Uint8Array(WS_MAX_CONTROL_PAYLOAD);
-  private readonly mask = new Uint8Array(4);
+  private readonly ctrl: Uint8Array;
+  private readonly mask: Uint8Array;
   private state = WS_H0;
   private fin = false;
   private opcode = 0;
@@ -250,7 +251,10 @@ export class WsFrameParser {
   constructor(maxMessageBytes: number = MAX_FRAME_BYTES) {
     if (!Number.isInteger(maxMessageBytes) || maxMessageBytes < 1) throw new RangeError('WsFrameParser: maxMessageBytes must be an integer ≥ 1');
     this.maxMessageBytes = maxMessageBytes;
-    this.msg = new Uint8Array(maxMessageBytes);
+    const buf = new ArrayBuffer(maxMessageBytes + WS_MAX_CONTROL_PAYLOAD + 4);
+    this.msg = new Uint8Array(buf, 0, maxMessageBytes);
+    this.ctrl = new Uint8Array(buf, maxMessageBytes, WS_MAX_CONTROL_PAYLOAD);
+    this.mask = new Uint8Array(buf, maxMessageBytes + WS_MAX_CONTROL_PAYLOAD, 4);
   }
 
   get failed(): boolean {
@@ -371,7 +375,7 @@ export class WsFrameParser {
     this.msgLen = 0;
     this.inMessage = false;
     this.discarding = false;
-    if (!refused) out.message(this.msg, 0, n);
+    if (!refused) out.frame(this.msg, 0, n);
   }
 
   private fail(code: FramingErrorCodeValue, why: string): never {
@@ -396,7 +400,7 @@ const LF = 10;
  * accepted (the listener serves one endpoint). Header names are case-insensitive.
  */
 export class WsHandshake {
-  private readonly buf = new Uint8Array(MAX_HANDSHAKE_BYTES);
+  private readonly buf: Uint8Array;
   private n = 0;
   private matched = 0; // how much of CR LF CR LF has been seen
   private done = false;
@@ -409,6 +413,15 @@ export class WsHandshake {
    * an upgrade, 405 for an upgrade by a method other than GET, 400 for any other refusal.
    */
   refusal = 400;
+
+  /**
+   * `buf`: where the request is read, its first MAX_HANDSHAKE_BYTES bytes (by default a buffer of
+   * its own; a link lends storage that is idle until the upgrade is answered).
+   */
+  constructor(buf?: Uint8Array) {
+    if (buf && buf.length < MAX_HANDSHAKE_BYTES) throw new RangeError(`WsHandshake: the buffer must hold ${MAX_HANDSHAKE_BYTES} bytes`);
+    this.buf = buf ?? new Uint8Array(MAX_HANDSHAKE_BYTES);
+  }
 
   get complete(): boolean {
     return this.done;

@@ -32,6 +32,7 @@ import {
   RECOVERY_WINDOW_MS,
 } from '../../hub/constants.js';
 import { equal, ok } from '../lib/assert.js';
+import { runs } from '../lib/env.js';
 
 // Every trace runs on a virtual clock: times are plain numbers handed to the detector.
 const EPS = 1e-9;
@@ -1386,5 +1387,94 @@ describe('ESP-NOW loss levels: saturation and a vanished peer', () => {
     equal(run(T + 1399).level(), 1);
     equal(run(T + 1400).level(), 2);
     equal(d.since(), T + 1400);
+  });
+});
+
+describe('detectors: the shortcuts a link takes change nothing', () => {
+  // A seeded stream of inputs, the same for every detector compared.
+  function lcg(seed: number): () => number {
+    let s = seed;
+    return () => {
+      s = (Math.imul(s, 1103515245) + 12345) & 0x7fffffff;
+      return s / 0x7fffffff;
+    };
+  }
+
+  it('watermark: through(ratio, t) is queued(ratio, t) then drained(ratio, 0, t)', () => {
+    for (let seed = 1; seed <= runs(40, 3); seed++) {
+      const r = lcg(seed);
+      let t = 0;
+      const a = new WatermarkDetector(t);
+      const b = new WatermarkDetector(t);
+      for (let step = 0; step < 2000; step++) {
+        t += r() < 0.4 ? 0 : Math.floor(r() * 30);
+        const x = seed % 3 === 0 ? 0.3 + r() * 0.5 : r() < 0.7 ? r() * 0.25 : r() * 1.2;
+        const k = r();
+        if (k < 0.4) {
+          a.queued(x, t);
+          a.drained(x, 0, t);
+          b.through(x, t);
+        } else if (k < 0.6) {
+          a.queued(x, t);
+          b.queued(x, t);
+        } else if (k < 0.8) {
+          const after = r() < 0.5 ? 0 : x * r();
+          a.drained(x, after, t);
+          b.drained(x, after, t);
+        } else if (k < 0.84) {
+          a.refused(t);
+          b.refused(t);
+        } else {
+          a.tick(t);
+          b.tick(t);
+        }
+        const at = `seed ${seed} step ${step} t ${t}`;
+        equal(b.level(), a.level(), at);
+        equal(b.ratio(), a.ratio(), at);
+        equal(b.since(), a.since(), at);
+        equal(b.quietUntil, a.quietUntil, at);
+      }
+    }
+  });
+
+  it('loss: a tick before quietUntil changes nothing, so a link may skip it', () => {
+    for (let seed = 1; seed <= runs(40, 3); seed++) {
+      const r = lcg(seed);
+      let t = 0;
+      const every = new LossDetector(t);
+      const skips = new LossDetector(t);
+      const lossP = r() * 0.6;
+      const got = new Map<number, boolean>();
+      let seq = 0;
+      for (let step = 0; step < 3000; step++) {
+        t += r() < 0.5 ? 0 : Math.floor(r() * 40);
+        const k = r();
+        if (k < 0.3) {
+          seq = (seq + 1) & SEQ_MASK;
+          got.set(seq, r() > lossP);
+          every.sent(seq, t);
+          skips.sent(seq, t);
+        } else if (k < 0.55) {
+          const fine = r() > lossP;
+          every.sendStatus(fine, t);
+          skips.sendStatus(fine, t);
+        } else if (k < 0.7) {
+          let bitmap = 0;
+          for (let i = 0; i < ACK_BITMAP_BITS; i++) if (got.get((seq - i) & SEQ_MASK)) bitmap |= 1 << i;
+          every.ack(seq, bitmap >>> 0, t);
+          skips.ack(seq, bitmap >>> 0, t);
+        } else {
+          every.tick(t);
+          if (t >= skips.quietUntil) skips.tick(t);
+        }
+        const at = `seed ${seed} step ${step} t ${t}`;
+        equal(skips.level(), every.level(), at);
+        equal(skips.ratio(), every.ratio(), at);
+        equal(skips.lostInWindow(), every.lostInWindow(), at);
+        equal(skips.resolvedInWindow(), every.resolvedInWindow(), at);
+        equal(skips.outstanding(), every.outstanding(), at);
+        equal(skips.since(), every.since(), at);
+      }
+    }
   });
 });

@@ -162,6 +162,20 @@ describe('hub/health: Window60 ageing on a virtual clock (our design buckets)', 
     equal(w.sumOver(65_000), 3);
   });
 
+  it('the window ends sixty seconds before the newest record, also for a view behind the records', () => {
+    const w = new Window60();
+    for (let sec = 0; sec < 60; sec++) w.record(sec + 1, sec * 1000);
+    equal(w.countOver(59_000), 60);
+    w.record(500, 100_000); // seconds 60..99 skipped: 0..40 leave the window, 41..59 stay
+    equal(w.countOver(100_000), 20, 'seconds 41..59 and 100');
+    equal(w.countOver(100_000, 10), 1);
+    equal(w.countOver(99_000, 60), 19, 'a view one second back: 41..59');
+    equal(w.maxOver(99_000, 60), 60);
+    equal(w.sumOver(99_000, 60), ((42 + 60) * 19) / 2);
+    equal(w.countOver(58_000, 60), 18, 'a view behind the records: 41..58, not the seconds that left');
+    equal(w.clearsInMs(100_000, 10, -1), 10_000, 'of seconds 91..100 only 100 holds a sample');
+  });
+
   it('sums over the seconds in view, skipping the empty ones', () => {
     const w = new Window60();
     w.record(10, 0);
@@ -295,7 +309,8 @@ describe('hub/health: conservative p95', () => {
 
   it('interleaved records and views (clock steps back, views behind the records) agree with a brute-force ring', () => {
     // The model: bucket (second mod 60) → its second and raw values; a record goes to the newest
-    // second seen (a clock that steps back), and replaces a bucket holding an older second.
+    // second seen (a clock that steps back), and replaces a bucket holding an older second; a
+    // second 60 or more before the newest is in no view (the window ends sixty seconds back).
     const op = fc.oneof(
       fc.record({ kind: fc.constant('rec' as const), v: fc.integer({ min: 0, max: 6000 }), dt: fc.integer({ min: -2500, max: 4000 }) }),
       fc.record({ kind: fc.constant('view' as const), back: fc.oneof(fc.integer({ min: -3000, max: 3000 }), fc.integer({ min: 0, max: 90_000 })), s: fc.integer({ min: 1, max: 60 }) }),
@@ -325,7 +340,7 @@ describe('hub/health: conservative p95', () => {
           last = { back: now, s: o.s };
           const cur = Math.floor(now / 1000);
           const xs: number[] = [];
-          for (const b of ring.values()) if (b.sec > cur - o.s && b.sec <= cur) xs.push(...b.values);
+          for (const b of ring.values()) if (b.sec > cur - o.s && b.sec <= cur && b.sec > newest - 60) xs.push(...b.values);
           const max = xs.length ? Math.max(...xs) : 0;
           let p95 = 0;
           if (xs.length) {

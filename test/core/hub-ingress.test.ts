@@ -1,8 +1,10 @@
 // §10.5 ingress: a token bucket per granted publication counting samples, whole-bundle drops,
 // RATE_LIMITED at most 5 per second per session, legal-rate bundles still delivered; the intent
 // limiter (§9: 20/s, depth 20).
-import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S, STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
-import { FrameType, type EchoFrame, type NackFrame, type PubWish } from '../../hub/frames.js';
+import { CborWriter } from '../../hub/cbor.js';
+import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S, MAX_BUNDLE_SAMPLES, STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
+import { Fast, FastReader } from '../../hub/fast-frames.js';
+import { encodeFrame, FrameType, type EchoFrame, type NackFrame, type PubWish } from '../../hub/frames.js';
 import { Nack } from '../../hub/nack.js';
 import { deepEqual, equal, ok } from '../lib/assert.js';
 import { makeHub, OPERATOR_CREDENTIAL, TestClient, type Fixture } from '../lib/hub-fixture.js';
@@ -134,6 +136,22 @@ describe('hub ingress (§10.5)', () => {
     equal(fx.robot.published.length, 1, 'a refused bundle took no tokens');
   });
 
+  it('refuses a canonical bundle of samples wider than any publication takes by its width, as any other misshapen one', () => {
+    const fx = makeHub();
+    const c = owner(fx, [{ channelId: CMD_VEL, wishedRateHz: 10 }]);
+    // 32 samples of 12 numbers: more than the hub's reader keeps (32 × [t, six fields], trajectory's).
+    const wide = Array.from({ length: 32 }, (_, i) => Array.from({ length: 12 }, (_, k) => (k === 0 ? i : k)));
+    c.send({ type: FrameType.BUNDLE, channelId: CMD_VEL, samples: wide });
+    c.send({ type: FrameType.BUNDLE, channelId: TRAJECTORY, samples: wide });
+    deepEqual(c.nacks().map((x) => [x.code, x.channelId, x.frameType]), [
+      [Nack.MALFORMED, CMD_VEL, FrameType.BUNDLE],
+      [Nack.NOT_GRANTED, TRAJECTORY, FrameType.BUNDLE],
+    ]);
+    equal(fx.robot.published.length, 0);
+    bundle(c, CMD_VEL, 1, 0);
+    equal(fx.robot.published.length, 1, 'a refused bundle took no tokens');
+  });
+
   it('refuses motion publications from a session that does not own control, before metering them, with throttled NACKs', () => {
     const fx = makeHub();
     owner(fx, []);
@@ -146,6 +164,41 @@ describe('hub ingress (§10.5)', () => {
     equal(n.length, STREAM_INGRESS_OVERAGE_NACK_PER_S);
     for (const x of n) deepEqual([x.code, x.channelId, x.frameType], [Nack.NOT_OWNER, CMD_VEL, FrameType.BUNDLE]);
     equal(fx.robot.published.length, 0);
+  });
+
+  describe('the fast reader\'s BUNDLE block, sized to the widest publication', () => {
+    const frame = (samples: number[][]): Uint8Array => {
+      const w = new CborWriter(new Uint8Array(1024));
+      encodeFrame({ type: FrameType.BUNDLE, channelId: TRAJECTORY, samples }, w);
+      return w.buf.slice(0, w.pos);
+    };
+    const full = Array.from({ length: MAX_BUNDLE_SAMPLES }, (_, i) => [i, 0.5, -1, 2.25, 3, 4, 5]);
+
+    it('keeps every number of a bundle as wide as it was sized for', () => {
+      const r = new FastReader(7);
+      const f = frame(full);
+      equal(r.read(f, 0, f.length), Fast.BUNDLE);
+      equal(r.block.count, MAX_BUNDLE_SAMPLES);
+      equal(r.block.width, 7);
+      deepEqual(Array.from(r.block.numbers.subarray(0, MAX_BUNDLE_SAMPLES * 7)), full.flat());
+    });
+
+    it('judges a wider bundle exactly as the full-size reader does, keeping only its shape', () => {
+      const small = new FastReader(3);
+      const big = new FastReader();
+      const cases = [full, full.map((s) => [...s, 6]), [...full.slice(0, 31), [31, 1, 2, 3, 4, 5]], [...full.slice(0, 31), [-1, 1, 2, 3, 4, 5, 6]], [...full.slice(0, 31), [0.5, 1, 2, 3, 4, 5, 6]]];
+      for (const samples of cases) {
+        const f = frame(samples);
+        const verdict = big.read(f, 0, f.length);
+        equal(small.read(f, 0, f.length), verdict);
+        if (verdict !== Fast.BUNDLE) continue;
+        equal(small.block.count, big.block.count);
+        equal(small.block.width, big.block.width);
+      }
+      const f = frame(full);
+      equal(small.read(f, 0, f.length), Fast.BUNDLE, 'a whole bundle of 7-number samples, wider than 3');
+      equal(small.block.width, 7);
+    });
   });
 
   describe('intent limiter (§9)', () => {

@@ -1,6 +1,6 @@
 // What the hub keeps in memory, by structure (docs/architecture.md "Memory"): a subscription is
 // a row of a table sized at setup, not an object; the state a STATE or EVENT subscription needs
-// is made once per (channel, slot) or shared by the channel; everything a session holds is
+// is made with the table or shared by the channel; everything a session holds is
 // bounded by the config and the catalog. Sizes are asserted, never timings; the bytes themselves
 // are measured by `npm run bench` (memory.sessions) on the XS engine.
 import fc from 'fast-check';
@@ -9,9 +9,10 @@ import { DEFAULT_CATALOG } from '../../catalog/default.js';
 import { ChannelClass, Direction } from '../../catalog/schema.js';
 import { CborWriter } from '../../hub/cbor.js';
 import { MALFORMED_CLOSE_PER_S } from '../../hub/constants.js';
+import { dataPrefix } from '../../hub/fast-frames.js';
 import { encodeData, FrameType, MAX_HUB_FRAME_BYTES } from '../../hub/frames.js';
 import { EventQueue, EventRing, FrameRing } from '../../hub/queues.js';
-import { ChannelRoute, SubscriptionTable } from '../../hub/session.js';
+import { ChannelRoute, makeRoutes, SubscriptionTable } from '../../hub/session.js';
 import { decimate, DECIMATION_STATE, Decimator, resetDecimation } from '../../hub/shed.js';
 import { deepEqual, equal, ok, throws } from '../lib/assert.js';
 import { runs } from '../lib/env.js';
@@ -31,28 +32,48 @@ const allWishes = subscribable.map((c) => ({ channelId: c.id, wishedRateHz: c.ma
 describe('hub memory: a channel route holds only what its class needs', () => {
   it('a STREAM channel keeps no values last sent and no event queue', () => {
     const r = new ChannelRoute(catalog.byId(IMU)!, 0, 8);
-    equal(r.last, null);
+    equal(r.lastAt, -1);
     equal(r.events, null);
   });
 
-  it('a STATE channel keeps one array of values per session slot, made on first use and reused', () => {
-    const r = new ChannelRoute(catalog.byId(JOINT_STATES)!, 0, 8);
-    equal(r.events, null);
-    ok(r.last);
-    equal(r.last.length, 8);
-    ok(r.last.every((v) => v === undefined), 'nothing is made before a subscription');
-    const v = r.lastValues(3);
-    equal(v.length, catalog.byId(JOINT_STATES)!.fieldCount);
-    equal(r.lastValues(3), v, 'the slot keeps its array');
-    equal(r.last.filter((x) => x !== undefined).length, 1);
+  it('a STATE channel keeps its values last sent in the table: one block per session slot, made with the table', () => {
+    const { routes, table } = makeRoutes(catalog.channels, 8);
+    const states = routes.filter((r) => r.lastAt >= 0);
+    deepEqual(
+      states.map((r) => r.ch.id),
+      stateChannels.map((c) => c.id),
+    );
+    equal(table.lastValues.length, stateChannels.reduce((n, c) => n + c.fieldCount, 0) * 8);
+    // The blocks tile lastValues: every (channel, slot) has its own fields, none overlaps another.
+    const owner = new Array<number>(table.lastValues.length).fill(-1);
+    for (const r of states) {
+      for (let slot = 0; slot < 8; slot++) {
+        for (let j = 0; j < r.fields; j++) {
+          const at = r.lastAt + slot * r.fields + j;
+          equal(owner[at], -1, `${r.ch.name} slot ${slot} field ${j}`);
+          owner[at] = r.index;
+        }
+      }
+    }
+    ok(owner.every((o) => o >= 0));
   });
 
   it('an EVENT channel keeps one queue of its queue depth for all its subscribers', () => {
     const ch = catalog.byId(LOG)!;
     const r = new ChannelRoute(ch, 0, 8);
-    equal(r.last, null);
+    equal(r.lastAt, -1);
     ok(r.events);
     equal(r.events.capacity, ch.queueDepth);
+  });
+
+  it('every route’s DATA prefix is its own bytes of one shared buffer', () => {
+    const { routes } = makeRoutes(catalog.channels, 2);
+    equal(routes.length, subscribable.length);
+    const buffer = (routes[0] as ChannelRoute).prefix.buffer;
+    for (const r of routes) {
+      equal(r.prefix.buffer, buffer);
+      deepEqual(Array.from(r.prefix), Array.from(dataPrefix(r.ch.id)));
+    }
   });
 });
 
@@ -60,6 +81,7 @@ describe('hub memory: the subscription table', () => {
   it('is sized once, routes × slots, and adding or removing never grows it', () => {
     const t = new SubscriptionTable(5, 3);
     const columns = [t.wishHz, t.grantedHz, t.nextDue, t.priority, t.firstPush, t.sourceDropped, t.lastLen, t.subscribers, t.subscribed];
+    equal(t.lastValues.length, 0, 'no STATE fields: no values');
     for (const c of columns) equal(c.length, 15);
     equal(t.decimation.length, 15 * DECIMATION_STATE);
     for (let round = 0; round < 3; round++) {
@@ -242,7 +264,7 @@ describe('hub memory: what the hub holds is fixed by its config and catalog', ()
     equal(fp.routes, subscribable.length);
     equal(fp.subscriptionRows, subscribable.length * 3);
     equal(fp.subscriptions, 0);
-    equal(fp.stateValueArrays, 0);
+    equal(fp.stateValueArrays, stateChannels.length * 3, 'the values last sent are made with the table');
     equal(fp.stateValueArraysMax, stateChannels.length * 3);
     equal(fp.eventRings, eventChannels.length);
     equal(fp.eventCapacity, eventChannels.reduce((n, c) => n + c.queueDepth, 0));
@@ -262,26 +284,27 @@ describe('hub memory: what the hub holds is fixed by its config and catalog', ()
     ok(w.pos <= pushBuffer);
   });
 
-  it('a STREAM or EVENT subscription makes nothing; a STATE one makes one array, kept for the slot', () => {
+  it('subscribing makes nothing: the values last sent of every (STATE channel, slot) are made with the table', () => {
     const fx = makeHub({ slots: 2 });
+    const made = stateChannels.length * 2;
     const c = new TestClient(fx.hub);
     c.hello({ subWishes: [{ channelId: IMU, wishedRateHz: 50 }, { channelId: LOG, wishedRateHz: 10 }] });
     let fp = fx.hub.footprint();
     equal(fp.subscriptions, 2);
-    equal(fp.stateValueArrays, 0);
+    equal(fp.stateValueArrays, made);
     c.send({ type: FrameType.SUBSCRIBE, wishes: [{ channelId: JOINT_STATES, wishedRateHz: 10 }] });
-    equal(fx.hub.footprint().stateValueArrays, 1);
+    equal(fx.hub.footprint().stateValueArrays, made);
     c.send({ type: FrameType.UNSUBSCRIBE, channels: [JOINT_STATES] });
     c.send({ type: FrameType.SUBSCRIBE, wishes: [{ channelId: JOINT_STATES, wishedRateHz: 10 }, { channelId: BATTERY, wishedRateHz: 1 }] });
     fp = fx.hub.footprint();
     equal(fp.subscriptions, 4);
-    equal(fp.stateValueArrays, 2, 'joint_states reuses its array; battery makes one');
+    equal(fp.stateValueArrays, made);
     c.send({ type: FrameType.GOODBYE });
     const d = new TestClient(fx.hub);
     d.hello({ subWishes: [{ channelId: JOINT_STATES, wishedRateHz: 10 }] });
     fp = fx.hub.footprint();
     equal(fp.subscriptions, 1);
-    equal(fp.stateValueArrays, 2, 'the next session in the slot reuses it');
+    equal(fp.stateValueArrays, made, 'the next session in the slot has the same block');
   });
 
   it('session churn stays within the bounds: open sessions × the never-shed bytes, STATE channels × slots', () => {

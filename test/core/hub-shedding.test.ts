@@ -125,6 +125,29 @@ describe('hub shedding (§10.4)', () => {
       equal(fx.hub.counters.conflated, 5);
     });
 
+    it('compares each session with the values last sent to it, NaN equal to NaN and 0 to -0', () => {
+      const fx = makeHub();
+      const a = subscribed(fx, JOINT_STATES, 50, Priority.background);
+      const b = subscribed(fx, JOINT_STATES, 50, Priority.background);
+      push(fx, JOINT_STATES, 20, 1); // both sent 1, at level 0
+      a.link.lvl = 1;
+      push(fx, JOINT_STATES, 20, 2); // b only is sent 2
+      push(fx, JOINT_STATES, 20, 2);
+      deepEqual(dataOf(a, JOINT_STATES).map((f) => f.values[0]), [1, 2], 'a last had 1: the first 2 is a change');
+      deepEqual(dataOf(b, JOINT_STATES).map((f) => f.values[0]), [1, 2, 2]);
+      b.link.lvl = 1;
+      push(fx, JOINT_STATES, 20, 2);
+      push(fx, JOINT_STATES, 20, NaN);
+      push(fx, JOINT_STATES, 20, NaN);
+      push(fx, JOINT_STATES, 20, 0);
+      push(fx, JOINT_STATES, 20, -0);
+      for (const c of [a, b]) deepEqual(dataOf(c, JOINT_STATES).map((f) => f.values[0]), [NaN, 0]);
+      const values = new Float64Array(FIELDS[JOINT_STATES] as number).fill(0);
+      fx.clock.advance(20);
+      fx.hub.publishSample(JOINT_STATES, fx.clock.now(), values, 3); // fewer values: a change
+      for (const c of [a, b]) deepEqual(dataOf(c, JOINT_STATES).map((f) => f.values.length), [3]);
+    });
+
     it('sends an unchanged STATE at level 0, and a normal one at level 1 (row 11)', () => {
       const fx = makeHub();
       const c = subscribed(fx, JOINT_STATES, 50);

@@ -254,7 +254,7 @@ function concat(parts: Uint8Array[]): Uint8Array {
 
 class WsCollect {
   readonly events: [string, number, Uint8Array | number][] = [];
-  message(b: Uint8Array, s: number, e: number): void {
+  frame(b: Uint8Array, s: number, e: number): void {
     this.events.push(['message', 0, b.slice(s, e)]);
   }
   control(op: number, b: Uint8Array, s: number, e: number): void {

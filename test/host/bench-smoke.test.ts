@@ -3,6 +3,7 @@
 // the machine); the XS meters are deterministic, so the allocation figures are checked too.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCHES } from '../../bench/index.js';
@@ -43,12 +44,26 @@ interface RetainedReport {
   node: null;
   xs: { steps: Record<string, StepReport>; totals: Record<string, { slots: number; slotBytes: number; chunkBytes: number }> } | null;
 }
+interface Range {
+  low: number;
+  high: number;
+}
+interface DeviceReport {
+  error?: string;
+  workload: { computronsPerSecond: number; corePercent: Range; split: Record<string, number>; deliveriesPerSecond: number };
+  perDelivery: Record<string, number>;
+  tick: { nothingDue: { median: number; max: number; sessions: number }; inWorkload: number; corePercent: Range };
+  memory: { slots: { used: number; budget: number; percent: number }; chunk: { used: number; budget: number; percent: number } };
+  calibration: { nsPerComputron: number; esp32HostRatio: Range; source: string[]; hostCoreMark: number };
+  targets: { name: string; value: number; limit: number; met: boolean }[];
+}
 interface Report {
   version: number;
   quick: boolean;
   deviceSlotBytes: number;
   failed: number;
   cases: Record<string, OpReport | RetainedReport>;
+  device: DeviceReport;
 }
 
 function finite(x: unknown, what: string): number {
@@ -144,5 +159,31 @@ describe('bench harness (quick mode)', function () {
     const total = Object.values(c.xs.totals)[0];
     assert.ok(total, 'no total');
     assert.equal(total.slots, (steps['attach']?.slots ?? 0) + (steps['hello']?.slots ?? 0) + (steps['subscribe']?.slots ?? 0));
+  });
+
+  it('prints the device section in the documented shape, its memory against manifest.json', function () {
+    const d = report.device;
+    assert.ok(d && !d.error, `device: ${d?.error}`);
+    const w = d.workload;
+    assert.ok(finite(w.computronsPerSecond, 'device.workload.computronsPerSecond') > 0);
+    const low = finite(w.corePercent.low, 'device.workload.corePercent.low');
+    const high = finite(w.corePercent.high, 'device.workload.corePercent.high');
+    assert.ok(low > 0 && low < high, `core share ${low}–${high}`);
+    assert.deepEqual(Object.keys(w.split), ['delivery', 'ingress', 'tick', 'bindings']);
+    const parts = Object.values(w.split).reduce((a, b) => a + finite(b, 'split'), 0);
+    assert.ok(Math.abs(parts - w.computronsPerSecond) <= 4, 'the split adds up to the whole');
+    assert.deepEqual(Object.keys(d.perDelivery), ['tcp', 'ws', 'ble', 'espnow']);
+    for (const [b, c] of Object.entries(d.perDelivery)) assert.ok(finite(c, `device.perDelivery.${b}`) > 0);
+    const manifest = JSON.parse(readFileSync(join(repo, 'manifest.json'), 'utf8')) as { creation: { heap: { initial: number }; chunk: { initial: number } } };
+    assert.equal(d.memory.slots.budget, manifest.creation.heap.initial);
+    assert.equal(d.memory.chunk.budget, manifest.creation.chunk.initial);
+    assert.ok(finite(d.memory.slots.used, 'slots.used') > 0 && finite(d.memory.chunk.used, 'chunk.used') > 0);
+    assert.equal(d.memory.slots.percent, Math.round((1000 * d.memory.slots.used) / d.memory.slots.budget) / 10);
+    const c = d.calibration;
+    assert.ok(finite(c.nsPerComputron, 'nsPerComputron') > 0);
+    assert.ok(c.esp32HostRatio.low > 1 && c.esp32HostRatio.low < c.esp32HostRatio.high);
+    assert.ok(c.source.length >= 3 && c.source.every((x) => typeof x === 'string' && x.length > 20), 'every figure has its source');
+    assert.equal(d.tick.nothingDue.sessions, 8);
+    assert.ok(d.targets.length >= 10 && d.targets.every((t) => typeof t.met === 'boolean'));
   });
 });

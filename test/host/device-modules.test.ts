@@ -602,10 +602,12 @@ describe('bindings/ble/gatt-connection: notify completions pace the queue', () =
     const first = peer.calls[0] as NotifyCall;
     assert.equal(first.characteristic, conn.characteristic);
     // The view the link handed out goes to the stack as it is: exactly the notification (one
-    // ONLY fragment: the header, then the 19 frame bytes), nothing copied or resized here.
+    // ONLY fragment: the header, then the 19 frame bytes) during the call, nothing copied or
+    // resized here; once the stack has copied it, the link makes its buffer whole again.
     assert.equal(first.value, link.queue.out, 'the link’s own view, passed straight on');
     assert.ok(first.value instanceof Uint8Array);
-    assert.equal(first.value.byteLength, 20);
+    assert.equal(first.bytes.byteLength, 20, 'exactly the notification during the call');
+    assert.ok(first.value.byteLength > 20, 'whole again once the stack copied it');
     assert.deepEqual(first.bytes, Uint8Array.from([header(FragmentPosition.ONLY, 0), ...new Uint8Array(19).fill(1)]));
     assert.equal(typeof first.callback, 'function');
     assert.equal(first.callback, conn.completed, 'the callback the connection keeps referenced');
@@ -633,7 +635,7 @@ describe('bindings/ble/gatt-connection: notify completions pace the queue', () =
     link.tick();
     assert.equal(peer.calls.length, 2);
     assert.deepEqual((peer.calls[1] as NotifyCall).bytes, (peer.calls[0] as NotifyCall).bytes, 'the failed notification again');
-    assert.equal((peer.calls[1] as NotifyCall).value.byteLength, 20, 'exactly the notification, not the staging area');
+    assert.equal((peer.calls[1] as NotifyCall).bytes.byteLength, 20, 'exactly the notification, not the staging area');
     clock.advance(BLE_NOTIFY_TIMEOUT_MS - 1);
     link.tick();
     assert.equal(peer.calls.length, 2, 'still waiting for the completion');

@@ -118,6 +118,43 @@ describe('tidy: the platform-free core', () => {
   });
 });
 
+// The egress layers (docs/architecture.md "The send contract"): the core hands a link its frame
+// with a tag saying what it is, so no binding decodes a frame and the core never asks which
+// binding a link belongs to. test/core/link-opaque.test.ts holds the same from the other side:
+// every binding carries frames of random bytes unchanged.
+const DECODERS = /\b(?:decodeFrame|peekFrameType|decodeValue|decodeData|CborReader|FastReader|decodeEstop)\b/;
+const BINDING_BRANCH = /\.binding\s*[!=]==|[!=]==\s*[\w.]*\.binding\b|switch\s*\([^)]*\.binding\s*\)/;
+
+describe('tidy: the egress layers', () => {
+  it('no file under bindings/ uses a frame decoder of the core', () => {
+    const problems: string[] = [];
+    for (const file of sources('bindings')) {
+      const m = DECODERS.exec(code(readFileSync(file, 'utf8')));
+      if (m) problems.push(`${relative(repo, file)}: ${m[0]}`);
+    }
+    assert.deepEqual(problems, []);
+  });
+  it('the core never branches on a binding name (links say what they are in their capabilities)', () => {
+    const problems: string[] = [];
+    for (const file of sources('hub')) {
+      const rel = relative(repo, file);
+      const text = code(readFileSync(file, 'utf8'));
+      if (BINDING_BRANCH.test(text)) problems.push(`${rel}: compares a link's binding`);
+      // The health report's table of binding codes is the one place the names appear.
+      if (rel !== join('hub', 'health.ts') && /'(?:tcp|ws|ble|espnow)'/.test(text)) problems.push(`${rel}: names a binding`);
+    }
+    assert.deepEqual(problems, []);
+  });
+  it('the checks catch what they look for', () => {
+    assert.ok(DECODERS.test(code("import { decodeFrame } from '../../hub/frames.js';")));
+    assert.ok(!DECODERS.test(code('// decodeFrame in a comment is fine\n')));
+    assert.ok(BINDING_BRANCH.test(code("if (link.caps.binding === 'ble') x();")));
+    assert.ok(BINDING_BRANCH.test(code("if ('ble' === s.link.binding) x();")));
+    assert.ok(BINDING_BRANCH.test(code('switch (link.caps.binding) {}')));
+    assert.ok(!BINDING_BRANCH.test(code('views.push({ binding: link.caps.binding });')), 'reporting the name is not branching on it');
+  });
+});
+
 // The project speaks of itself: every reference a reader follows lands inside the repository.
 // Documents kept outside it (design notes, reference designs) are never cited.
 // Spelled in pieces, so that this file does not itself hold the references it looks for.

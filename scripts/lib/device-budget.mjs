@@ -1,0 +1,259 @@
+// The device budget (docs/performance.md "Fits the ESP32"), measured on the real XS engine:
+// bench/device.bench.ts bundled into one script and evaluated by xsnap-worker, one fresh worker
+// per measurement. scripts/bench.mjs prints it as the report's `device` section; the budget guard
+// (test/host/device-budget.test.ts) runs smaller versions of the same measurements.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as esbuild from 'esbuild';
+import { Xsnap } from './xsnap.mjs';
+import { liveHeap } from './xs-heap.mjs';
+
+/**
+ * The CPU calibration. A computron is one XS bytecode (xsnap counts one per instruction it
+ * dispatches), so computrons times the host's ns per computron is this host's time; the ESP32
+ * is slower than this host by the ratio of their CoreMark scores. The host's score is this
+ * project's reference machine (docs/performance.md "Fits the ESP32"); on another machine pass
+ * its own with `--host-coremark N`, since the ns per computron measured there go with it.
+ */
+export const CALIBRATION = Object.freeze({
+  hostCoreMark: 25366,
+  hostSource:
+    'EEMBC CoreMark (github.com/eembc/coremark d5fad6b, make PORT_DIR=linux ITERATIONS=400000, gcc 12.2) on the reference machine: 25,366 (median of 25,366, 24,815 and 26,891)',
+  /** One 240 MHz ESP32 core: the lowest and highest published scores. */
+  esp32CoreMark: Object.freeze({ low: 350.12, high: 494.6 }),
+  esp32Sources: Object.freeze([
+    'https://github.com/pfeerick/CoreMark/blob/baa3d359acf7605d612d16ab50999361d9ce762f/Results/esp32-240mhz.md: ESP32 at 240 MHz, one core, Arduino (GCC 5.2): 350.12',
+    'https://github.com/ochrin/coremark (README): ESP32 at 240 MHz, one core, ESP-IDF, -O3: 494.6',
+  ]),
+});
+
+/** What the targets of docs/performance.md "Fits the ESP32" allow. */
+export const TARGETS = Object.freeze({
+  corePercentHigh: 20,
+  perDelivery: Object.freeze({ tcp: 600, ws: 900, ble: 900, espnow: 900 }),
+  tickNothingDue: 1500,
+  tickCorePercentHigh: 2,
+  memoryPercent: 70,
+});
+
+export const BINDINGS = Object.freeze(['tcp', 'ws', 'ble', 'espnow']);
+
+/** manifest.json's `creation`: the heap XS gets on the device. */
+export function creation(repo) {
+  const m = JSON.parse(readFileSync(join(repo, 'manifest.json'), 'utf8'));
+  const c = m.creation;
+  return { chunkBytes: c.chunk.initial, slots: c.heap.initial };
+}
+
+/** bench/device.bench.ts as one script that defines `__D` on the XS engine. */
+export async function bundleDevice(repo) {
+  const entry = `
+import { runDeviceWorkload, perDelivery, idleTicks, calibrationRun, deliveryWorld, deviceMemoryBench, stopMetering } from './bench/device.bench.ts';
+globalThis.__D = {
+  world: null,
+  memory: null,
+  openWorld: (b) => { stopMetering(); globalThis.__D.world = deliveryWorld(b); },
+  runWorld: (ms) => { globalThis.__D.world.run(ms); },
+  delivered: () => globalThis.__D.world.hub.counters.delivered,
+  memorySetup: () => { const m = deviceMemoryBench(); m.setup(); globalThis.__D.memory = m; return m.steps.length; },
+  memoryStep: (i) => { globalThis.__D.memory.step(i); },
+  workload: (s, w) => JSON.stringify(runDeviceWorkload(s, w)),
+  perDelivery: (b, s) => JSON.stringify(perDelivery(b, s)),
+  idleTicks: (n) => JSON.stringify(idleTicks(n)),
+  calibrate: (n, runs) => {
+    const timer = { now: () => performance.now() };
+    calibrationRun(Math.max(1, n >> 3), timer);
+    const out = [];
+    for (let r = 0; r < runs; r++) out.push(calibrationRun(n, timer));
+    return JSON.stringify(out);
+  },
+};
+`;
+  const out = await esbuild.build({
+    stdin: { contents: entry, resolveDir: repo, sourcefile: 'device-entry.ts', loader: 'ts' },
+    bundle: true,
+    format: 'iife',
+    target: 'es2022',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    conditions: ['import', 'default'],
+    write: false,
+    logLevel: 'silent',
+    banner: { js: '"use strict";' },
+  });
+  return out.outputFiles[0].text;
+}
+
+/** Evaluates `code` (returning a JSON string) in a fresh worker that has evaluated the bundle. */
+export async function onXs(bundle, code) {
+  const xs = new Xsnap({ onPrint: (l) => process.stderr.write(`[xs] ${l}\n`) });
+  try {
+    await xs.evaluate(bundle);
+    const { value } = await xs.evaluateJson(code);
+    return JSON.parse(value);
+  } finally {
+    await xs.close();
+  }
+}
+
+export function median(xs) {
+  const s = xs.slice().sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function round(x, digits = 2) {
+  if (!Number.isFinite(x)) return x;
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+/** The share of one ESP32 core that `computronsPerSecond` takes, low and high, in percent. */
+export function corePercent(computronsPerSecond, nsPerComputron, ratio) {
+  return {
+    low: round((computronsPerSecond * nsPerComputron * ratio.low) / 1e7, 2),
+    high: round((computronsPerSecond * nsPerComputron * ratio.high) / 1e7, 2),
+  };
+}
+
+/**
+ * Every measurement of the `device` section. `memory` is the retained case `memory.device`'s
+ * report (scripts/bench.mjs runs it with the other retained cases), or null. `allocation` holds
+ * the op cases' bytes allocated per item on XS, where they ran.
+ */
+export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRATION.hostCoreMark, memory = null, allocation = {}, log = () => {} } = {}) {
+  const bundle = await bundleDevice(repo);
+  const seconds = quick ? 1 : 10;
+  const warmMs = quick ? 500 : 3000;
+
+  // The calibration: ns per computron of a fixed workload (the hot route), median of repeated runs.
+  const calRuns = quick ? 3 : 9;
+  const calN = quick ? 100 : 2000;
+  const runs = await onXs(bundle, `__D.calibrate(${calN}, ${calRuns})`);
+  const nsRuns = runs.map((r) => (r.ms * 1e6) / r.computrons);
+  const nsPerComputron = median(nsRuns);
+  const ratio = { low: round(hostCoreMark / CALIBRATION.esp32CoreMark.high, 2), high: round(hostCoreMark / CALIBRATION.esp32CoreMark.low, 2) };
+  const calibration = {
+    nsPerComputron: round(nsPerComputron, 3),
+    runsNsPerComputron: nsRuns.map((x) => round(x, 3)),
+    computronsPerRun: median(runs.map((r) => r.computrons)),
+    hostCoreMark,
+    esp32CoreMark: { ...CALIBRATION.esp32CoreMark },
+    esp32HostRatio: ratio,
+    esp32NsPerComputron: { low: round(nsPerComputron * ratio.low, 1), high: round(nsPerComputron * ratio.high, 1) },
+    source: [hostCoreMark === CALIBRATION.hostCoreMark ? CALIBRATION.hostSource : `host CoreMark ${hostCoreMark} (--host-coremark)`, ...CALIBRATION.esp32Sources],
+  };
+  log(`device calibration: ${calibration.nsPerComputron} ns/computron on this host, ESP32 ${ratio.low}–${ratio.high}× slower`);
+
+  const w = await onXs(bundle, `__D.workload(${seconds}, ${warmMs})`);
+  const cps = w.perSecond.total;
+  const workload = {
+    seconds,
+    warmMs,
+    computronsPerSecond: Math.round(cps),
+    split: {
+      delivery: Math.round(w.perSecond.delivery),
+      ingress: Math.round(w.perSecond.ingress),
+      tick: Math.round(w.perSecond.tick),
+      bindings: Math.round(w.perSecond.bindings),
+    },
+    detail: {
+      bindingsBy: mapRound(w.bindingsBy),
+      ingressBy: mapRound(w.ingressBy),
+      deliveryByChannel: mapRound(w.deliveryByChannel),
+    },
+    counts: w.counts,
+    deliveriesPerSecond: round(w.deliveries / seconds, 1),
+    ticksPerSecond: w.ticks / seconds,
+    meterOverhead: { interval: round(w.probeComputrons, 1), pausePair: round(w.pauseComputrons, 1) },
+    corePercent: corePercent(cps, nsPerComputron, ratio),
+  };
+  log(`device workload: ${workload.computronsPerSecond} computrons per simulated s, ${workload.corePercent.low}–${workload.corePercent.high} % of one ESP32 core`);
+
+  const perDelivery = {};
+  const perDeliveryDetail = {};
+  for (const b of BINDINGS) {
+    const r = await onXs(bundle, `__D.perDelivery('${b}', ${quick ? 1 : 4})`);
+    perDelivery[b] = round(r.perDelivery, 1);
+    perDeliveryDetail[b] = { computrons: Math.round(r.computrons), deliveries: r.deliveries };
+    log(`device per delivery ${b}: ${perDelivery[b]} computrons`);
+  }
+
+  const ticks = await onXs(bundle, `__D.idleTicks(${quick ? 20 : 200})`);
+  const perTick = w.perSecond.tick / workload.ticksPerSecond;
+  const tick = {
+    nothingDue: { median: Math.round(ticks.median), max: Math.round(ticks.max), sessions: ticks.sessions },
+    inWorkload: Math.round(perTick),
+    corePercent: corePercent(w.perSecond.tick, nsPerComputron, ratio),
+  };
+
+  const budget = creation(repo);
+  let mem = null;
+  if (memory && memory.xs) {
+    const total = memory.xs.totals.device;
+    mem = {
+      slots: { used: total.slots, budget: budget.slots, percent: round((100 * total.slots) / budget.slots, 1) },
+      chunk: { used: total.chunkBytes, budget: budget.chunkBytes, percent: round((100 * total.chunkBytes) / budget.chunkBytes, 1) },
+      steps: Object.fromEntries(Object.entries(memory.xs.steps).map(([k, s]) => [k, { slots: s.slots, chunkBytes: s.chunkBytes, per: s.per, count: s.count }])),
+    };
+  } else {
+    mem = { error: memory && memory.error ? memory.error : 'memory.device did not run (--only or --no-xs)' };
+  }
+
+  const targets = [];
+  const target = (name, value, limit, unit) => targets.push({ name, value, limit, unit, met: Number.isFinite(value) && value <= limit });
+  target('default mix, share of one ESP32 core (high end)', workload.corePercent.high, TARGETS.corePercentHigh, '%');
+  for (const b of BINDINGS) target(`one delivery through ${b}`, perDelivery[b], TARGETS.perDelivery[b], 'computrons');
+  for (const [name, bytes] of Object.entries(allocation)) target(`allocated per ${name}`, bytes, 0, 'bytes');
+  target('tick() with 8 sessions and nothing due (median)', tick.nothingDue.median, TARGETS.tickNothingDue, 'computrons');
+  target("the tick's share of one ESP32 core (high end)", tick.corePercent.high, TARGETS.tickCorePercentHigh, '%');
+  if (mem.slots) {
+    target('slots with every binding live', mem.slots.percent, TARGETS.memoryPercent, '% of creation');
+    target('chunk heap with every binding live', mem.chunk.percent, TARGETS.memoryPercent, '% of creation');
+  }
+  return { workload, perDelivery, perDeliveryDetail, tick, memory: mem, calibration, targets };
+}
+
+function mapRound(o) {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Math.round(v)]));
+}
+
+/**
+ * Slots allocated per delivery through `binding`: the per-delivery world (bench/device.bench.ts)
+ * warmed up, then `ms` simulated ms in one evaluation, the engine's heap count read after a
+ * collection before and after it. Nothing may be allocated per delivery, per ACK or per PING.
+ */
+export async function allocationPerDelivery(bundle, binding, ms) {
+  const xs = new Xsnap({ onPrint: (l) => process.stderr.write(`[xs] ${l}\n`) });
+  try {
+    await xs.evaluate(bundle);
+    await xs.evaluate(`__D.openWorld('${binding}'); __D.runWorld(200);`);
+    // An evaluation holds a few slots of its own: the same evaluation running 0 ms is the baseline.
+    const grows = async (n) => {
+      const before = (await xs.evaluate('gc();')).meter.currentHeapCount;
+      return (await xs.evaluate(`__D.runWorld(${n});`)).meter.currentHeapCount - before;
+    };
+    const base = await grows(0);
+    const d0 = (await xs.evaluateJson('__D.delivered()')).value;
+    const full = await grows(ms);
+    const d1 = (await xs.evaluateJson('__D.delivered()')).value;
+    return { slots: full - base, deliveries: d1 - d0 };
+  } finally {
+    await xs.close();
+  }
+}
+
+/** What the hub and its bindings keep alive at the device configuration (memory.device's steps, in one worker). */
+export async function retainedDevice(bundle) {
+  const xs = new Xsnap({ onPrint: (l) => process.stderr.write(`[xs] ${l}\n`) });
+  try {
+    await xs.evaluate(bundle);
+    const { value: steps } = await xs.evaluateJson('__D.memorySetup()');
+    const before = await liveHeap(xs);
+    for (let i = 0; i < steps; i++) await xs.evaluate(`__D.memoryStep(${i});`);
+    const after = await liveHeap(xs);
+    return { slots: after.slots - before.slots, chunkBytes: after.chunkBytes - before.chunkBytes };
+  } finally {
+    await xs.close();
+  }
+}

@@ -1,0 +1,74 @@
+// The budget guard (docs/performance.md "Fits the ESP32"): a smaller, fixed version of the device
+// budget, run on the real XS engine, against the ceilings in bench/device-ceilings.json. XS counts
+// computrons (one per bytecode) and slots exactly and the workloads run on a virtual clock, so
+// every figure here is the same on every run and machine: a guard fails only when the code does
+// more work or keeps more alive, never because the machine is busy.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+interface Ceilings {
+  perDelivery: Record<string, number>;
+  tickNothingDue: number;
+  workload: { perTick: number; perSecond: number };
+  retained: { slots: number; chunkBytes: number };
+}
+
+interface Budget {
+  BINDINGS: readonly string[];
+  bundleDevice(repo: string): Promise<string>;
+  onXs(bundle: string, code: string): Promise<any>;
+  allocationPerDelivery(bundle: string, binding: string, ms: number): Promise<{ slots: number; deliveries: number }>;
+  retainedDevice(bundle: string): Promise<{ slots: number; chunkBytes: number }>;
+}
+
+function within(measured: number, ceiling: number, what: string): void {
+  assert.ok(Number.isFinite(measured) && measured > 0, `${what}: measured ${measured}`);
+  assert.ok(measured <= ceiling, `${what}: ${Math.round(measured)} exceeds its ceiling ${ceiling} (bench/device-ceilings.json)`);
+}
+
+describe('device budget guard (XS engine)', function () {
+  this.timeout(300000);
+  const ceilings = JSON.parse(readFileSync(join(repo, 'bench', 'device-ceilings.json'), 'utf8')) as Ceilings;
+  let budget: Budget;
+  let bundle: string;
+
+  before(async function () {
+    budget = (await import(pathToFileURL(join(repo, 'scripts', 'lib', 'device-budget.mjs')).href)) as Budget;
+    bundle = await budget.bundleDevice(repo);
+  });
+
+  for (const binding of ['tcp', 'ws', 'ble', 'espnow']) {
+    it(`one delivery through ${binding} stays under its computron ceiling, and allocates nothing`, async function () {
+      const r = await budget.onXs(bundle, `__D.perDelivery('${binding}', 1)`);
+      assert.ok(r.deliveries > 100, `${binding}: only ${r.deliveries} deliveries`);
+      within(r.perDelivery, ceilings.perDelivery[binding] as number, `computrons per delivery through ${binding}`);
+      const a = await budget.allocationPerDelivery(bundle, binding, 500);
+      assert.ok(a.deliveries > 100, `${binding}: only ${a.deliveries} deliveries in the allocation run`);
+      assert.equal(a.slots, 0, `${binding}: ${a.slots} slots allocated over ${a.deliveries} deliveries and their clients' ACKs and PINGs`);
+    });
+  }
+
+  it('a tick with 8 sessions and nothing due stays under its ceiling', async function () {
+    const t = await budget.onXs(bundle, '__D.idleTicks(50)');
+    assert.equal(t.sessions, 8);
+    within(t.median, ceilings.tickNothingDue, 'computrons of a tick with nothing due (median of 50)');
+  });
+
+  it("the default mix's computrons per tick and per simulated second stay under their ceilings", async function () {
+    const w = await budget.onXs(bundle, '__D.workload(2, 1000)');
+    assert.ok(w.metered, 'the meter reads the engine');
+    assert.ok(w.deliveries > 500, `only ${w.deliveries} deliveries`);
+    within(w.perSecond.tick / (w.ticks / w.seconds), ceilings.workload.perTick, 'computrons per tick in the default mix');
+    within(w.perSecond.total, ceilings.workload.perSecond, 'computrons per simulated second of the default mix');
+  });
+
+  it('the retained heap with every binding live stays under its ceilings', async function () {
+    const m = await budget.retainedDevice(bundle);
+    within(m.slots, ceilings.retained.slots, 'slots retained at the device configuration');
+    within(m.chunkBytes, ceilings.retained.chunkBytes, 'chunk bytes retained at the device configuration');
+  });
+});
