@@ -20,6 +20,7 @@ import { CborWriter } from '../hub/cbor.js';
 import { encodeCredentials, CREDENTIALS_KEY } from '../hub/credentials.js';
 import { encodeFrame, FrameType, Key, PROTOCOL_VERSION, type Frame, type PubWish, type SubWish } from '../hub/frames.js';
 import { Hub, type HubConfig } from '../hub/hub.js';
+import { SessionState } from '../hub/session.js';
 import type { Clock, Random, RobotPort, SampleBlock, Store } from '../hub/ports.js';
 import { DEVICE_DEFAULTS } from '../device/config.js';
 import { LinkFraming, TcpLink, type DirectTransport } from '../bindings/tcp/egress.js';
@@ -819,7 +820,7 @@ export class DeviceWorld {
     const config = this.config;
     this.hub = new Hub(
       { clock: this.clock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog },
-      { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, ...config },
+      { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, neverShedBytes: DEVICE_DEFAULTS.never_shed_bytes, ...config },
     );
     if (this.clients.some((c) => c.spec.binding === 'espnow')) {
       this.espnow = new EspNowBinding({ clock: this.clock, radio: this.radio, attach: (link) => this.hub.attach(link) });
@@ -1245,14 +1246,20 @@ export const MEMORY_SUBSCRIPTIONS = 16;
  * The device's configuration with every binding live: three Wi-Fi connections (one TCP, two
  * WebSocket), one BLE connection, ESP-NOW with 4 peers: 8 sessions, each subscribed to 16
  * telemetry channels of the bench catalog (the default catalog and IMU-shaped streams up to 16).
+ * The Wi-Fi and BLE clients wish each channel's full rate; the ESP-NOW peers wish 1 Hz, so that
+ * their grants are whole numbers and a WELCOME stating 16 of them fits the 246 bytes a frame may
+ * have on ESP-NOW (docs/protocol.md §13.3.1).
  */
 export function deviceMemoryMix(): MixClient[] {
-  const channels: { channel: string; rateHz: number }[] = [];
+  const full: { channel: string; rateHz: number }[] = [];
+  const slow: { channel: string; rateHz: number }[] = [];
   for (const c of BENCH_CATALOG.channels) {
-    if (c.direction === 'telemetry' && channels.length < MEMORY_SUBSCRIPTIONS) channels.push({ channel: c.name, rateHz: c.max_rate_hz });
+    if (c.direction !== 'telemetry' || full.length === MEMORY_SUBSCRIPTIONS) continue;
+    full.push({ channel: c.name, rateHz: c.max_rate_hz });
+    slow.push({ channel: c.name, rateHz: 1 });
   }
   const bindings: BindingName[] = ['tcp', 'ws', 'ws', 'ble', 'espnow', 'espnow', 'espnow', 'espnow'];
-  return bindings.map((binding, i) => ({ name: `${binding}-${i}`, binding, operator: true, subscriptions: channels, publications: [] }));
+  return bindings.map((binding, i) => ({ name: `${binding}-${i}`, binding, operator: true, subscriptions: binding === 'espnow' ? slow : full, publications: [] }));
 }
 
 /** Seconds of the robot's streams the memory case runs, so that every ring and queue has been used. */
@@ -1288,8 +1295,12 @@ export function deviceMemoryBench(): RetainedBench {
       if (name === 'hub') w.boot();
       else if (name === 'links') w.open();
       else if (name === 'sessions') w.hellos();
-      else if (name === 'traffic') w.run(MEMORY_TRAFFIC_S * 1000);
-      else throw new Error(`bench: no step ${i}`);
+      else if (name === 'traffic') {
+        w.run(MEMORY_TRAFFIC_S * 1000);
+        // Every binding still live: a session parked on the way would understate the heap.
+        const live = w.hub.sessions().filter((v) => v.state === SessionState.ACTIVE).length;
+        if (live !== 8) throw new Error(`bench: ${live} of 8 sessions are live after the traffic`);
+      } else throw new Error(`bench: no step ${i}`);
     },
   };
 }

@@ -26,6 +26,12 @@ export const DEVICE_DEFAULTS = Object.freeze({
   tick_ms: 10,
   /** §11: the control owner must be heard from within this. */
   deadman_ms: DEADMAN_MS,
+  /**
+   * Bytes of each session's never-shed queue (§10.4; the hub's default is 2048). The device keeps
+   * 1024: with every binding live the heap holds no more (docs/performance.md "Fits the ESP32"),
+   * and a link that cannot take a second of never-shed traffic is parked a little sooner.
+   */
+  never_shed_bytes: 1024,
   /** Tier of a client with no or an unknown credential: observer, operator, maintainer, or none (refused). */
   anonymous_tier: 'observer',
   /**
@@ -90,6 +96,7 @@ export interface DeviceConfig {
   readonly slots: number;
   readonly tickMs: number;
   readonly deadmanMs: number;
+  readonly neverShedBytes: number;
   /** A Tier code, or -1: refused with FORBIDDEN. */
   readonly anonymousTier: number;
   /** null: keep the Store's table. */
@@ -247,6 +254,7 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
   const slots = r.int('slots', 1, 32);
   const tickMs = r.int('tick_ms', 1, 100);
   const deadmanMs = r.int('deadman_ms', 50, 60000);
+  const neverShedBytes = r.int('never_shed_bytes', 1024, 16384);
   const anonymous = r.oneOf('anonymous_tier', ['observer', 'operator', 'maintainer', 'none']);
   const credentials = parseCredentials(r.text('credentials', 0, 8192), p);
 
@@ -308,6 +316,7 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
     slots,
     tickMs,
     deadmanMs,
+    neverShedBytes,
     anonymousTier: anonymous === 'none' ? -1 : Tier[anonymous],
     credentials: credentials ? Object.freeze(credentials) : null,
     wifi: Object.freeze({ mode, ssid, password, channel, maxClients }),

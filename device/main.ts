@@ -152,7 +152,7 @@ export default function main(): void {
   const wiring = deviceHubWiring(config.tickMs, Instrumentation);
   const hub = new Hub(
     { clock, random, store, robot: robot.port, catalog: CATALOG, log, heap: wiring.heap },
-    { hubId: config.hubId, slots: config.slots, deadmanMs: config.deadmanMs, anonymousTier: config.anonymousTier, tickPeriodMs: wiring.tickPeriodMs },
+    { hubId: config.hubId, slots: config.slots, deadmanMs: config.deadmanMs, neverShedBytes: config.neverShedBytes, anonymousTier: config.anonymousTier, tickPeriodMs: wiring.tickPeriodMs },
   );
   attempt('robot-uart', () => robot.connect(hub));
 

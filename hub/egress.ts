@@ -1,9 +1,10 @@
 // The egress layer (docs/architecture.md "Layers"): everything the hub sends. The hot path
 // (a robot sample routed to its subscribers through the grant and the §10.4 table), EVENT
-// queues and their flushing, the never-shed queues and their drain, the control frames, the
-// CATALOG and HEALTH chunks, and the count of frames handed to each transport. The hub decides
-// what to send; this layer encodes it once, tags it with what the hub knows (hub/ports.ts Tag)
-// and hands it to the links under one send contract.
+// queues and their flushing, the never-shed queues and their drain, the control frames (the
+// CATALOG and HEALTH chunks among them, cut in chunks.ts), and the count of frames handed to
+// each transport. The hub decides what to send (the GRANTs: plan.ts); this layer encodes it
+// once, tags it with what the hub knows (hub/ports.ts Tag) and hands it to the links under one
+// send contract, counting what became of it (counters.ts).
 //
 // Memory: one SealedBytes for a push's shared DATA frame, sized to the largest sample the catalog
 // can produce, and one StagedBytes arena holding every session slot's never-shed queue followed
@@ -15,19 +16,18 @@
 // link (a lost transport, a park for an overflowing never-shed queue) runs; the hub takes it up
 // once the loop is done (EgressHost).
 
-import type { CatalogIndex } from '../catalog/index.js';
 import { StagedBytes, SealedBytes } from './bytes.js';
 import { CborWriter } from './cbor.js';
+import { HubCounters } from './counters.js';
 import { dataFrameBytes, FloatProbe, writeData, writePong } from './fast-frames.js';
-import { encodeFrame, FrameType, MAX_HUB_FRAME_BYTES, type Frame, type PubGrant, type SubGrant } from './frames.js';
+import { encodeFrame } from './frame-encode.js';
+import { FrameType, MAX_HUB_FRAME_BYTES, type Frame } from './frame-types.js';
 import { consumeGrantSlot } from './grants.js';
 import type { HealthMetrics } from './health.js';
-import { Nack } from './nack.js';
-import { Tag, tagOf, type Clock, type GrantSet, type Link } from './ports.js';
+import { Tag, tagOf, type Clock, type Link } from './ports.js';
 import { FrameRing } from './queues.js';
 import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
 import { decimate, DECIMATION_STATE, resetDecimation, SHED_DECISION, SHED_LOOKUP } from './shed.js';
-import { utf8ByteLength } from './utf8.js';
 
 // The table's decisions the shedding path tells apart, as plain constants: it compares against
 // them for every subscriber it sheds, where a property of SHED_DECISION would be a lookup each time.
@@ -36,39 +36,6 @@ const DECIMATE2 = SHED_DECISION.decimate2;
 const DECIMATE4 = SHED_DECISION.decimate4;
 const DROP = SHED_DECISION.drop;
 const DROP_SOURCE = SHED_DECISION.drop_source;
-
-/** Counters the health report and the simulator read (free of names and payloads). */
-export class HubCounters {
-  /** Pushes by shedding-table row, index 1..15 (§10.4). */
-  readonly rows: Float64Array;
-  /** Pushes the table sent but the link could not take (dropped at once, never held). */
-  egressDrops = 0;
-  /** Pushes held back by the granted rate (not shedding: the grant itself). */
-  rateGated = 0;
-  /** Pushes a decimating row dropped (counted in `rows` too). */
-  decimated = 0;
-  /** STATE pushes a conflating row dropped as unchanged (counted in `rows` too). */
-  conflated = 0;
-  /** Pushes a dropping row discarded, whole-source drops included (counted in `rows` too). */
-  shedDrops = 0;
-  /** Deliveries made (frames handed to links, DATA only). */
-  delivered = 0;
-  /** NACKs sent, by code. */
-  readonly nacks: Float64Array;
-  parks = 0;
-  resumes = 0;
-  estops = 0;
-  reclaims = 0;
-  neverShedOverflows = 0;
-  grantsAnnounced = 0;
-
-  constructor() {
-    // Both arrays in one buffer (on XS a buffer costs heap slots of its own).
-    const buffer = new ArrayBuffer((16 + 32) * 8);
-    this.rows = new Float64Array(buffer, 0, 16);
-    this.nacks = new Float64Array(buffer, 16 * 8, 32);
-  }
-}
 
 /** What the egress layer asks of the hub. */
 export interface EgressHost {
@@ -86,41 +53,7 @@ export interface EgressConn {
   sent: number;
 }
 
-/** CATALOG and HEALTH chunks: at most this many bytes of text, and never more than the link's MTU less the frame around it. */
-export const CATALOG_CHUNK_BYTES = 3072;
-const CATALOG_FRAME_OVERHEAD = 40;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
-
-/** The text budget of one CATALOG or HEALTH chunk on a link of `mtu`. */
-export function chunkBudget(mtu: number): number {
-  return Math.max(16, Math.min(CATALOG_CHUNK_BYTES, mtu - CATALOG_FRAME_OVERHEAD));
-}
-
-/** A session's subscription grants as the GrantSet links read (hub/ports.ts), refilled per use. */
-class SessionGrants implements GrantSet {
-  count = 0;
-  private slot = 0;
-  constructor(
-    private readonly table: SubscriptionTable,
-    private readonly routes: readonly ChannelRoute[],
-  ) {}
-  of(slot: number): this {
-    this.slot = slot;
-    this.count = this.table.routeCount[slot] as number;
-    return this;
-  }
-  channelId(i: number): number {
-    return (this.routes[this.table.routeOf(this.slot, i)] as ChannelRoute).ch.id;
-  }
-  grantedHz(i: number): number {
-    const t = this.table;
-    return t.grantedHz[t.row(t.routeOf(this.slot, i), this.slot)] as number;
-  }
-  priority(i: number): number {
-    const t = this.table;
-    return t.priority[t.row(t.routeOf(this.slot, i), this.slot)] as number;
-  }
-}
 
 export class Egress {
   readonly counters = new HubCounters();
@@ -137,15 +70,12 @@ export class Egress {
   private readonly fp = new FloatProbe();
   private readonly rings: (FrameRing | undefined)[];
   private readonly neverShedBytes: number;
-  private readonly grantSet: SessionGrants;
 
   constructor(
     private readonly clock: Clock,
     private readonly table: SubscriptionTable,
-    routes: readonly ChannelRoute[],
     private readonly slots: readonly (Session | null)[],
     private readonly health: HealthMetrics,
-    private readonly catalog: CatalogIndex,
     private readonly host: EgressHost,
     maxFields: number,
     neverShedBytes: number,
@@ -155,7 +85,6 @@ export class Egress {
     this.arena = new StagedBytes(slots.length * neverShedBytes, MAX_HUB_FRAME_BYTES);
     this.w = new CborWriter(this.arena.out);
     this.rings = new Array<FrameRing | undefined>(slots.length).fill(undefined);
-    this.grantSet = new SessionGrants(table, routes);
   }
 
   /** The never-shed queue of a session slot, in the arena (made at the slot's first session). */
@@ -495,99 +424,6 @@ export class Egress {
     this.control(s, nackFrame(code, frameType, channelId, requestId, retryAfterMs));
   }
 
-  /** The session's grants as its link will be told them (a broadcast segment learns them so, §10.6). */
-  grantsOf(s: Session): GrantSet {
-    return this.grantSet.of(s.slot);
-  }
-
-  /** The session's current subscription grants, in subscription order (allocates: WELCOME and GRANT only). */
-  subGrants(s: Session): SubGrant[] {
-    const out: SubGrant[] = [];
-    const g = this.grantSet.of(s.slot);
-    for (let i = 0; i < g.count; i++) out.push({ channelId: g.channelId(i), grantedRateHz: g.grantedHz(i), priority: g.priority(i) });
-    return out;
-  }
-
-  pubGrants(s: Session): PubGrant[] {
-    const out: PubGrant[] = [];
-    for (const p of s.pubs) out.push({ channelId: p.ch.id, grantedRateHz: p.grantedHz, burst: p.burst });
-    return out;
-  }
-
-  /** GRANT re-stating the session's grants (§10.2): its link is told them first. */
-  grant(s: Session, subs: boolean, pubs: boolean): void {
-    s.grantOwed = false;
-    this.counters.grantsAnnounced++;
-    const f: { type: 6; subGrants?: SubGrant[]; pubGrants?: PubGrant[] } = { type: FrameType.GRANT };
-    if (subs) {
-      f.subGrants = this.subGrants(s);
-      if (s.link) s.link.granted(this.grantsOf(s));
-    }
-    if (pubs) f.pubGrants = this.pubGrants(s);
-    this.control(s, f);
-  }
-
-  // ------------------------------------------------------------------ CATALOG and HEALTH (§5.17, §5.18)
-
-  /**
-   * One CATALOG chunk, at `offset` UTF-8 bytes into the catalog's canonical text, cut at a
-   * character boundary so that it fits one frame of this link (an ESP-NOW datagram is 250
-   * bytes). False when the offset lies past the text or inside a character (the caller NACKs).
-   * The catalog is not never-shed traffic: a link without room gets HUB_PRESSURE.
-   */
-  catalogChunk(s: Session, offset: number): boolean {
-    const link = s.link;
-    if (!link) return true;
-    const text = this.catalog.canonicalJson;
-    const total = utf8ByteLength(text);
-    const budget = chunkBudget(link.caps.mtu);
-    let from = 0;
-    let at = 0;
-    while (from < text.length && at < offset) at += utf8CharBytes(text, from++);
-    if (offset > total || at !== offset) return false;
-    let to = from;
-    let bytes = 0;
-    while (to < text.length) {
-      const n = utf8CharBytes(text, to);
-      if (bytes + n > budget) break;
-      bytes += n;
-      to += n === 4 ? 2 : 1;
-    }
-    this.chunk(s, { type: FrameType.CATALOG, catalogHash: this.catalog.hash, text: text.slice(from, to), offset, total });
-    return true;
-  }
-
-  /**
-   * §5.18: the report text, in one frame when it fits the link, else in chunks with offset/total
-   * as CATALOG's (§5.17). The text is ASCII (fixed keys and numbers), so its UTF-8 bytes are its
-   * characters. Returns where the chunk ended in the text, or −1 when it could not go (the
-   * caller keeps the text for the next chunk).
-   */
-  healthChunk(s: Session, text: string, offset: number): number {
-    const link = s.link;
-    if (!link) return -1;
-    const total = text.length;
-    const budget = chunkBudget(link.caps.mtu);
-    const whole = offset === 0 && total <= budget;
-    const end = Math.min(total, offset + budget);
-    const f: Frame = whole ? { type: FrameType.HEALTH, text } : { type: FrameType.HEALTH, text: text.slice(offset, end), offset, total };
-    return this.chunk(s, f) ? end : -1;
-  }
-
-  private chunk(s: Session, f: Frame): boolean {
-    const w = this.beginControl();
-    encodeFrame(f, w);
-    const link = s.link as Link;
-    const went = s.neverShed.size === 0 && link.send(this.arena.seal(w.pos), tagOf(f.type, 0), 0);
-    this.arena.unstage();
-    if (went) {
-      s.sentFrames = (s.sentFrames + 1) >>> 0;
-      return true;
-    }
-    this.nack(s, Nack.HUB_PRESSURE, f.type, undefined, undefined, 200);
-    return false;
-  }
-
   // ------------------------------------------------------------------ ESTOP (§10.4, §11.2)
 
   /** The 12-byte ESTOP frame ahead of every queue of one transport, counted as the client counts it (§5.12). */
@@ -619,16 +455,4 @@ function eventFrame(channelId: number, ev: EventRecord, dropped: number): Frame 
   if (dropped > 0) f.dropped = dropped;
   if (ev.text !== undefined) f.text = ev.text;
   return f;
-}
-
-/** UTF-8 bytes of the character starting at code unit i (a surrogate pair counts 4, a lone surrogate 3). */
-function utf8CharBytes(text: string, i: number): number {
-  const c = text.charCodeAt(i);
-  if (c < 0x80) return 1;
-  if (c < 0x800) return 2;
-  if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-    const d = text.charCodeAt(i + 1);
-    if (d >= 0xdc00 && d <= 0xdfff) return 4;
-  }
-  return 3;
 }

@@ -1,14 +1,14 @@
 // The frames of the hot paths, written and read without allocating: DATA and PONG out; ACK, PING
 // and BUNDLE in. Each writes exactly the bytes encodeFrame writes (canonical CBOR, docs/protocol.md
 // §4), and each reader accepts only the canonical form of its frame and reports anything else as
-// not its own, so that decodeFrame (hub/frames.ts) judges it and answers exactly as before:
+// not its own, so that decodeFrame (hub/frame-decode.ts) judges it and answers exactly as before:
 // these are shortcuts, never a second dialect (test/core/fast-frames.test.ts holds both against
 // the general codec, byte for byte and verdict for verdict).
 
 import { MAX_CHANNEL_ID, MIN_CHANNEL_ID } from '../catalog/schema.js';
 import { MAX_BUNDLE_SAMPLES } from './constants.js';
 import { f16Bits } from './cbor.js';
-import { FrameType, Key, MAX_SAMPLE_NUMBERS } from './frames.js';
+import { FrameType, Key, MAX_SAMPLE_NUMBERS } from './frame-types.js';
 
 const TWO_32 = 0x100000000;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;

@@ -26,7 +26,7 @@
 // the current slice and the nine before it (900–1000 ms of history); a byte leaves it at the
 // boundary one second after the start of its slice. Nothing is allocated per frame.
 
-import { MAX_FRAME_BYTES } from './frames.js';
+import { MAX_FRAME_BYTES } from './frame-types.js';
 import { Nack } from './nack.js';
 
 /** Reference 000: the windows are one second long ... */

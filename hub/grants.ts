@@ -89,7 +89,7 @@ export function tierCapHz(tier: number, maxRateHz: number): number {
   return maxRateHz < OBSERVER_MAX_RATE_HZ ? maxRateHz : OBSERVER_MAX_RATE_HZ;
 }
 
-// One DATA frame (hub/frames.ts encodeData), worst case: a CBOR map of up to seven entries (type,
+// One DATA frame (frame-encode.ts encodeData), worst case: a CBOR map of up to seven entries (type,
 // channel id, seq, t, values, and the optional gap and dropped of §9.4) whose integer keys are
 // each at most 2 bytes (uint8). Values: the type code and channel id at most 2 bytes each (uint8),
 // seq, t and dropped at most 5 (uint32), gap 1 (true), the array header by CBOR's length rule

@@ -2,22 +2,23 @@
 // shares (the session slots and the transports, the channel routes and the subscription table,
 // the credentials, the control owner) and wires the layers together: ingress.ts takes frames in,
 // sessions.ts opens, resumes and closes sessions, plan.ts grants, egress.ts sends, safety.ts
-// holds the ESTOP latch and the deadman, load.ts measures and reports. The tick is here: it does
-// work when a deadline falls due, not on every period.
-// Platform-free: everything it needs arrives through the interfaces in ports.ts.
-import type { CatalogIndex, ChannelInfo } from '../catalog/index.js';
-import { ChannelClass, Tier } from '../catalog/schema.js';
-import { DEADMAN_MS, DEFAULT_SLOTS, HANDSHAKE_TIMEOUT_MS, LIVENESS_TIMEOUT_MS, MALFORMED_CLOSE_PER_S, PRE_SESSION_BYTES_DEPTH, PRE_SESSION_BYTES_PER_S, STALE_TTL_MS, STREAM_INGRESS_OVERAGE_NACK_PER_S } from './constants.js';
+// holds the ESTOP latch, the deadman and the control ownership and answers INTENTs, chunks.ts
+// serves CATALOG and HEALTH, load.ts measures and reports. The tick is here: it does work when a
+// deadline falls due, not on every period.
+// Platform-free: everything it needs arrives through the interfaces in ports.ts (the ports and
+// the configuration: hub-config.ts; one attached transport: conn.ts).
+import type { CatalogIndex } from '../catalog/index.js';
 import { decodeCredentials, type Credential, CREDENTIALS_KEY } from './credentials.js';
+import { Conn } from './conn.js';
 import { EstopLatch } from './estop.js';
 import { Egress } from './egress.js';
-import { FrameType, GoodbyeReason, type HelloFrame } from './frames.js';
-import { Admission, ADMISSION_MIN_TICK_OBSERVATIONS, DEFAULT_HEAP_LIMIT_BYTES, DEFAULT_TICK_BUDGET_MS, defaultAdmissionLimits } from './admission.js';
-import { DEFAULT_HUB_BYTES_PER_S, DEFAULT_SESSION_BYTES_PER_S, IngressGovernor } from './governor.js';
+import { GoodbyeReason, type HelloFrame } from './frame-types.js';
+import { Admission, ADMISSION_MIN_TICK_OBSERVATIONS, defaultAdmissionLimits } from './admission.js';
+import { IngressGovernor } from './governor.js';
 import { createHubLoad, HealthMetrics, type HealthReport, type HubLoad } from './health.js';
+import { DEFAULT_HUB_CONFIG, type HubConfig, type HubObserver, type HubPorts } from './hub-config.js';
 import { Ingress } from './ingress.js';
 import { Ladder, parkCandidate } from './ladder.js';
-import { NackThrottle, TokenBucket, WindowCounter } from './limits.js';
 import { Load, type HubFootprint, type SessionView } from './load.js';
 import { Nack } from './nack.js';
 import { Plan } from './plan.js';
@@ -26,58 +27,10 @@ import { Safety } from './safety.js';
 import { makeRoutes, type ChannelRoute, Session, SessionState, type SubscriptionTable } from './session.js';
 import { SessionKeeper } from './sessions.js';
 
-export { HubCounters } from './egress.js';
+export { HubCounters } from './counters.js';
 export { SafetyEventKind } from './safety.js';
 export type { HubFootprint, SessionView, SubView } from './load.js';
-
-export interface HubConfig {
-  /** Text the hub names itself with in WELCOME. */
-  readonly hubId: string;
-  /** Session slots (§6). */
-  readonly slots: number;
-  readonly staleTtlMs: number;
-  readonly deadmanMs: number;
-  /** Deliveries per second the hub makes over all non-critical subscriptions (the pie, §10.2). */
-  readonly capacityHz: number;
-  /** Tier of a client with no or an unknown credential; -1 refuses it with FORBIDDEN. */
-  readonly anonymousTier: number;
-  /** Bytes of each session's never-shed queue (§10.4). */
-  readonly neverShedBytes: number;
-  /**
-   * The period the host calls tick() at, ms: the loop delay (docs/operations.md "Health, admission and overload") is how much later than
-   * that a tick begins. 0 (the default) measures no loop delay: a host that ticks irregularly
-   * (the tests' virtual clock) would read its gaps as delay.
-   */
-  readonly tickPeriodMs: number;
-  /** Admission and the ladder's tick budget, ms (docs/operations.md "Health, admission and overload"). */
-  readonly tickBudgetMs: number;
-  /** The soft heap budget admission and the ladder read against HubPorts.heap, bytes. */
-  readonly heapLimitBytes: number;
-  /** The ingress governor's budgets, bytes per second: one session's, and the whole hub's. */
-  readonly sessionIngressBytesPerS: number;
-  readonly hubIngressBytesPerS: number;
-  /** §6.1: a transport without a session after this long is closed, ms. */
-  readonly handshakeTimeoutMs: number;
-  /** §6.5: an ACTIVE session not heard from for this long becomes STALE, ms. */
-  readonly livenessTimeoutMs: number;
-}
-
-export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
-  hubId: 'robot-hub',
-  slots: DEFAULT_SLOTS,
-  staleTtlMs: STALE_TTL_MS,
-  deadmanMs: DEADMAN_MS,
-  capacityHz: 2000,
-  anonymousTier: Tier.observer,
-  neverShedBytes: 2048,
-  tickPeriodMs: 0,
-  tickBudgetMs: DEFAULT_TICK_BUDGET_MS,
-  heapLimitBytes: DEFAULT_HEAP_LIMIT_BYTES,
-  sessionIngressBytesPerS: DEFAULT_SESSION_BYTES_PER_S,
-  hubIngressBytesPerS: DEFAULT_HUB_BYTES_PER_S,
-  handshakeTimeoutMs: HANDSHAKE_TIMEOUT_MS,
-  livenessTimeoutMs: LIVENESS_TIMEOUT_MS,
-});
+export { DEFAULT_HUB_CONFIG, type HubConfig, type HubObserver, type HubPorts } from './hub-config.js';
 
 /**
  * How often the tick measures the hub's own load and moves the ladder, ms
@@ -85,78 +38,6 @@ export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
  * measures afresh whenever a HELLO asks.
  */
 export const LOAD_PERIOD_MS = 100;
-
-export interface HubPorts {
-  readonly clock: Clock;
-  readonly random: Random;
-  readonly store: Store;
-  readonly robot: RobotPort;
-  readonly catalog: CatalogIndex;
-  readonly log?: Log;
-  /** Heap in use, bytes, for admission and the ladder; absent where the platform cannot tell. */
-  readonly heap?: HeapUsed;
-}
-
-/**
- * A hook for whoever watches the hub from outside (the simulator's invariant checks): told
- * whenever one of the hub's entry points runs, the only moments its state can change.
- */
-export interface HubObserver {
-  entered(): void;
-}
-
-/** One attached transport, and the LinkSink its binding feeds. */
-export class Conn implements LinkSink {
-  session: Session | null = null;
-  closed = false;
-  /**
-   * §12: malformed frames before HELLO. The session this transport opens takes the counter
-   * over, restarted, rather than a counter of its own (a resumed session keeps the one it has).
-   */
-  readonly malformed = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
-  /** Frames handed to this transport before a session took it (the session's count starts there). */
-  sent = 0;
-  /**
-   * INGRESS_BUDGET answers before HELLO, throttled like a session's (no NACK flood). The session
-   * this transport opens takes it over, restarted, as it does `malformed`.
-   */
-  readonly nackThrottle = new NackThrottle(STREAM_INGRESS_OVERAGE_NACK_PER_S);
-  /** §6.1: when the transport was attached, and the bytes it may still send before HELLO (null once it has a session). */
-  readonly attachedAt: number;
-  preSession: TokenBucket | null;
-
-  constructor(
-    private readonly hub: Hub,
-    readonly link: Link,
-    now: number,
-  ) {
-    this.attachedAt = now;
-    this.preSession = new TokenBucket(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now);
-  }
-
-  /** The transport carries `s` from now on (a HELLO opened or resumed it): its pre-HELLO budget is done with. */
-  bind(s: Session): void {
-    this.session = s;
-    this.preSession = null;
-  }
-
-  frame(bytes: Uint8Array, start: number, end: number): void {
-    const o = this.hub.observer;
-    if (o !== null) o.entered();
-    this.hub.ingress.frame(this, bytes, start, end);
-  }
-
-  lost(): void {
-    const o = this.hub.observer;
-    if (o !== null) o.entered();
-    this.hub.onLost(this);
-  }
-
-  levelChanged(): void {
-    // Noted only: the tick re-reads the level (§10.3 re-grant); the table reads it per push.
-    this.hub.due(-Infinity);
-  }
-}
 
 /**
  * The hub. Its public methods are what a host calls: `attach` a transport, `publishSample` and
@@ -195,7 +76,7 @@ export class Hub {
   /** @internal */ readonly keeper: SessionKeeper;
   /** @internal */ readonly plan: Plan;
   /** @internal */ readonly safety: Safety;
-  private readonly inspect: Load;
+  /** @internal */ readonly inspect: Load;
   /** Each route by channel id (index + 1; 0: none). */
   private readonly routeIds: Uint16Array;
   /** The tick's next deadline: before it a tick only measures itself. */
@@ -236,7 +117,7 @@ export class Hub {
     this.admission = new Admission(defaultAdmissionLimits(cfg.slots, cfg.neverShedBytes, budgets));
     this.ladder = new Ladder({ ...budgets, minTickObservations: ADMISSION_MIN_TICK_OBSERVATIONS }, this.clock.now());
     this.governor = new IngressGovernor(cfg.slots, { sessionBytesPerS: cfg.sessionIngressBytesPerS, hubBytesPerS: cfg.hubIngressBytesPerS });
-    this.egress = new Egress(this.clock, this.table, this.routes, this.slots, this.health, this.catalog, this, maxFields, cfg.neverShedBytes);
+    this.egress = new Egress(this.clock, this.table, this.slots, this.health, this, maxFields, cfg.neverShedBytes);
     this.ingress = new Ingress(this);
     this.keeper = new SessionKeeper(this);
     this.plan = new Plan(this);
@@ -383,81 +264,6 @@ export class Hub {
 
   get controlOwner(): number {
     return this.owner ? this.owner.id : 0;
-  }
-
-  // ------------------------------------------------------------------ intents, ownership (§9)
-
-  /**
-   * @internal Every INTENT is answered once: ECHO when the hub carried it out (the robot's result
-   * in key 20), NACK with its request_id when a hub rule refused it. RATE_LIMITED answers are
-   * throttled (§12), so a flood beyond the limit is partly unanswered.
-   */
-  onIntent(s: Session, channelId: number, requestId: number, args: readonly (number | string)[], now: number): void {
-    const ch = this.catalog.byId(channelId);
-    const egress = this.egress;
-    if (!ch || ch.cls !== ChannelClass.INTENT) {
-      egress.nack(s, Nack.UNKNOWN_CHANNEL, FrameType.INTENT, channelId, requestId);
-      return;
-    }
-    if (!s.intentBucket.take(1, now)) {
-      this.ingress.rateLimited(s, FrameType.INTENT, channelId, requestId, s.intentBucket.msUntil(1, now), now);
-      return;
-    }
-    if (ch.publishTier < 0 || s.tier < ch.publishTier) {
-      egress.nack(s, Nack.FORBIDDEN, FrameType.INTENT, channelId, requestId);
-      return;
-    }
-    const safety = this.safety;
-    let refusal = 0;
-    let result = 0;
-    if (ch.name === 'take_control') {
-      refusal = this.takeControl(s);
-    } else if (ch.name === 'release_control') {
-      if (this.owner === s) this.setOwner(null);
-      else refusal = Nack.NOT_OWNER;
-    } else if (ch.motion && this.latch.latched) {
-      refusal = Nack.ESTOP_LATCHED;
-    } else if (ch.motion && this.owner !== s) {
-      refusal = Nack.NOT_OWNER;
-    } else if (ch.name === 'arm') {
-      // §11.2: the owner's arm, unlatched, is what lets motion resume after a stop.
-      // A robot that refuses its arm (its own safety chain open) leaves the hub disarmed.
-      result = this.robot.intent(channelId, args);
-      if (result === 0) safety.armedFlag = true;
-    } else if (ch.motion && !safety.armedFlag) {
-      refusal = Nack.NOT_ARMED;
-    } else {
-      result = this.robot.intent(channelId, args);
-      // The owner's disarm disarms the hub too; another operator's disarm reaches the robot only.
-      if (ch.name === 'disarm' && this.owner === s) safety.armedFlag = false;
-    }
-    if (refusal !== 0) egress.nack(s, refusal, FrameType.INTENT, channelId, requestId);
-    else {
-      egress.control(s, { type: FrameType.ECHO, channelId, requestId, result: result >= 0 && result <= 0xff ? result : 0xff });
-      // From the INTENT's arrival to its ECHO (the robot's own time included).
-      const at = this.clock.now();
-      this.health.recordIntentEcho(at - now, at);
-    }
-  }
-
-  private takeControl(s: Session): number {
-    if (this.owner === s) return 0;
-    if (this.owner && this.owner.state === SessionState.ACTIVE) return Nack.NOT_OWNER;
-    this.setOwner(s);
-    return 0;
-  }
-
-  /** @internal */
-  setOwner(s: Session | null): void {
-    this.owner = s;
-    this.safety.ownerChanged(s, this.clock.now());
-    // §9: ownership is announced on the critical `control-owner` channel.
-    const ch: ChannelInfo | undefined = this.catalog.byName('control-owner');
-    if (ch) {
-      const v = this.safety.scratch;
-      v[0] = s ? s.id : 0;
-      this.publishSample(ch.id, this.clock.now(), v, 1);
-    }
   }
 
   // ------------------------------------------------------------------ ESTOP (§10.4, §11.2)
@@ -625,28 +431,5 @@ export class Hub {
   ready(): boolean {
     const now = this.clock.now();
     return this.admission.peek(this.measureLoad(now)).admit;
-  }
-
-  /**
-   * @internal §5.18: the report as JSON text, in one frame when it fits the link, else in
-   * chunks with offset/total as CATALOG's (§5.17). The chunks of one reading are cut from the
-   * text made at offset 0, kept on the session until its last chunk went, so that they join into
-   * one report.
-   */
-  sendHealth(s: Session, offset: number, now: number): void {
-    if (s.tier < Tier.maintainer) {
-      this.egress.nack(s, Nack.FORBIDDEN, FrameType.HEALTH);
-      return;
-    }
-    let text = s.healthText;
-    if (offset === 0) text = JSON.stringify(this.inspect.report(now));
-    if (text === null || offset > text.length || !s.link) {
-      s.healthText = null;
-      this.egress.nack(s, Nack.MALFORMED, FrameType.HEALTH);
-      return;
-    }
-    const end = this.egress.healthChunk(s, text, offset);
-    if (end >= 0) s.healthText = end >= text.length ? null : text;
-    else s.healthText = offset === 0 ? null : text;
   }
 }

@@ -12,9 +12,12 @@ import { CborError } from './cbor.js';
 import { MALFORMED_CLOSE_PER_S } from './constants.js';
 import { ESTOP_NACK_FRAME_TYPE, EstopFrameError, EstopKind, EstopSource, decodeEstop, isEstopFrame, type EstopFrame } from './estop-frame.js';
 import { Fast, FastReader } from './fast-frames.js';
-import { decodeFrame, FRAME_DIRECTION, FrameError, FrameType, FROM_CLIENT, GoodbyeReason, MAX_FRAME_BYTES, peekFrameType, type Frame } from './frames.js';
+import { catalogChunk, sendHealth } from './chunks.js';
+import type { Conn } from './conn.js';
+import { decodeFrame } from './frame-decode.js';
+import { FRAME_DIRECTION, FrameError, FrameType, FROM_CLIENT, GoodbyeReason, MAX_FRAME_BYTES, peekFrameType, type Frame } from './frame-types.js';
 import { GovernorVerdict } from './governor.js';
-import type { Conn, Hub } from './hub.js';
+import type { Hub } from './hub.js';
 import type { TokenBucket } from './limits.js';
 import { Nack } from './nack.js';
 import type { SampleBlock } from './ports.js';
@@ -168,7 +171,7 @@ export class Ingress {
         return;
       }
       case FrameType.INTENT:
-        hub.onIntent(s, f.channelId, f.requestId, f.args ?? [], now);
+        hub.safety.intent(s, f.channelId, f.requestId, f.args ?? [], now);
         return;
       case FrameType.ACK:
         if ('acked' in f && s.link) s.link.acked(f.acked);
@@ -186,11 +189,11 @@ export class Ingress {
         hub.safety.clearFrom(s, f.estopSeq);
         return;
       case FrameType.CATALOG:
-        if (!hub.egress.catalogChunk(s, f.offset ?? 0)) this.malformed(conn, Nack.MALFORMED, FrameType.CATALOG, now);
+        if (!catalogChunk(hub, s, f.offset ?? 0)) this.malformed(conn, Nack.MALFORMED, FrameType.CATALOG, now);
         return;
       case FrameType.HEALTH:
         // §5.18: the detailed report is the maintainer's.
-        hub.sendHealth(s, f.offset ?? 0, now);
+        sendHealth(hub, s, f.offset ?? 0, now);
         return;
       default:
         hub.egress.nack(s, Nack.MALFORMED, f.type);

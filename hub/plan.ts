@@ -2,26 +2,56 @@
 // hub granted it, and the re-split of the pie whenever either changes. Grants are re-stated to a
 // session whose grants changed by an unsolicited GRANT (§10.2); its link is told them first
 // (Link.granted), so that a broadcast segment (§10.6) knows its subscribers' grants without
-// reading a frame.
+// reading a frame. The grants WELCOME and GRANT carry are read here from the subscription table;
+// the egress layer sends the frames.
 
 import type { ChannelInfo } from '../catalog/index.js';
 import { ChannelClass, Direction, StreamKind } from '../catalog/schema.js';
-import { FrameType, type PubGrant, type PubWish, type SubWish as WireSubWish } from './frames.js';
+import { FrameType, type PubGrant, type PubWish, type SubGrant, type SubWish as WireSubWish } from './frame-types.js';
 import { floorToGrantStep, frameBytesFor, grantedPriority, planGrants, tierCapHz, type SubWish } from './grants.js';
 import type { Hub } from './hub.js';
 import { burstFor } from './limits.js';
 import { Nack } from './nack.js';
+import type { GrantSet } from './ports.js';
 import { Publication, SessionState, type ChannelRoute, type Session, type SubscriptionTable } from './session.js';
 
 const SEGMENTS = StreamKind.segments;
+
+/** A session's subscription grants as the GrantSet links read (hub/ports.ts), refilled per use. */
+class SessionGrants implements GrantSet {
+  count = 0;
+  private slot = 0;
+  constructor(
+    private readonly table: SubscriptionTable,
+    private readonly routes: readonly ChannelRoute[],
+  ) {}
+  of(slot: number): this {
+    this.slot = slot;
+    this.count = this.table.routeCount[slot] as number;
+    return this;
+  }
+  channelId(i: number): number {
+    return (this.routes[this.table.routeOf(this.slot, i)] as ChannelRoute).ch.id;
+  }
+  grantedHz(i: number): number {
+    const t = this.table;
+    return t.grantedHz[t.row(t.routeOf(this.slot, i), this.slot)] as number;
+  }
+  priority(i: number): number {
+    const t = this.table;
+    return t.priority[t.row(t.routeOf(this.slot, i), this.slot)] as number;
+  }
+}
 
 export class Plan {
   /** Wishes refused while answering one frame: (code, frame type, channel id) triples, sent after the answer. */
   private readonly refusals: number[] = [];
   private readonly table: SubscriptionTable;
+  private readonly grantSet: SessionGrants;
 
   constructor(private readonly hub: Hub) {
     this.table = hub.table;
+    this.grantSet = new SessionGrants(hub.table, hub.routes);
   }
 
   // ------------------------------------------------------------------ the frames
@@ -30,7 +60,7 @@ export class Plan {
     this.refusals.length = 0;
     this.subscribe(s, wishes);
     this.replan();
-    this.hub.egress.grant(s, true, false);
+    this.grant(s, true, false);
     this.sendRefusals(s);
     this.announce();
   }
@@ -38,7 +68,7 @@ export class Plan {
   unsubscribeFrame(s: Session, channels: readonly number[]): void {
     for (const id of channels) this.unsubscribe(s, id);
     this.replan();
-    this.hub.egress.grant(s, true, false);
+    this.grant(s, true, false);
     this.announce();
   }
 
@@ -53,6 +83,40 @@ export class Plan {
   /** Starts collecting the refusals of one HELLO's wishes (sent after its WELCOME by sendRefusals). */
   beginAnswer(): void {
     this.refusals.length = 0;
+  }
+
+  // ------------------------------------------------------------------ the grants stated
+
+  /** The session's grants as its link will be told them (a broadcast segment learns them so, §10.6). */
+  grantsOf(s: Session): GrantSet {
+    return this.grantSet.of(s.slot);
+  }
+
+  /** The session's current subscription grants, in subscription order (allocates: WELCOME and GRANT only). */
+  subGrants(s: Session): SubGrant[] {
+    const out: SubGrant[] = [];
+    const g = this.grantSet.of(s.slot);
+    for (let i = 0; i < g.count; i++) out.push({ channelId: g.channelId(i), grantedRateHz: g.grantedHz(i), priority: g.priority(i) });
+    return out;
+  }
+
+  pubGrants(s: Session): PubGrant[] {
+    const out: PubGrant[] = [];
+    for (const p of s.pubs) out.push({ channelId: p.ch.id, grantedRateHz: p.grantedHz, burst: p.burst });
+    return out;
+  }
+
+  /** GRANT re-stating the session's grants (§10.2): its link is told them first. */
+  grant(s: Session, subs: boolean, pubs: boolean): void {
+    s.grantOwed = false;
+    this.hub.egress.counters.grantsAnnounced++;
+    const f: { type: 6; subGrants?: SubGrant[]; pubGrants?: PubGrant[] } = { type: FrameType.GRANT };
+    if (subs) {
+      f.subGrants = this.subGrants(s);
+      if (s.link) s.link.granted(this.grantsOf(s));
+    }
+    if (pubs) f.pubGrants = this.pubGrants(s);
+    this.hub.egress.control(s, f);
   }
 
   // ------------------------------------------------------------------ wishes
@@ -248,7 +312,7 @@ export class Plan {
     const slots = this.hub.slots;
     for (let i = 0; i < slots.length; i++) {
       const s = slots[i];
-      if (s && s.grantOwed && s.state === SessionState.ACTIVE) this.hub.egress.grant(s, true, false);
+      if (s && s.grantOwed && s.state === SessionState.ACTIVE) this.grant(s, true, false);
     }
   }
 

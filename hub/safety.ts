@@ -1,17 +1,20 @@
-// The emergency stop (§10.4, §11.2) and the deadman (§11): the latch, who may assert and who may
-// clear it, arming, and how every link hears of it. The ESTOP frame goes ahead of every queue on
-// every attached transport the moment a fresh assertion latches; the robot is stopped by the
-// latch itself, before any link hears of it, and a clear never restarts it (the control owner's
-// arm intent does, §11.2).
+// The emergency stop (§10.4, §11.2), the deadman (§11) and who may move the robot (§9): the
+// latch, who may assert and who may clear it, arming, and how every link hears of it; the
+// INTENTs, each answered once, with the control ownership they move and the gate a motion intent
+// passes (the owner, no latch, armed). The ESTOP frame goes ahead of every queue on every
+// attached transport the moment a fresh assertion latches; the robot is stopped by the latch
+// itself, before any link hears of it, and a clear never restarts it (the control owner's arm
+// intent does, §11.2).
 
-import { Tier } from '../catalog/schema.js';
+import type { ChannelInfo } from '../catalog/index.js';
+import { ChannelClass, Tier } from '../catalog/schema.js';
 import { ESTOP_REANNOUNCE_MS } from './constants.js';
 import { Deadman, type EstopLatch } from './estop.js';
 import { ESTOP_FRAME_BYTES, EstopSource } from './estop-frame.js';
-import { FrameType } from './frames.js';
+import { FrameType } from './frame-types.js';
 import type { Hub } from './hub.js';
 import { Nack } from './nack.js';
-import type { Session } from './session.js';
+import { SessionState, type Session } from './session.js';
 
 // safety-events `kind` (catalog comment): what happened to the latch.
 export const SafetyEventKind = Object.freeze({ LATCH: 1, CLEAR: 2 } as const);
@@ -194,6 +197,83 @@ export class Safety {
     if (events) {
       const kind = latched ? SafetyEventKind.LATCH : SafetyEventKind.CLEAR;
       hub.publishEvent(events.id, hub.clock.now(), [kind, this.latch.source, seq], latched ? 'estop' : 'estop-clear');
+    }
+  }
+
+  // ------------------------------------------------------------------ intents, ownership (§9)
+
+  /**
+   * Every INTENT is answered once: ECHO when the hub carried it out (the robot's result
+   * in key 20), NACK with its request_id when a hub rule refused it. RATE_LIMITED answers are
+   * throttled (§12), so a flood beyond the limit is partly unanswered.
+   */
+  intent(s: Session, channelId: number, requestId: number, args: readonly (number | string)[], now: number): void {
+    const hub = this.hub;
+    const ch = hub.catalog.byId(channelId);
+    const egress = hub.egress;
+    if (!ch || ch.cls !== ChannelClass.INTENT) {
+      egress.nack(s, Nack.UNKNOWN_CHANNEL, FrameType.INTENT, channelId, requestId);
+      return;
+    }
+    if (!s.intentBucket.take(1, now)) {
+      hub.ingress.rateLimited(s, FrameType.INTENT, channelId, requestId, s.intentBucket.msUntil(1, now), now);
+      return;
+    }
+    if (ch.publishTier < 0 || s.tier < ch.publishTier) {
+      egress.nack(s, Nack.FORBIDDEN, FrameType.INTENT, channelId, requestId);
+      return;
+    }
+    let refusal = 0;
+    let result = 0;
+    if (ch.name === 'take_control') {
+      refusal = this.takeControl(s);
+    } else if (ch.name === 'release_control') {
+      if (hub.owner === s) this.setOwner(null);
+      else refusal = Nack.NOT_OWNER;
+    } else if (ch.motion && this.latch.latched) {
+      refusal = Nack.ESTOP_LATCHED;
+    } else if (ch.motion && hub.owner !== s) {
+      refusal = Nack.NOT_OWNER;
+    } else if (ch.name === 'arm') {
+      // §11.2: the owner's arm, unlatched, is what lets motion resume after a stop.
+      // A robot that refuses its arm (its own safety chain open) leaves the hub disarmed.
+      result = hub.robot.intent(channelId, args);
+      if (result === 0) this.armedFlag = true;
+    } else if (ch.motion && !this.armedFlag) {
+      refusal = Nack.NOT_ARMED;
+    } else {
+      result = hub.robot.intent(channelId, args);
+      // The owner's disarm disarms the hub too; another operator's disarm reaches the robot only.
+      if (ch.name === 'disarm' && hub.owner === s) this.armedFlag = false;
+    }
+    if (refusal !== 0) egress.nack(s, refusal, FrameType.INTENT, channelId, requestId);
+    else {
+      egress.control(s, { type: FrameType.ECHO, channelId, requestId, result: result >= 0 && result <= 0xff ? result : 0xff });
+      // From the INTENT's arrival to its ECHO (the robot's own time included).
+      const at = hub.clock.now();
+      hub.health.recordIntentEcho(at - now, at);
+    }
+  }
+
+  private takeControl(s: Session): number {
+    const hub = this.hub;
+    if (hub.owner === s) return 0;
+    if (hub.owner && hub.owner.state === SessionState.ACTIVE) return Nack.NOT_OWNER;
+    this.setOwner(s);
+    return 0;
+  }
+
+  /** The control owner is now `s` (null: nobody): the deadman follows it, and it is announced. */
+  setOwner(s: Session | null): void {
+    const hub = this.hub;
+    hub.owner = s;
+    this.ownerChanged(s, hub.clock.now());
+    // §9: ownership is announced on the critical `control-owner` channel.
+    const ch: ChannelInfo | undefined = hub.catalog.byName('control-owner');
+    if (ch) {
+      const v = this.scratch;
+      v[0] = s ? s.id : 0;
+      hub.publishSample(ch.id, hub.clock.now(), v, 1);
     }
   }
 }

@@ -7,7 +7,7 @@
 import type { ChannelInfo } from '../catalog/index.js';
 import { ChannelClass, Direction, StreamKind } from '../catalog/schema.js';
 import { dataPrefix } from './fast-frames.js';
-import { FrameType, RESUME_TOKEN_BYTES } from './frames.js';
+import { FrameType, RESUME_TOKEN_BYTES } from './frame-types.js';
 import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S } from './constants.js';
 import { type NackThrottle, TokenBucket, type WindowCounter } from './limits.js';
 import { EventRing, FrameRing, StallClock } from './queues.js';
@@ -289,9 +289,9 @@ export class Session {
   readonly stall = new StallClock();
   readonly budget = new LinkBudget();
   readonly intentBucket: TokenBucket;
-  /** §12 RATE_LIMITED throttle: the transport's own before HELLO (hub.ts Conn), restarted then. */
+  /** §12 RATE_LIMITED throttle: the transport's own before HELLO (conn.ts Conn), restarted then. */
   readonly rateNacks: NackThrottle;
-  /** §12: the counter of the transport that opened the session, restarted at HELLO (hub.ts). */
+  /** §12: the counter of the transport that opened the session, restarted at HELLO (conn.ts). */
   readonly malformed: WindowCounter;
   lastHeard: number;
   staleSince = 0;

@@ -3,9 +3,10 @@
 // (§6.9). A session outlives its transports; its subscriptions and grants are kept while it is
 // STALE and re-stated on resume.
 
-import { GoodbyeReason, FrameType, PROTOCOL_VERSION, type HelloFrame } from './frames.js';
+import { GoodbyeReason, FrameType, PROTOCOL_VERSION, type HelloFrame } from './frame-types.js';
 import { tierFor } from './credentials.js';
-import type { Conn, Hub } from './hub.js';
+import type { Conn } from './conn.js';
+import type { Hub } from './hub.js';
 import { constantTimeEqual } from './limits.js';
 import { Nack } from './nack.js';
 import { DECIMATION_STATE, resetDecimation } from './shed.js';
@@ -76,7 +77,7 @@ export class SessionKeeper {
     s.grantOwed = false;
     // WELCOME re-states every grant the session holds (a resume keeps them all, §6.6); its link
     // is told them first.
-    conn.link.granted(egress.grantsOf(s));
+    conn.link.granted(plan.grantsOf(s));
     egress.control(s, {
       type: FrameType.WELCOME,
       sessionId: s.id,
@@ -88,8 +89,8 @@ export class SessionKeeper {
       tier: s.tier,
       owner: hub.owner ? hub.owner.id : 0,
       latched: hub.latch.latched,
-      subGrants: egress.subGrants(s),
-      pubGrants: egress.pubGrants(s),
+      subGrants: plan.subGrants(s),
+      pubGrants: plan.pubGrants(s),
       staleTtlMs: hub.config.staleTtlMs,
     });
     plan.sendRefusals(s);
@@ -220,7 +221,7 @@ export class SessionKeeper {
     s.state = SessionState.CLOSED;
     hub.plan.dropAll(s);
     hub.slots[s.slot] = null;
-    if (hub.owner === s) hub.setOwner(null);
+    if (hub.owner === s) hub.safety.setOwner(null);
     hub.log.event('session-close', s.id, reason);
     hub.plan.replan();
     hub.plan.announce();

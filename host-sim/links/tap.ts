@@ -165,7 +165,7 @@ export class DataHead {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A minimal CBOR scanner for DATA frames (hub/frames.ts encodeData and the EVENT form).
+// A minimal CBOR scanner for DATA frames (hub/frame-encode.ts encodeData and the EVENT form).
 
 let pos = 0;
 

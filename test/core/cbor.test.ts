@@ -3,16 +3,15 @@ import fc from 'fast-check';
 import {
   CborError,
   CborErrorCode,
-  CborReader,
   CborWriter,
   DEFAULT_CBOR_LIMITS,
   MajorType,
-  decodeValue,
   encodeValue,
   type CborLimits,
   type CborMap,
   type CborValue,
 } from '../../hub/cbor.js';
+import { CborReader, decodeValue } from '../../hub/cbor-reader.js';
 import { UTF8_DECODE_CHUNK, utf8ByteLength, utf8Check, utf8Decode, utf8Write } from '../../hub/utf8.js';
 import { deepEqual, equal, fail, ok, throws } from '../lib/assert.js';
 import { runs } from '../lib/env.js';

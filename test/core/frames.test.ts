@@ -1,7 +1,8 @@
 // hub/frames.ts and hub/nack.ts: the key registry and codes by value, round trips of every
 // frame, what the decoder refuses and with which NACK, the hot-path DATA encoder, and peek.
 import fc from 'fast-check';
-import { CborWriter, decodeValue, encodeValue, type CborMap, type CborValue } from '../../hub/cbor.js';
+import { CborWriter, encodeValue, type CborMap, type CborValue } from '../../hub/cbor.js';
+import { decodeValue } from '../../hub/cbor-reader.js';
 import {
   decodeFrame,
   encodeData,

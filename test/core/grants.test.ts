@@ -1,6 +1,7 @@
 import * as fc from 'fast-check';
 import { MAX_RATE_HZ } from '../../catalog/schema.js';
-import { CborWriter, decodeValue } from '../../hub/cbor.js';
+import { CborWriter } from '../../hub/cbor.js';
+import { decodeValue } from '../../hub/cbor-reader.js';
 import { encodeData } from '../../hub/frames.js';
 import {
   DATA_FRAME_FIXED_BYTES,

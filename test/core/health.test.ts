@@ -3,20 +3,14 @@ import { AckLagSummary } from '../../hub/acklag.js';
 import { Admission, defaultAdmissionLimits, DEFAULT_HEAP_LIMIT_BYTES } from '../../hub/admission.js';
 import { IngressGovernor } from '../../hub/governor.js';
 import {
-  BIN_SATURATION,
   BINDING_NAMES,
   BindingCode,
-  BUCKET_MS,
   bearerMatches,
   bindingCode,
   coarseReport,
   createHubLoad,
-  DURATION_BOUNDS_MS,
-  DURATION_HISTOGRAM,
   findInReport,
-  HEALTH_PERCENTILE,
   HealthMetrics,
-  Histogram,
   METRICS_VERSION,
   nonNumericLeaves,
   OperatorGate,
@@ -28,12 +22,11 @@ import {
   OPERATIONS_TRACKED_ADDRESSES,
   OPERATOR_TOKEN_MAX_CHARS,
   OPERATOR_TOKEN_MIN_CHARS,
-  Window60,
-  WINDOW_BUCKETS,
   type HealthCounterView,
   type HealthInputs,
   type LinkHealth,
 } from '../../hub/health.js';
+import { BIN_SATURATION, BUCKET_MS, DURATION_BOUNDS_MS, DURATION_HISTOGRAM, HEALTH_PERCENTILE, Histogram, Window60, WINDOW_BUCKETS } from '../../hub/window60.js';
 import { Ladder } from '../../hub/ladder.js';
 import { Nack, NACK_MAX_CODE } from '../../hub/nack.js';
 import { deepEqual, equal, ok, throws } from '../lib/assert.js';

@@ -1,7 +1,8 @@
 // §6 sessions: HELLO → WELCOME, slots and slot-pressure reclaim, resume on another link,
 // stale expiry, GOODBYE teardown, tiers from the stored credentials.
 import { Priority, Tier } from '../../catalog/schema.js';
-import { decodeValue, type CborMap, type CborValue } from '../../hub/cbor.js';
+import type { CborMap, CborValue } from '../../hub/cbor.js';
+import { decodeValue } from '../../hub/cbor-reader.js';
 import { CREDENTIALS_KEY, decodeCredentials, encodeCredentials, saveCredentials } from '../../hub/credentials.js';
 import { FrameType, GoodbyeReason, RESUME_TOKEN_BYTES, type DataFrame, type GoodbyeFrame, type GrantFrame } from '../../hub/frames.js';
 import { EstopSource } from '../../hub/estop-frame.js';

@@ -1,5 +1,5 @@
-// Differential tests of hub/cbor.ts against cbor-x, the independent reference (docs/simulator.md), and of
-// hub/utf8.ts against Node's TextEncoder/TextDecoder.
+// Differential tests of hub/cbor.ts and hub/cbor-reader.ts against cbor-x, the independent
+// reference (docs/simulator.md), and of hub/utf8.ts against Node's TextEncoder/TextDecoder.
 //
 // Where the two CBOR decoders legitimately differ: cbor-x decodes more than our subset and checks
 // less, so on some inputs it returns a value where we throw. Those are
@@ -15,7 +15,8 @@
 import assert from 'node:assert/strict';
 import { Decoder, Encoder } from 'cbor-x';
 import fc from 'fast-check';
-import { CborError, CborErrorCode, DEFAULT_CBOR_LIMITS, decodeValue, encodeValue, type CborValue } from '../../hub/cbor.js';
+import { CborError, CborErrorCode, DEFAULT_CBOR_LIMITS, encodeValue, type CborValue } from '../../hub/cbor.js';
+import { decodeValue } from '../../hub/cbor-reader.js';
 import { UTF8_DECODE_CHUNK, utf8ByteLength, utf8Check, utf8Decode, utf8Write } from '../../hub/utf8.js';
 
 const RUNS = 10_000;

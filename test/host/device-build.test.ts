@@ -373,7 +373,7 @@ export function preloadWrites(text: string): string[] {
       // The declaration itself is no use.
       const rest = code.slice(0, m.index) + ' '.repeat(m[0].length) + code.slice(m.index + m[0].length);
       if (re.test(rest)) {
-        problems.push(`module-scope ${ctor} '${id}' meets ${what}: preloaded, it is read-only on the device (make it on first use, as hub/frames.ts does)`);
+        problems.push(`module-scope ${ctor} '${id}' meets ${what}: preloaded, it is read-only on the device (make it on first use, as hub/frame-fields.ts does)`);
         break;
       }
     }

@@ -145,6 +145,13 @@ describe('tidy: the egress layers', () => {
     }
     assert.deepEqual(problems, []);
   });
+  it('no file under hub/ is over 500 lines: the core stays in layers a reader can hold', () => {
+    const long = sources('hub')
+      .map((file) => ({ rel: relative(repo, file), lines: readFileSync(file, 'utf8').split('\n').length }))
+      .filter((f) => f.lines > 500)
+      .map((f) => `${f.rel}: ${f.lines} lines`);
+    assert.deepEqual(long, []);
+  });
   it('the checks catch what they look for', () => {
     assert.ok(DECODERS.test(code("import { decodeFrame } from '../../hub/frames.js';")));
     assert.ok(!DECODERS.test(code('// decodeFrame in a comment is fine\n')));
