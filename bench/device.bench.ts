@@ -22,7 +22,7 @@ import { encodeFrame, FrameType, Key, PROTOCOL_VERSION, type Frame, type PubWish
 import { Hub, type HubConfig } from '../hub/hub.js';
 import { SessionState } from '../hub/session.js';
 import type { Clock, Random, RobotPort, SampleBlock, Store } from '../hub/ports.js';
-import { DEVICE_DEFAULTS } from '../device/config.js';
+import { DEVICE_BLE_QUEUE_BYTES, DEVICE_DEFAULTS, DEVICE_MAX_HUB_FRAME_BYTES } from '../device/config.js';
 import { LinkFraming, TcpLink, type DirectTransport } from '../bindings/tcp/egress.js';
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
 import { BleLink, type BleTransport } from '../bindings/ble/link.js';
@@ -467,6 +467,7 @@ class StreamClient extends Client implements DirectTransport {
       framing: ws ? LinkFraming.WS_SERVER : LinkFraming.LENGTH_PREFIX,
       binding: this.spec.binding,
       queueBytes: DEVICE_QUEUE_BYTES,
+      maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES,
       sha1: ws ? () => new Uint8Array(20) : undefined,
       takeBytes: SOCKET_TAKE_BYTES,
     });
@@ -608,7 +609,7 @@ class BleClient extends Client implements BleTransport {
   }
 
   open(): void {
-    this.link = BleLink.attach(this.world.hub, this, this.world.clock, {}, true);
+    this.link = BleLink.attach(this.world.hub, this, this.world.clock, { queue: { bytes: DEVICE_BLE_QUEUE_BYTES } }, true);
   }
 
   maximumWrite(): number {
@@ -744,8 +745,8 @@ class BenchRadio implements Radio {
   }
 }
 
-/** Device TCP/WS queue per connection (bindings/tcp/device.ts DEVICE_QUEUE_BYTES). */
-export const DEVICE_QUEUE_BYTES = 4612;
+/** Device TCP/WS queue per connection (bindings/tcp/device.ts DEVICE_QUEUE_BYTES, which imports Moddable's modules: test/host/device-bench.test.ts holds the two equal). */
+export const DEVICE_QUEUE_BYTES = 2048;
 
 /** What a world runs besides its clients: by default the robot's streams and its log events. */
 export interface WorldOptions {
@@ -820,7 +821,7 @@ export class DeviceWorld {
     const config = this.config;
     this.hub = new Hub(
       { clock: this.clock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog },
-      { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, neverShedBytes: DEVICE_DEFAULTS.never_shed_bytes, ...config },
+      { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, neverShedBytes: DEVICE_DEFAULTS.never_shed_bytes, maxFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, ...config },
     );
     if (this.clients.some((c) => c.spec.binding === 'espnow')) {
       this.espnow = new EspNowBinding({ clock: this.clock, radio: this.radio, attach: (link) => this.hub.attach(link) });

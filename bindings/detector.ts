@@ -66,13 +66,12 @@ export const Condition = Object.freeze({
   SATURATED: 16,
 } as const);
 
-// Index of each condition's run start in LevelMachine.runs (bit position).
-const RUN_ABOVE_CONGESTED = 0;
-const RUN_BELOW_RECOVERED = 1;
-const RUN_ABOVE_SEVERE = 2;
-const RUN_BELOW_CONGESTED = 3;
-const RUN_SATURATED = 4;
-const RUNS = 5;
+// The Condition bits as plain numbers, for the machine's step.
+const ABOVE_CONGESTED = Condition.ABOVE_CONGESTED;
+const BELOW_RECOVERED = Condition.BELOW_RECOVERED;
+const ABOVE_SEVERE = Condition.ABOVE_SEVERE;
+const BELOW_CONGESTED = Condition.BELOW_CONGESTED;
+const SATURATED = Condition.SATURATED;
 
 /** The thresholds one signal is judged against (strictly above / strictly below). */
 export interface Thresholds {
@@ -126,28 +125,36 @@ export function classify(signal: number, t: Thresholds): number {
  *
  * Each run is timed from when its condition began, whatever the level was then: a signal that
  * drops from severe to nothing is at 1 after 1 s and at 0 after 5 s, not 6 s.
+ *
+ * Every detector is one: it measures its signal and steps the machine with what the signal meets.
  */
-export class LevelMachine {
-  private lvl: number = LEVEL_CLEAR;
+export abstract class LevelMachine {
+  /** The level, as of the last step. */
+  protected lvl: number = LEVEL_CLEAR;
   private began: number;
   private last: number;
-  // When each condition's current run began (by bit position); NaN while it does not hold.
-  private readonly runs = new Float64Array(RUNS);
-  // The runs as they stood before the instant `at`, which every sample at `at` starts again from.
+  // When each condition's run began as the runs stood before the instant `at` (NaN: not going
+  // then), which every sample at `at` starts again from. The runs the last step left follow from
+  // these and its conditions (`stepped`): a run it met goes on from its start before `at`, or
+  // began at `at`; a run it missed is not going. Plain numbers, a slot each and no array.
   private at = NaN;
-  private readonly baseRuns = new Float64Array(RUNS);
-  // The conditions of the last step, and when a window of them can next close.
+  private aboveCongested = NaN;
+  private belowRecovered = NaN;
+  private aboveSevere = NaN;
+  private belowCongested = NaN;
+  private saturated = NaN;
+  // The conditions of the last step, and when a window of them can next close (Infinity: none
+  // can).
   private stepped = -1;
-  private nextAt = -Infinity;
+  protected nextAt = -Infinity;
 
   constructor(now: number) {
     this.began = now;
     this.last = now;
-    this.runs.fill(NaN);
   }
 
   /** `now`, never earlier than a time already seen (the level's start never moves back). */
-  clamp(now: number): number {
+  protected clamp(now: number): number {
     if (now > this.last) this.last = now;
     return this.last;
   }
@@ -158,47 +165,82 @@ export class LevelMachine {
    * changes nothing and returns at once: a link judges its level at every instant it is asked,
    * and almost every one of those finds nothing new.
    */
-  step(conditions: number, now: number): number {
+  protected step(conditions: number, now: number): number {
     if (conditions === this.stepped && now < this.nextAt && now >= this.last) {
       this.last = now;
       return this.lvl;
     }
     const t = this.clamp(now);
-    const runs = this.runs;
-    const base = this.baseRuns;
+    let r: number;
     if (t !== this.at) {
-      base.set(runs);
+      // A new instant: the runs the last step left are where every sample at `t` starts from.
+      const at = this.at;
+      const c = this.stepped;
+      r = this.aboveCongested;
+      this.aboveCongested = c & ABOVE_CONGESTED ? (r === r ? r : at) : NaN;
+      r = this.belowRecovered;
+      this.belowRecovered = c & BELOW_RECOVERED ? (r === r ? r : at) : NaN;
+      r = this.aboveSevere;
+      this.aboveSevere = c & ABOVE_SEVERE ? (r === r ? r : at) : NaN;
+      r = this.belowCongested;
+      this.belowCongested = c & BELOW_CONGESTED ? (r === r ? r : at) : NaN;
+      r = this.saturated;
+      this.saturated = c & SATURATED ? (r === r ? r : at) : NaN;
       this.at = t;
     }
-    for (let k = 0; k < RUNS; k++) {
-      const from = base[k] as number;
-      runs[k] = (conditions >>> k) & 1 ? (Number.isNaN(from) ? t : from) : NaN;
-    }
+    // The runs this sample leaves: going on from before `t`, begun at `t`, or NaN (not going).
+    r = this.aboveCongested;
+    const aboveCongested = conditions & ABOVE_CONGESTED ? (r === r ? r : t) : NaN;
+    r = this.belowRecovered;
+    const belowRecovered = conditions & BELOW_RECOVERED ? (r === r ? r : t) : NaN;
+    r = this.aboveSevere;
+    const aboveSevere = conditions & ABOVE_SEVERE ? (r === r ? r : t) : NaN;
+    r = this.belowCongested;
+    const belowCongested = conditions & BELOW_CONGESTED ? (r === r ? r : t) : NaN;
+    r = this.saturated;
+    const saturated = conditions & SATURATED ? (r === r ? r : t) : NaN;
     // A run that is not going reads NaN here, and NaN ≥ w is false.
     let next = this.lvl;
-    if (next < LEVEL_SEVERE && (t - (runs[RUN_ABOVE_SEVERE] as number) >= SEVERE_WINDOW_MS || t - (runs[RUN_SATURATED] as number) >= SATURATED_WINDOW_MS)) {
+    if (next < LEVEL_SEVERE && (t - aboveSevere >= SEVERE_WINDOW_MS || t - saturated >= SATURATED_WINDOW_MS)) {
       next = LEVEL_SEVERE;
-    } else if (next < LEVEL_CONGESTED && t - (runs[RUN_ABOVE_CONGESTED] as number) >= CONGESTION_WINDOW_MS) {
+    } else if (next < LEVEL_CONGESTED && t - aboveCongested >= CONGESTION_WINDOW_MS) {
       next = LEVEL_CONGESTED;
     }
-    if (next === LEVEL_SEVERE && t - (runs[RUN_BELOW_CONGESTED] as number) >= RELIEF_WINDOW_MS) next = LEVEL_CONGESTED;
-    if (next === LEVEL_CONGESTED && t - (runs[RUN_BELOW_RECOVERED] as number) >= RECOVERY_WINDOW_MS) next = LEVEL_CLEAR;
+    if (next === LEVEL_SEVERE && t - belowCongested >= RELIEF_WINDOW_MS) next = LEVEL_CONGESTED;
+    if (next === LEVEL_CONGESTED && t - belowRecovered >= RECOVERY_WINDOW_MS) next = LEVEL_CLEAR;
     if (next !== this.lvl) {
       this.lvl = next;
       this.began = t;
     }
     this.stepped = conditions;
-    this.nextAt = nextClose(next, runs);
+    // The earliest instant a window of the runs going closes at `next` (Infinity: none can), each
+    // only where its transition is possible from `next`. A run that is not going is NaN, and
+    // NaN < at is false: it is left out.
+    let at = Infinity;
+    if (next < LEVEL_SEVERE) {
+      r = aboveSevere + SEVERE_WINDOW_MS;
+      if (r < at) at = r;
+      r = saturated + SATURATED_WINDOW_MS;
+      if (r < at) at = r;
+      if (next < LEVEL_CONGESTED) {
+        r = aboveCongested + CONGESTION_WINDOW_MS;
+        if (r < at) at = r;
+      }
+    }
+    if (next === LEVEL_SEVERE) {
+      r = belowCongested + RELIEF_WINDOW_MS;
+      if (r < at) at = r;
+    }
+    if (next >= LEVEL_CONGESTED) {
+      r = belowRecovered + RECOVERY_WINDOW_MS;
+      if (r < at) at = r;
+    }
+    this.nextAt = at;
     return next;
   }
 
   level(): number {
     return this.lvl;
-  }
-
-  /** When a window of the last sample's conditions can next close (Infinity: none can). */
-  closesAt(): number {
-    return this.nextAt;
   }
 
   /** When the current level began (the core times "sustained > 5 s" from it, §10.3). */
@@ -211,40 +253,11 @@ export class LevelMachine {
     this.lvl = LEVEL_CLEAR;
     this.began = now;
     this.last = now;
-    this.runs.fill(NaN);
     this.at = NaN;
+    this.aboveCongested = this.belowRecovered = this.aboveSevere = this.belowCongested = this.saturated = NaN;
     this.stepped = -1;
     this.nextAt = -Infinity;
   }
-}
-
-/**
- * The earliest instant a window of the runs going closes at `level` (Infinity: none can): the
- * windows LevelMachine.step reads, each only where its transition is possible from `level`.
- */
-function nextClose(level: number, runs: Float64Array): number {
-  let at = Infinity;
-  let r: number;
-  if (level < LEVEL_SEVERE) {
-    r = (runs[RUN_ABOVE_SEVERE] as number) + SEVERE_WINDOW_MS;
-    if (r < at) at = r;
-    r = (runs[RUN_SATURATED] as number) + SATURATED_WINDOW_MS;
-    if (r < at) at = r;
-    if (level < LEVEL_CONGESTED) {
-      r = (runs[RUN_ABOVE_CONGESTED] as number) + CONGESTION_WINDOW_MS;
-      if (r < at) at = r;
-    }
-  }
-  if (level === LEVEL_SEVERE) {
-    r = (runs[RUN_BELOW_CONGESTED] as number) + RELIEF_WINDOW_MS;
-    if (r < at) at = r;
-  }
-  if (level >= LEVEL_CONGESTED) {
-    r = (runs[RUN_BELOW_RECOVERED] as number) + RECOVERY_WINDOW_MS;
-    if (r < at) at = r;
-  }
-  // A run that is not going is NaN, and NaN < at is false: it is left out.
-  return at;
 }
 
 /** What every binding's detector offers the binding (which answers Link.level() from it). */
@@ -303,8 +316,7 @@ export interface WatermarkOptions {
  * trough at every take: 12 of 16 after a BLE event of four, 76 % of a 6 KiB queue after one
  * 1460-byte segment. Judged there, a link that never catches up would never read severe.
  */
-export class WatermarkDetector implements CongestionDetector {
-  private readonly machine: LevelMachine;
+export class WatermarkDetector extends LevelMachine implements CongestionDetector {
   private readonly lagCongested: number;
   private readonly lagRecovered: number;
   private queue = 0;
@@ -319,7 +331,7 @@ export class WatermarkDetector implements CongestionDetector {
   private judgedAt = -Infinity;
 
   constructor(now: number, options?: WatermarkOptions) {
-    this.machine = new LevelMachine(now);
+    super(now);
     this.lagCongested = options?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES;
     this.lagRecovered = options?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES;
   }
@@ -343,7 +355,7 @@ export class WatermarkDetector implements CongestionDetector {
     const q = this.queue;
     // Below the recovery threshold before and after, the signal meets the conditions of the last
     // judgement (unheld) before any of its windows can close: judging changes nothing.
-    if (q < RECOVERED_WATERMARK && q >= 0 && old < RECOVERED_WATERMARK && old >= 0 && now < this.quietUntil && now >= this.judgedAt && this.judgedAt >= this.staleUntil && this.machine.clamp(now) === now) {
+    if (q < RECOVERED_WATERMARK && q >= 0 && old < RECOVERED_WATERMARK && old >= 0 && now < this.quietUntil && now >= this.judgedAt && this.judgedAt >= this.staleUntil && this.clamp(now) === now) {
       this.judgedAt = now;
       this.judgements++;
       return;
@@ -358,7 +370,7 @@ export class WatermarkDetector implements CongestionDetector {
    * the queue leaves no backlog: the signal is 0.
    */
   drained(before: number, after: number, now: number): void {
-    const t = this.machine.clamp(now);
+    const t = this.clamp(now);
     const found = this.turnedAway && before < SATURATED_SIGNAL ? SATURATED_SIGNAL : before;
     this.turnedAway = false;
     const old = this.queue;
@@ -384,17 +396,17 @@ export class WatermarkDetector implements CongestionDetector {
    */
   through(ratio: number, now: number): number {
     if (this.queue === 0 && !this.turnedAway && ratio >= 0 && ratio < RECOVERED_WATERMARK && now < this.quietUntil && now >= this.judgedAt && this.judgedAt >= this.staleUntil) {
-      const t = this.machine.clamp(now);
+      const t = this.clamp(now);
       if (t === now) {
         this.judgedAt = t;
         this.takenAt = t;
         this.judgements += 2;
-        return this.machine.level();
+        return this.lvl;
       }
     }
     this.queued(ratio, now);
     this.drained(ratio, 0, now);
-    return this.machine.level();
+    return this.lvl;
   }
 
   /**
@@ -441,7 +453,7 @@ export class WatermarkDetector implements CongestionDetector {
   tick(now: number): void {
     if (now < this.quietUntil && now >= this.judgedAt) {
       this.judgedAt = now;
-      this.machine.clamp(now);
+      this.clamp(now);
       return;
     }
     this.judge(now);
@@ -453,23 +465,19 @@ export class WatermarkDetector implements CongestionDetector {
     const stale = this.staleUntil;
     const held = now < stale;
     // Until a window closes or the stale hold ends, a tick with no input between finds the same.
-    const closes = this.machine.closesAt();
+    const closes = this.nextAt;
     this.quietUntil = held && stale < closes ? stale : closes;
     let c = classify(held && this.queue < SATURATED_SIGNAL ? SATURATED_SIGNAL : this.queue, WATERMARK_THRESHOLDS);
     if (this.lagFrames > this.lagCongested) c |= Condition.ABOVE_CONGESTED;
     if (!(this.lagFrames < this.lagRecovered)) c &= ~Condition.BELOW_RECOVERED;
-    this.machine.step(c, now);
-    const after = this.machine.closesAt();
+    this.step(c, now);
+    const after = this.nextAt;
     this.quietUntil = held && stale < after ? stale : after;
   }
   /** Before this instant a tick without input changes nothing (see tick): a link may skip it ... */
   quietUntil = -Infinity;
   /** ... as long as no input was judged since it last looked: judgements so far. */
   judgements = 0;
-
-  level(): number {
-    return this.machine.level();
-  }
 
   /**
    * The queue signal as judged: the backlog the link found at its last take, or more since;
@@ -484,17 +492,13 @@ export class WatermarkDetector implements CongestionDetector {
     return this.lagFrames;
   }
 
-  since(): number {
-    return this.machine.since();
-  }
-
-  reset(now: number): void {
+  override reset(now: number): void {
     this.queue = 0;
     this.lagFrames = 0;
     this.takenAt = NaN;
     this.turnedAway = false;
     this.quietUntil = -Infinity;
-    this.machine.reset(now);
+    super.reset(now);
   }
 }
 
@@ -541,6 +545,23 @@ const RECEIVED = 2;
 const LOST = 3;
 
 const RING_MASK = LOSS_RING - 1;
+/**
+ * Datagrams awaiting the radio's send status at once. The radio has one datagram in flight and
+ * reports its status before the next goes (bindings/espnow/link.ts), so one is owed at a time;
+ * the rest is slack. Past this many the oldest is forgotten.
+ */
+const STATUS_SLOTS = 16;
+const STATUS_MASK = STATUS_SLOTS - 1;
+// The detector's arrays, one buffer, one view per element type: `times` holds the ring's
+// instants, then the bucket numbers from BUCKET_IDS; `counts` each bucket's lost and resolved
+// counts (bucket b at 2b and 2b + 1); `seqs` the ring's sequence numbers, then the send-status
+// FIFO from STATUS_AT; `state` the ring's slot states.
+const BUCKET_IDS = LOSS_RING;
+const STATUS_AT = LOSS_RING;
+const TIMES_BYTES = (LOSS_RING + LOSS_BUCKETS) * 8;
+const COUNTS_BYTES = 2 * LOSS_BUCKETS * 4;
+const SEQS_BYTES = (LOSS_RING + STATUS_SLOTS) * 2;
+const LOSS_BYTES = TIMES_BYTES + COUNTS_BYTES + SEQS_BYTES + LOSS_RING;
 
 /**
  * §10.3 loss-rate detector for one ESP-NOW peer: loss = datagrams known lost ÷ datagrams resolved
@@ -554,14 +575,15 @@ const RING_MASK = LOSS_RING - 1;
  * reordered ACKs). Call `tick` at least every hub tick so that timeouts and the window's aging
  * are seen even when no datagram moves.
  */
-export class LossDetector implements CongestionDetector {
-  private readonly machine: LevelMachine;
+export class LossDetector extends LevelMachine implements CongestionDetector {
   private readonly timeoutMs: number;
-  // Ring of recent datagrams, indexed by seq mod LOSS_RING.
-  private readonly seqs = new Int32Array(LOSS_RING);
-  private readonly state = new Uint8Array(LOSS_RING);
-  private readonly sentAt = new Float64Array(LOSS_RING);
-  private readonly lostAt = new Float64Array(LOSS_RING);
+  // Ring of recent datagrams, indexed by seq mod LOSS_RING: each one's number (meaningful unless
+  // EMPTY), its state, and the instant it was sent while PENDING, or counted lost while LOST (a
+  // LOST datagram never becomes PENDING again, so one number serves both). Past the ring, `seqs`
+  // holds the send-status FIFO and `times` the bucket numbers.
+  private readonly seqs: Uint16Array;
+  private readonly state: Uint8Array;
+  private readonly times: Float64Array;
   // The slots an ACK can still change (PENDING or LOST), a bit each: slots 0–31, then 32–63. An
   // ACK and the timeout scan visit these few, not the 32 numbers a bitmap covers nor the ring.
   private openLo = 0;
@@ -569,31 +591,27 @@ export class LossDetector implements CongestionDetector {
   private pending = 0;
   // No pending datagram times out before this (the oldest send time + timeout, or later).
   private expiry = Infinity;
-  // Datagrams awaiting the radio's send status, oldest first (the radio reports in send order).
-  private readonly statusSeqs = new Uint16Array(LOSS_RING);
+  // Datagrams awaiting the radio's send status, oldest first (the radio reports in send order):
+  // seqs[STATUS_AT + ((statusHead + k) & STATUS_MASK)] for the k-th.
   private statusHead = 0;
   private statusCount = 0;
-  // Resolutions by LOSS_BUCKET_MS bucket: the bucket number each slot holds, and its counts.
-  private readonly bucketId = new Float64Array(LOSS_BUCKETS);
-  private readonly bucketLost = new Int32Array(LOSS_BUCKETS);
-  private readonly bucketResolved = new Int32Array(LOSS_BUCKETS);
+  // Resolutions by LOSS_BUCKET_MS bucket: the bucket number slot b holds (at BUCKET_IDS + b in
+  // `times`), and its lost and resolved counts (counts[2b], counts[2b + 1]).
+  private readonly counts: Int32Array;
   // The window's sums, kept as resolutions are counted, as of the window ending with bucket
   // `summedAt` (NaN: taken afresh at the next judgement).
   private lostN = 0;
   private resolvedN = 0;
   private summedAt = NaN;
   private rate = 0;
-  // The Condition bits of `rate`, and the machine's level after the last step.
+  // The Condition bits of `rate` (the machine's level after the last step is its `lvl`).
   private cond = 0;
-  private lvl: number = LEVEL_CLEAR;
   private judgedAt = -Infinity;
   // The latest time seen: a call's time is never taken as earlier (what LevelMachine.clamp does
   // for the machine, which sees no time but this one).
   private latest: number;
-  // When a level window of the machine can next close (its closesAt after the last step), and
-  // before this instant only the rate can change the level without a timeout: the summed bucket
-  // ends, or a level window closes.
-  private closes = -Infinity;
+  // Before this instant only the rate can change the level without a timeout: the summed bucket
+  // ends, or a level window of the machine closes (its `nextAt`, as of the last step).
   private calmUntil = -Infinity;
   /**
    * Before this instant a tick without input changes nothing (a datagram times out, the window
@@ -602,9 +620,14 @@ export class LossDetector implements CongestionDetector {
   quietUntil = -Infinity;
 
   constructor(now: number, options?: LossOptions) {
-    this.machine = new LevelMachine(now);
+    super(now);
     this.latest = now;
     this.timeoutMs = options?.ackTimeoutMs ?? LOSS_ACK_TIMEOUT_MS;
+    const buffer = new ArrayBuffer(LOSS_BYTES);
+    this.times = new Float64Array(buffer, 0, LOSS_RING + LOSS_BUCKETS);
+    this.counts = new Int32Array(buffer, TIMES_BYTES, 2 * LOSS_BUCKETS);
+    this.seqs = new Uint16Array(buffer, TIMES_BYTES + COUNTS_BYTES, LOSS_RING + STATUS_SLOTS);
+    this.state = new Uint8Array(buffer, TIMES_BYTES + COUNTS_BYTES + SEQS_BYTES, LOSS_RING);
     this.clear();
   }
 
@@ -627,18 +650,18 @@ export class LossDetector implements CongestionDetector {
       }
       this.seqs[i] = s;
       this.state[i] = PENDING;
-      this.sentAt[i] = t;
+      this.times[i] = t;
       this.pending++;
       if (i < 32) this.openLo |= 1 << i;
       else this.openHi |= 1 << (i - 32);
       const e = t + this.timeoutMs;
       if (e < this.expiry) this.expiry = e;
     }
-    if (this.statusCount === LOSS_RING) {
-      this.statusHead = (this.statusHead + 1) & RING_MASK;
+    if (this.statusCount === STATUS_SLOTS) {
+      this.statusHead = (this.statusHead + 1) & STATUS_MASK;
       this.statusCount--;
     }
-    this.statusSeqs[(this.statusHead + this.statusCount) & RING_MASK] = s;
+    this.seqs[STATUS_AT + ((this.statusHead + this.statusCount) & STATUS_MASK)] = s;
     this.statusCount++;
     // Nothing resolved, so the rate stands: judge's first case, without the call.
     if (!resolved && t < this.calmUntil && t <= this.expiry) {
@@ -654,8 +677,8 @@ export class LossDetector implements CongestionDetector {
   sendStatus(ok: boolean, now: number): number {
     const t = now > this.latest ? (this.latest = now) : this.latest;
     if (this.statusCount > 0) {
-      const s = this.statusSeqs[this.statusHead] as number;
-      this.statusHead = (this.statusHead + 1) & RING_MASK;
+      const s = this.seqs[STATUS_AT + this.statusHead] as number;
+      this.statusHead = (this.statusHead + 1) & STATUS_MASK;
       this.statusCount--;
       if (!ok) {
         const i = s & RING_MASK;
@@ -711,7 +734,7 @@ export class LossDetector implements CongestionDetector {
           } else this.unlose(i);
         } else if (st === PENDING) {
           this.state[i] = LOST;
-          this.lostAt[i] = t;
+          this.times[i] = t;
           this.pending--;
           lost++;
         }
@@ -739,18 +762,19 @@ export class LossDetector implements CongestionDetector {
 
   private markLost(i: number, t: number): void {
     this.state[i] = LOST;
-    this.lostAt[i] = t;
+    this.times[i] = t;
     this.pending--;
     this.count(t, 1, 1);
   }
 
   // A late ACK: the loss was counted in its own bucket; take it back there if it is still kept.
   private unlose(i: number): void {
-    const id = Math.floor((this.lostAt[i] as number) / LOSS_BUCKET_MS);
+    const times = this.times;
+    const id = Math.floor((times[i] as number) / LOSS_BUCKET_MS);
     const b = bucketSlot(id);
-    const lost = this.bucketLost[b] as number;
-    if (this.bucketId[b] === id && lost > 0) {
-      this.bucketLost[b] = lost - 1;
+    const lost = this.counts[b << 1] as number;
+    if (times[BUCKET_IDS + b] === id && lost > 0) {
+      this.counts[b << 1] = lost - 1;
       // The sums hold that bucket while it is in their window.
       const at = this.summedAt;
       if (id > at - LOSS_BUCKETS && id <= at) this.lostN--;
@@ -764,20 +788,22 @@ export class LossDetector implements CongestionDetector {
     let b = id % LOSS_BUCKETS; // bucketSlot
     if (b < 0) b += LOSS_BUCKETS;
     const at = this.summedAt;
-    const old = this.bucketId[b] as number;
+    const counts = this.counts;
+    const c = b << 1;
+    const old = this.times[BUCKET_IDS + b] as number;
     if (old !== id) {
       if (old > id) return;
       // The bucket this one replaces leaves the sums with it.
       if (old > at - LOSS_BUCKETS && old <= at) {
-        this.lostN -= this.bucketLost[b] as number;
-        this.resolvedN -= this.bucketResolved[b] as number;
+        this.lostN -= counts[c] as number;
+        this.resolvedN -= counts[c + 1] as number;
       }
-      this.bucketId[b] = id;
-      this.bucketLost[b] = 0;
-      this.bucketResolved[b] = 0;
+      this.times[BUCKET_IDS + b] = id;
+      counts[c] = 0;
+      counts[c + 1] = 0;
     }
-    this.bucketResolved[b] = (this.bucketResolved[b] as number) + resolved;
-    this.bucketLost[b] = (this.bucketLost[b] as number) + lost;
+    counts[c + 1] = (counts[c + 1] as number) + resolved;
+    counts[c] = (counts[c] as number) + lost;
     if (id > at - LOSS_BUCKETS && id <= at) {
       this.lostN += lost;
       this.resolvedN += resolved;
@@ -805,13 +831,15 @@ export class LossDetector implements CongestionDetector {
       // since, outside the sums then) added.
       let b = newest % LOSS_BUCKETS; // bucketSlot
       if (b < 0) b += LOSS_BUCKETS;
-      const id = this.bucketId[b];
+      const id = this.times[BUCKET_IDS + b];
       if (id === newest - LOSS_BUCKETS) {
-        this.lostN -= this.bucketLost[b] as number;
-        this.resolvedN -= this.bucketResolved[b] as number;
+        const counts = this.counts;
+        this.lostN -= counts[b << 1] as number;
+        this.resolvedN -= counts[(b << 1) + 1] as number;
       } else if (id === newest) {
-        this.lostN += this.bucketLost[b] as number;
-        this.resolvedN += this.bucketResolved[b] as number;
+        const counts = this.counts;
+        this.lostN += counts[b << 1] as number;
+        this.resolvedN += counts[(b << 1) + 1] as number;
       }
       this.summedAt = newest;
     } else if (newest !== from) this.sum(newest);
@@ -819,17 +847,16 @@ export class LossDetector implements CongestionDetector {
     const r = this.lostN / (resolved > LOSS_MIN_RESOLVED ? resolved : LOSS_MIN_RESOLVED);
     // The same rate before a window closes: the machine would take the same conditions and
     // change nothing (its own first case), so it is not asked.
-    if (r !== this.rate || !(t < this.closes)) {
+    if (r !== this.rate || !(t < this.nextAt)) {
       if (r !== this.rate) {
         this.rate = r;
         this.cond = classify(r, LOSS_THRESHOLDS);
       }
-      this.lvl = this.machine.step(this.cond, t);
-      this.closes = this.machine.closesAt();
+      this.step(this.cond, t);
     }
     // Quiet until a datagram times out, the window rolls (the next bucket) or a level window closes.
     let q = (newest + 1) * LOSS_BUCKET_MS;
-    const c = this.closes;
+    const c = this.nextAt;
     this.calmUntil = c < q ? c : q;
     const e = this.expiry;
     if (e < q) q = e + 1e-9;
@@ -848,7 +875,7 @@ export class LossDetector implements CongestionDetector {
         m ^= low;
         const i = off + 31 - Math.clz32(low);
         if (this.state[i] !== PENDING) continue;
-        const at = this.sentAt[i] as number;
+        const at = this.times[i] as number;
         if (t - at > this.timeoutMs) this.markLost(i, t);
         else if (at < oldest) oldest = at;
       }
@@ -861,36 +888,34 @@ export class LossDetector implements CongestionDetector {
   // entering, or neither); otherwise the sums are taken afresh over the buckets it covers.
   private sum(newest: number): void {
     const from = this.summedAt;
+    const times = this.times;
+    const counts = this.counts;
     if (newest > from && newest - from < LOSS_BUCKETS) {
       for (let j = from + 1; j <= newest; j++) {
         const b = bucketSlot(j);
-        const id = this.bucketId[b];
+        const id = times[BUCKET_IDS + b];
         if (id === j - LOSS_BUCKETS) {
-          this.lostN -= this.bucketLost[b] as number;
-          this.resolvedN -= this.bucketResolved[b] as number;
+          this.lostN -= counts[b << 1] as number;
+          this.resolvedN -= counts[(b << 1) + 1] as number;
         } else if (id === j) {
-          this.lostN += this.bucketLost[b] as number;
-          this.resolvedN += this.bucketResolved[b] as number;
+          this.lostN += counts[b << 1] as number;
+          this.resolvedN += counts[(b << 1) + 1] as number;
         }
       }
     } else {
       let lost = 0;
       let resolved = 0;
       for (let b = 0; b < LOSS_BUCKETS; b++) {
-        const id = this.bucketId[b] as number;
+        const id = times[BUCKET_IDS + b] as number;
         if (id > newest - LOSS_BUCKETS && id <= newest) {
-          lost += this.bucketLost[b] as number;
-          resolved += this.bucketResolved[b] as number;
+          lost += counts[b << 1] as number;
+          resolved += counts[(b << 1) + 1] as number;
         }
       }
       this.lostN = lost;
       this.resolvedN = resolved;
     }
     this.summedAt = newest;
-  }
-
-  level(): number {
-    return this.lvl;
   }
 
   /** The loss rate as of the last call. */
@@ -913,33 +938,25 @@ export class LossDetector implements CongestionDetector {
     return this.pending;
   }
 
-  since(): number {
-    return this.machine.since();
-  }
-
-  reset(now: number): void {
+  override reset(now: number): void {
     this.clear();
     this.latest = now;
-    this.machine.reset(now);
+    super.reset(now);
   }
 
   private clear(): void {
-    this.seqs.fill(-1);
     this.state.fill(EMPTY);
     this.openLo = this.openHi = 0;
     this.pending = 0;
     this.expiry = Infinity;
     this.statusHead = 0;
     this.statusCount = 0;
-    this.bucketId.fill(-Infinity);
-    this.bucketLost.fill(0);
-    this.bucketResolved.fill(0);
+    this.times.fill(-Infinity, BUCKET_IDS, BUCKET_IDS + LOSS_BUCKETS);
+    this.counts.fill(0);
     this.lostN = 0;
     this.resolvedN = 0;
     this.rate = 0;
     this.cond = classify(0, LOSS_THRESHOLDS);
-    this.lvl = LEVEL_CLEAR;
-    this.closes = -Infinity;
     this.summedAt = NaN;
     this.calmUntil = -Infinity;
     this.quietUntil = -Infinity;

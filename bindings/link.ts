@@ -284,16 +284,18 @@ export const ESTOP_AHEAD_SLOTS = 4;
  * newest carries the latch's current state, and a client that has not read the last four has
  * a dead link (§10.4). `dropped` counts those.
  *
- * Each slot holds up to `slotBytes`: the 12-byte frame and whatever the binding frames it with.
- * The slots live in `storage` at `base` (a binding keeps them next to its queue, so that one
- * native copy moves a frame on), or in an array of their own.
+ * Each slot holds up to `slotBytes` (at most 255): the 12-byte frame and whatever the binding
+ * frames it with. The slots live in `storage` at `base` (a binding keeps them next to its queue,
+ * so that one native copy moves a frame on), or in an array of their own. A link holds at most
+ * four (their lengths are the four bytes of one number).
  */
 export class EstopAhead {
   readonly slots: number;
   readonly slotBytes: number;
   readonly storage: Uint8Array;
   readonly base: number;
-  private readonly lens: Uint8Array;
+  // Each slot's length, slot i in bits 8i to 8i + 7.
+  private lens = 0;
   private first = 0;
   private n = 0;
   /** The front one is partly handed over (or in the air): it is never the one dropped. */
@@ -303,12 +305,12 @@ export class EstopAhead {
   dropped = 0;
 
   constructor(slotBytes: number, slots: number = ESTOP_AHEAD_SLOTS, storage?: Uint8Array, base = 0) {
+    if (!(slots >= 1 && slots <= 4 && slotBytes >= 1 && slotBytes <= 0xff)) throw new RangeError('EstopAhead: 1 to 4 slots of 1 to 255 bytes');
     this.slots = slots;
     this.slotBytes = slotBytes;
     this.storage = storage ?? new Uint8Array(slots * slotBytes);
     this.base = storage ? base : 0;
     if (this.base + slots * slotBytes > this.storage.length) throw new RangeError('EstopAhead: the slots lie outside their storage');
-    this.lens = new Uint8Array(slots);
   }
 
   /** ESTOP frames waiting (the one partly handed over included). */
@@ -336,7 +338,7 @@ export class EstopAhead {
     const s = this.storage;
     for (let i = 0; i < hlen; i++) s[at + i] = header[i] as number;
     s.set(flen === frame.length ? frame : frame.subarray(0, flen), at + hlen);
-    this.lens[slot] = hlen + flen;
+    this.setLength(slot, hlen + flen);
     this.n++;
   }
 
@@ -346,13 +348,13 @@ export class EstopAhead {
   }
 
   frontLength(): number {
-    return this.lens[this.first] as number;
+    return (this.lens >>> (this.first << 3)) & 0xff;
   }
 
   /** Bytes of every waiting one, framing included. */
   bytes(): number {
     let b = 0;
-    for (let k = 0; k < this.n; k++) b += this.lens[this.index(k)] as number;
+    for (let k = 0; k < this.n; k++) b += (this.lens >>> (this.index(k) << 3)) & 0xff;
     return b;
   }
 
@@ -379,7 +381,12 @@ export class EstopAhead {
     const b = this.base;
     const w = this.slotBytes;
     this.storage.copyWithin(b + to * w, b + from * w, b + from * w + w);
-    this.lens[to] = this.lens[from] as number;
+    this.setLength(to, (this.lens >>> (from << 3)) & 0xff);
+  }
+
+  private setLength(slot: number, length: number): void {
+    const shift = slot << 3;
+    this.lens = (this.lens & ~(0xff << shift)) | (length << shift);
   }
 }
 

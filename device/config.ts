@@ -85,6 +85,17 @@ export const DEVICE_DEFAULTS = Object.freeze({
 
 export type DeviceConfigKey = keyof typeof DEVICE_DEFAULTS;
 
+/**
+ * The largest frame the device's hub writes (HubConfig.maxFrameBytes), which sizes its staging
+ * area and the links' queues. The protocol allows 4608 (an EVENT with 4096 bytes of text); on the
+ * device an EVENT comes over the robot link, whose payload is at most 255 bytes, so the largest
+ * frames are an ECHO or NACK about a client's 1024-byte frame and CATALOG and HEALTH chunks within
+ * a 1024-byte `mtu` (docs/operations.md "Memory").
+ */
+export const DEVICE_MAX_HUB_FRAME_BYTES = 1536;
+/** The BLE notification queue on the device: one largest frame and room behind it. */
+export const DEVICE_BLE_QUEUE_BYTES = 2048;
+
 export interface CredentialText {
   readonly tier: number;
   /** The credential is the UTF-8 bytes of this text. */

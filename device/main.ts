@@ -28,7 +28,7 @@ import { Hub } from '../hub/hub.js';
 import type { Clock, Log, Random } from '../hub/ports.js';
 import { utf8ByteLength, utf8Write } from '../hub/utf8.js';
 import { CATALOG, CONFIG } from './boot.js';
-import { Pull, WifiMode, type DeviceConfig } from './config.js';
+import { DEVICE_BLE_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
 import { openDeviceRobot } from './robot.js';
 import { PreferenceStore } from './store.js';
 import { deviceHubWiring } from './wiring.js';
@@ -152,7 +152,15 @@ export default function main(): void {
   const wiring = deviceHubWiring(config.tickMs, Instrumentation);
   const hub = new Hub(
     { clock, random, store, robot: robot.port, catalog: CATALOG, log, heap: wiring.heap },
-    { hubId: config.hubId, slots: config.slots, deadmanMs: config.deadmanMs, neverShedBytes: config.neverShedBytes, anonymousTier: config.anonymousTier, tickPeriodMs: wiring.tickPeriodMs },
+    {
+      hubId: config.hubId,
+      slots: config.slots,
+      deadmanMs: config.deadmanMs,
+      neverShedBytes: config.neverShedBytes,
+      maxFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES,
+      anonymousTier: config.anonymousTier,
+      tickPeriodMs: wiring.tickPeriodMs,
+    },
   );
   attempt('robot-uart', () => robot.connect(hub));
 
@@ -207,8 +215,8 @@ export default function main(): void {
     return true;
   });
   if (wifiUp) {
-    if (config.tcpPort) attempt('tcp', () => keep.push(new DeviceListener({ hub, clock, port: config.tcpPort, kind: DeviceLinkKind.TCP, maxConnections: config.tcpMaxClients, log })));
-    if (config.wsPort) attempt('websocket', () => keep.push(new DeviceListener({ hub, clock, port: config.wsPort, kind: DeviceLinkKind.WS, maxConnections: config.wsMaxClients, log })));
+    if (config.tcpPort) attempt('tcp', () => keep.push(new DeviceListener({ hub, clock, port: config.tcpPort, kind: DeviceLinkKind.TCP, maxConnections: config.tcpMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log })));
+    if (config.wsPort) attempt('websocket', () => keep.push(new DeviceListener({ hub, clock, port: config.wsPort, kind: DeviceLinkKind.WS, maxConnections: config.wsMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log })));
     if (config.httpPort) {
       attempt('http', () =>
         keep.push(new HttpDeviceServer({ Listener, TCP, port: config.httpPort, clock, source: hub, log, ...(config.operationsToken ? { token: config.operationsToken } : {}) })),
@@ -227,7 +235,7 @@ export default function main(): void {
     }
   }
   if (config.ble.enabled) {
-    ble = attempt('ble', () => new BleBinding({ hub, clock, name: config.ble.name, onWarning: (m) => trace(`hub: ble: ${m}\n`) }));
+    ble = attempt('ble', () => new BleBinding({ hub, clock, name: config.ble.name, link: { queue: { bytes: DEVICE_BLE_QUEUE_BYTES } }, onWarning: (m) => trace(`hub: ble: ${m}\n`) }));
   }
   log.event('ready', hub.latch.latched ? 1 : 0, config.slots);
 

@@ -29,6 +29,8 @@ export class HubCounters {
   reclaims = 0;
   neverShedOverflows = 0;
   grantsAnnounced = 0;
+  /** EVENTs the robot published whose frame would exceed the hub's `maxFrameBytes`: refused, never sent. */
+  eventsTooLarge = 0;
 
   constructor() {
     // Both arrays in one buffer (on XS a buffer costs heap slots of its own).

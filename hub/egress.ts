@@ -21,7 +21,11 @@ import { CborWriter } from './cbor.js';
 import { HubCounters } from './counters.js';
 import { dataFrameBytes, FloatProbe, writeData, writePong } from './fast-frames.js';
 import { encodeFrame } from './frame-encode.js';
-import { FrameType, MAX_HUB_FRAME_BYTES, type Frame } from './frame-types.js';
+import { FrameType, type Frame } from './frame-types.js';
+import { utf8ByteLength } from './utf8.js';
+
+/** An EVENT frame's bytes besides its values and its text's bytes: the keys, seq, t, dropped and the heads (generous). */
+const EVENT_FRAME_OVERHEAD = 64;
 import { consumeGrantSlot } from './grants.js';
 import type { HealthMetrics } from './health.js';
 import { Tag, tagOf, type Clock, type Link } from './ports.js';
@@ -70,6 +74,7 @@ export class Egress {
   private readonly fp = new FloatProbe();
   private readonly rings: (FrameRing | undefined)[];
   private readonly neverShedBytes: number;
+  private readonly maxFrameBytes: number;
 
   constructor(
     private readonly clock: Clock,
@@ -79,10 +84,12 @@ export class Egress {
     private readonly host: EgressHost,
     maxFields: number,
     neverShedBytes: number,
+    maxFrameBytes: number,
   ) {
     this.data = new SealedBytes(dataFrameBytes(maxFields));
     this.neverShedBytes = neverShedBytes;
-    this.arena = new StagedBytes(slots.length * neverShedBytes, MAX_HUB_FRAME_BYTES);
+    this.maxFrameBytes = maxFrameBytes;
+    this.arena = new StagedBytes(slots.length * neverShedBytes, maxFrameBytes);
     this.w = new CborWriter(this.arena.out);
     this.rings = new Array<FrameRing | undefined>(slots.length).fill(undefined);
   }
@@ -269,6 +276,11 @@ export class Egress {
     const tab = this.table;
     if (tab.subscriberCount[route.index] === 0) return;
     const n = Math.min(values.length, ch.fieldCount);
+    // The frame's bound: its keys and numbers (at most 9 bytes each), then the text's own bytes.
+    if (text !== undefined && EVENT_FRAME_OVERHEAD + 9 * n + utf8ByteLength(text) > this.maxFrameBytes) {
+      this.counters.eventsTooLarge++;
+      return;
+    }
     const v = new Float64Array(n);
     for (let i = 0; i < n; i++) v[i] = values[i] as number;
     // One record per event, shared by every subscriber's queue.

@@ -9,7 +9,11 @@ import { Tier } from '../catalog/schema.js';
 import { DEFAULT_HEAP_LIMIT_BYTES, DEFAULT_TICK_BUDGET_MS } from './admission.js';
 import { DEADMAN_MS, DEFAULT_SLOTS, HANDSHAKE_TIMEOUT_MS, LIVENESS_TIMEOUT_MS, STALE_TTL_MS } from './constants.js';
 import { DEFAULT_HUB_BYTES_PER_S, DEFAULT_SESSION_BYTES_PER_S } from './governor.js';
+import { MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES } from './frame-types.js';
 import type { Clock, HeapUsed, Log, Random, RobotPort, Store } from './ports.js';
+
+/** The least `maxFrameBytes`: an ECHO or NACK about the largest client frame, and CATALOG and HEALTH chunks within the largest `mtu`, fit. */
+export const MIN_MAX_FRAME_BYTES = MAX_FRAME_BYTES + 256;
 
 export interface HubConfig {
   /** Text the hub names itself with in WELCOME. */
@@ -24,6 +28,15 @@ export interface HubConfig {
   readonly anonymousTier: number;
   /** Bytes of each session's never-shed queue (§10.4). */
   readonly neverShedBytes: number;
+  /**
+   * The largest frame the hub writes (docs/protocol.md §7: at most MAX_HUB_FRAME_BYTES, the
+   * default), which sizes the staging area control frames are written in. A host whose inputs make
+   * no larger frame may set less: the device's robot link carries events of at most 255 bytes,
+   * so its hub writes nothing near the protocol's 4608 (docs/operations.md "Memory"). At least
+   * MIN_MAX_FRAME_BYTES: a frame echoing the largest client frame must fit. An EVENT that would not
+   * fit is refused when the robot publishes it (`HubCounters.eventsTooLarge`).
+   */
+  readonly maxFrameBytes: number;
   /**
    * The period the host calls tick() at, ms: the loop delay (docs/operations.md "Health, admission and overload") is how much later than
    * that a tick begins. 0 (the default) measures no loop delay: a host that ticks irregularly
@@ -51,6 +64,7 @@ export const DEFAULT_HUB_CONFIG: HubConfig = Object.freeze({
   capacityHz: 2000,
   anonymousTier: Tier.observer,
   neverShedBytes: 2048,
+  maxFrameBytes: MAX_HUB_FRAME_BYTES,
   tickPeriodMs: 0,
   tickBudgetMs: DEFAULT_TICK_BUDGET_MS,
   heapLimitBytes: DEFAULT_HEAP_LIMIT_BYTES,

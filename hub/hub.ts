@@ -12,11 +12,11 @@ import { decodeCredentials, type Credential, CREDENTIALS_KEY } from './credentia
 import { Conn } from './conn.js';
 import { EstopLatch } from './estop.js';
 import { Egress } from './egress.js';
-import { GoodbyeReason, type HelloFrame } from './frame-types.js';
+import { GoodbyeReason, MAX_HUB_FRAME_BYTES, type HelloFrame } from './frame-types.js';
 import { Admission, ADMISSION_MIN_TICK_OBSERVATIONS, defaultAdmissionLimits } from './admission.js';
 import { IngressGovernor } from './governor.js';
 import { createHubLoad, HealthMetrics, type HealthReport, type HubLoad } from './health.js';
-import { DEFAULT_HUB_CONFIG, type HubConfig, type HubObserver, type HubPorts } from './hub-config.js';
+import { DEFAULT_HUB_CONFIG, MIN_MAX_FRAME_BYTES, type HubConfig, type HubObserver, type HubPorts } from './hub-config.js';
 import { Ingress } from './ingress.js';
 import { Ladder, parkCandidate } from './ladder.js';
 import { Load, type HubFootprint, type SessionView } from './load.js';
@@ -117,7 +117,10 @@ export class Hub {
     this.admission = new Admission(defaultAdmissionLimits(cfg.slots, cfg.neverShedBytes, budgets));
     this.ladder = new Ladder({ ...budgets, minTickObservations: ADMISSION_MIN_TICK_OBSERVATIONS }, this.clock.now());
     this.governor = new IngressGovernor(cfg.slots, { sessionBytesPerS: cfg.sessionIngressBytesPerS, hubBytesPerS: cfg.hubIngressBytesPerS });
-    this.egress = new Egress(this.clock, this.table, this.slots, this.health, this, maxFields, cfg.neverShedBytes);
+    if (!(cfg.maxFrameBytes >= MIN_MAX_FRAME_BYTES && cfg.maxFrameBytes <= MAX_HUB_FRAME_BYTES)) {
+      throw new RangeError(`HubConfig.maxFrameBytes must be within ${MIN_MAX_FRAME_BYTES}..${MAX_HUB_FRAME_BYTES}`);
+    }
+    this.egress = new Egress(this.clock, this.table, this.slots, this.health, this, maxFields, cfg.neverShedBytes, cfg.maxFrameBytes);
     this.ingress = new Ingress(this);
     this.keeper = new SessionKeeper(this);
     this.plan = new Plan(this);

@@ -347,7 +347,8 @@ function printTable(report) {
     if (d.memory.slots) log(`  memory, every binding live: ${d.memory.slots.used} of ${d.memory.slots.budget} slots (${d.memory.slots.percent} %), ${d.memory.chunk.used} of ${d.memory.chunk.budget} chunk bytes (${d.memory.chunk.percent} %)`);
     const c = d.calibration;
     log(`  calibration: ${c.nsPerComputron} ns per computron here; ESP32 ${c.esp32HostRatio.low}–${c.esp32HostRatio.high}× slower (CoreMark ${c.hostCoreMark} here, ${c.esp32CoreMark.low}–${c.esp32CoreMark.high} ESP32)`);
-    for (const t of d.targets) log(`  ${t.met ? 'met ' : 'MISS'} ${t.name}: ${t.value} (limit ${t.limit} ${t.unit})`);
+    const show = (v) => (typeof v === 'object' && v !== null ? Object.values(v).join(' / ') : v);
+    for (const t of d.targets) log(`  ${t.met ? 'met ' : 'MISS'} ${t.name}: ${show(t.value)} (limit ${show(t.limit)} ${t.unit})`);
   } else if (d) log(`device: ERROR ${d.error}`);
   log('XS computrons: deterministic cost; XS bytes alloc: slots allocated per op × 16 B (chunk-only allocations, e.g. string building, are not seen: see bench/README.md).');
 }

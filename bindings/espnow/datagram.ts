@@ -179,16 +179,18 @@ export class DatagramCursor {
  * frame contiguous in a ring of `capacityBytes` (one that does not fit before the end goes to the
  * front, the tail end left as a gap, as the hub's never-shed ring does). Its memory is one array
  * with the stream's datagram buffer after the ring, so that packing a datagram copies each frame
- * with one native copy. Push only after canPush; a full queue refuses, it never overwrites (the
- * core decides what is dropped, §10.4).
+ * with one native copy, and after that whatever room its owner asks for (`roomBytes`); the
+ * frames' lengths and tags share its buffer. Push only after canPush; a full queue refuses, it
+ * never overwrites (the core decides what is dropped, §10.4).
  */
 export class FrameQueue {
   readonly capacityBytes: number;
   readonly capacityFrames: number;
-  /** [ring | one datagram]: `datagram` is the view of the second part. */
+  /** [ring | one datagram | the owner's room]: `datagram` is the view of the second part. */
   readonly mem: Uint8Array;
   readonly datagram: Uint8Array;
-  private readonly starts: Uint16Array;
+  // Each frame's length and tag by frame slot. Where a frame starts follows from the lengths:
+  // the frames lie end to end from `head`, and the one after the frame ending at `gapAt` at 0.
   private readonly lens: Uint16Array;
   private readonly tags: Uint32Array;
   private headFrame = 0;
@@ -198,15 +200,19 @@ export class FrameQueue {
   private tail = 0;
   private gapAt = -1;
 
-  constructor(capacityBytes: number, capacityFrames: number) {
+  constructor(capacityBytes: number, capacityFrames: number, roomBytes = 0) {
     if (!(capacityBytes >= 1 && capacityBytes <= 0xffff)) throw new RangeError('FrameQueue: capacityBytes must be 1..65535');
     this.capacityBytes = capacityBytes;
     this.capacityFrames = capacityFrames;
-    this.mem = new Uint8Array(capacityBytes + DATAGRAM_MAX_BYTES);
-    this.datagram = this.mem.subarray(capacityBytes);
-    this.starts = new Uint16Array(capacityFrames);
-    this.lens = new Uint16Array(capacityFrames);
-    this.tags = new Uint32Array(capacityFrames);
+    // [tags | lengths | ring | datagram | room], each part aligned for its element size.
+    const tagBytes = capacityFrames * 4;
+    const lenBytes = capacityFrames * 2;
+    const memAt = tagBytes + lenBytes;
+    const buffer = new ArrayBuffer(memAt + capacityBytes + DATAGRAM_MAX_BYTES + roomBytes);
+    this.tags = new Uint32Array(buffer, 0, capacityFrames);
+    this.lens = new Uint16Array(buffer, tagBytes, capacityFrames);
+    this.mem = new Uint8Array(buffer, memAt, capacityBytes + DATAGRAM_MAX_BYTES + roomBytes);
+    this.datagram = new Uint8Array(buffer, memAt + capacityBytes, DATAGRAM_MAX_BYTES);
   }
 
   get frames(): number {
@@ -231,7 +237,6 @@ export class FrameQueue {
     this.mem.set(frame, at);
     let f = this.headFrame + this.nFrames;
     if (f >= this.capacityFrames) f -= this.capacityFrames;
-    this.starts[f] = at;
     this.lens[f] = length;
     this.tags[f] = tag;
     if (this.nFrames === 0) this.head = at;
@@ -254,42 +259,58 @@ export class FrameQueue {
 
   /** Copies the k-th frame into mem[at…] (the datagram area): one native copy. */
   copyFrame(k: number, at: number): void {
-    const f = this.slot(k);
-    const from = this.starts[f] as number;
+    const cap = this.capacityFrames;
+    let f = this.headFrame;
+    let from = this.head;
+    for (let i = 0; i < k; i++) {
+      from += this.lens[f] as number;
+      if (from === this.gapAt) from = 0;
+      f = f + 1 === cap ? 0 : f + 1;
+    }
     this.mem.copyWithin(at, from, from + (this.lens[f] as number));
   }
 
   /**
    * @internal Writes whole frames from the head as [length][frame]… into the datagram area from
-   * `p` (an offset in `datagram`) while they fit below `max`, and whether each must survive a
-   * failed send (`reliableTag`) into `reliable`; returns where they end. `packed` says how many
-   * it took. Nothing is consumed (shift does that).
+   * `p` (an offset in `datagram`) while they fit below `max`, and those that must survive a failed
+   * send (`reliableTag`) the same way from mem[stageAt]; returns where they end in the datagram.
+   * `packed` says how many frames it took, `staged` how many bytes it wrote from stageAt.
+   * Nothing is consumed (shift does that).
    */
-  packInto(p: number, max: number, reliable: Uint8Array): number {
+  packInto(p: number, max: number, stageAt: number): number {
     const mem = this.mem;
     const base = this.capacityBytes;
     const cap = this.capacityFrames;
     const n = this.nFrames;
     const lens = this.lens;
+    const gap = this.gapAt;
+    let from = this.head;
     let f = this.headFrame;
     let k = 0;
+    let s = stageAt;
     while (k < n) {
       const len = lens[f] as number;
       if (p + 1 + len > max) break;
-      const from = this.starts[f] as number;
       mem[base + p] = len;
       mem.copyWithin(base + p + 1, from, from + len);
-      reliable[k] = ((this.tags[f] as number) & Tag.CRITICAL) !== 0 ? 1 : 0;
+      if (((this.tags[f] as number) & Tag.CRITICAL) !== 0) {
+        mem.copyWithin(s, base + p, base + p + 1 + len);
+        s += 1 + len;
+      }
       p += 1 + len;
       k++;
       f = f + 1 === cap ? 0 : f + 1;
+      from += len;
+      if (from === gap) from = 0;
     }
     this.packed = k;
+    this.staged = s - stageAt;
     return p;
   }
 
-  /** @internal The frames the last packInto took. */
+  /** @internal The frames the last packInto took, and the bytes it staged. */
   packed = 0;
+  staged = 0;
 
   /** Drops the `frames` oldest frames. */
   shift(frames: number): void {
@@ -341,15 +362,20 @@ export function reliableTag(tag: number): boolean {
   return (tag & Tag.CRITICAL) !== 0;
 }
 
-/** A datagram owed a resend: its frames as [length][bytes]…, its number, the attempt it is on. */
+/** The frames of any datagram, its header excluded: what a resend of one can hold. */
+const RESEND_BYTES = DATAGRAM_MAX_BYTES - HEADER_BYTES;
+const ESTOP_RESEND_BYTES = ESTOP_SLOTS * (LENGTH_BYTES + ESTOP_FRAME_BYTES);
+// An Egress keeps in its queue's room after the datagram area: the ESTOP slots, the ESTOP owed
+// and the frames of its two resends.
+const ESTOPS_ROOM = ESTOP_SLOTS * ESTOP_FRAME_BYTES;
+const EGRESS_ROOM = ESTOPS_ROOM + ESTOP_FRAME_BYTES + ESTOP_RESEND_BYTES + RESEND_BYTES;
+
+/** A datagram owed a resend: its frames as [length][bytes]… at mem[at…], its number, the attempt it is on. */
 class Resend {
-  readonly frames: Uint8Array;
   bytes = 0;
   seq = 0;
   gen = 0;
-  constructor(capacity: number) {
-    this.frames = new Uint8Array(capacity);
-  }
+  constructor(readonly at: number) {}
 }
 
 /**
@@ -357,6 +383,11 @@ class Resend {
  * EstopAhead) and the datagrams owed a resend, ESTOP first (§10.4: ESTOP ahead of every queue).
  * `pack` builds a datagram in the queue's own datagram area (`datagram`) without consuming
  * anything; `commit` consumes it once the radio accepted it, so a refused send loses nothing.
+ * One datagram is built and in the air at a time: the next pack (or `direct`) takes the place of
+ * the last, which `failed` must have been told of by then. As a datagram of queued frames is
+ * built, the frames of it that must survive a failure are staged in the resend area (free
+ * whenever the queue is packed: an owed resend goes first), so that its failure has the resend
+ * ready.
  *
  * A resend (§13.3.3) carries the failed datagram's own sequence number and only the frames of it
  * that must not be lost (their tags said so, `reliableTag`), nothing newer: a receiver that did
@@ -377,20 +408,21 @@ export class Egress {
    * (`takeOwedEstop`), unless a newer ESTOP is written meanwhile: a peer out of reach for longer
    * than the resends last must still learn the latch once it is back (§11.2).
    */
-  private readonly owed = new Uint8Array(ESTOP_FRAME_BYTES);
+  private readonly owed: Uint8Array;
   /** @internal Whether one is owed (takeOwedEstop), for a receiver's one-comparison check. */
   owedEstop = false;
   /** ESTOP frames written again to a peer heard after their resends had failed. */
   estopsReowed = 0;
   readonly estops: EstopAhead;
-  private readonly estopResend = new Resend(ESTOP_SLOTS * (LENGTH_BYTES + ESTOP_FRAME_BYTES));
-  private readonly resend = new Resend(DATAGRAM_MAX_BYTES);
-  // What the last pack took, consumed by commit, and whether each frame of it must survive a failure.
+  private readonly estopResend: Resend;
+  private readonly resend: Resend;
+  // What the last pack took, consumed by commit (the bytes of its frames staged for a resend are
+  // the queue's `staged`).
   private pResend: Resend | null = null;
   private pEstops = 0;
   private pFrames = 0;
-  private pReliable = new Uint8Array(DATAGRAM_MAX_BYTES);
-  private cReliable = new Uint8Array(DATAGRAM_MAX_BYTES);
+  /** Every frame of the datagram last committed must survive a failure (ESTOP frames, a resend's). */
+  private committedReliable = false;
   /** The attempt number of the datagram last committed (0: first transmission of its frames). */
   committedGen = 0;
   /** The sequence number of the datagram last committed. */
@@ -399,9 +431,17 @@ export class Egress {
   private committedEstop = false;
 
   constructor(queueBytes: number, queueFrames: number) {
-    this.queue = new FrameQueue(queueBytes, queueFrames);
-    this.datagram = this.queue.datagram;
-    this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS);
+    const q = new FrameQueue(queueBytes, queueFrames, EGRESS_ROOM);
+    this.queue = q;
+    this.datagram = q.datagram;
+    let at = queueBytes + DATAGRAM_MAX_BYTES;
+    this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS, q.mem, at);
+    at += ESTOPS_ROOM;
+    this.owed = q.mem.subarray(at, at + ESTOP_FRAME_BYTES);
+    at += ESTOP_FRAME_BYTES;
+    this.estopResend = new Resend(at);
+    at += ESTOP_RESEND_BYTES;
+    this.resend = new Resend(at);
   }
 
   pending(): boolean {
@@ -455,14 +495,15 @@ export class Egress {
     // Plain traffic, nearly always: no ESTOP waiting, no resend owed.
     if (this.estops.count === 0 && this.estopResend.bytes === 0 && this.resend.bytes === 0) {
       const q = this.queue;
-      const end = q.packInto(start, DATAGRAM_MAX_BYTES, this.pReliable);
+      const end = q.packInto(start, DATAGRAM_MAX_BYTES, this.resend.at);
       this.pFrames = q.packed;
       return end === start ? 0 : end;
     }
-    const out = this.datagram;
+    const mem = this.queue.mem;
+    const dg = this.queue.capacityBytes;
     const r = this.nextResend();
     if (r) {
-      out.set(r.bytes === r.frames.length ? r.frames : r.frames.subarray(0, r.bytes), start);
+      mem.copyWithin(dg + start, r.at, r.at + r.bytes);
       this.pResend = r;
       return start + r.bytes;
     }
@@ -471,18 +512,22 @@ export class Egress {
     const n = ESTOP_FRAME_BYTES;
     let e = 0;
     const estops = this.estops;
+    // The ESTOP slots lie in the same memory, a ring of them from estops.base.
+    const first = estops.frontOffset();
+    const ring = estops.slots * n;
+    const end = estops.base + ring;
     while (e < estops.count && p + 1 + n <= max) {
-      out[p] = n;
-      const from = estops.storage;
-      const at = estops.frontOffset() + e * n;
-      for (let i = 0; i < n; i++) out[p + 1 + i] = from[(at + i) % (estops.slots * n)] as number;
+      mem[dg + p] = n;
+      let at = first + e * n;
+      if (at >= end) at -= ring;
+      mem.copyWithin(dg + p + 1, at, at + n);
       p += 1 + n;
       e++;
     }
     let frames = 0;
     if (e === 0) {
       const q = this.queue;
-      p = q.packInto(p, max, this.pReliable);
+      p = q.packInto(p, max, this.resend.at);
       frames = q.packed;
     }
     this.pEstops = e;
@@ -506,8 +551,15 @@ export class Egress {
     out[2] = seq & 0xff;
     out[HEADER_BYTES] = frame.length;
     out.set(frame, HEADER_BYTES + 1);
-    this.cReliable[0] = (tag & Tag.CRITICAL) !== 0 ? 1 : 0; // reliableTag
-    this.committedEstop = false;
+    // Staged for a resend if it must survive a failure (reliableTag), as pack would have.
+    const q = this.queue;
+    if ((tag & Tag.CRITICAL) !== 0) {
+      const at = this.resend.at;
+      q.mem[at] = frame.length;
+      q.mem.set(frame, at + 1);
+      q.staged = 1 + frame.length;
+    } else q.staged = 0;
+    this.committedEstop = this.committedReliable = false;
     this.committedGen = 0;
     this.committedSeq = seq;
     this.seq = (seq + 1) & SEQ_MASK;
@@ -524,19 +576,12 @@ export class Egress {
       this.committedSeq = r.seq;
       this.committedEstop = r === this.estopResend;
       // Every frame of a resend is one that must survive (only those were kept for it).
-      this.cReliable.fill(1);
+      this.committedReliable = true;
       return r.seq;
     }
     for (let i = 0; i < this.pEstops; i++) this.estops.shift();
-    // The ESTOP frames of an ESTOP datagram survive; the queue's frames as their tags said (the
-    // flags pack wrote become the committed ones, and the old ones pack's to overwrite).
-    this.committedEstop = this.pEstops > 0;
-    if (this.pEstops > 0) this.cReliable.fill(1);
-    else {
-      const c = this.cReliable;
-      this.cReliable = this.pReliable;
-      this.pReliable = c;
-    }
+    // The ESTOP frames of an ESTOP datagram survive; of the queue's frames, those pack staged.
+    this.committedEstop = this.committedReliable = this.pEstops > 0;
     if (this.pFrames > 0) this.queue.shift(this.pFrames);
     this.pEstops = this.pFrames = 0;
     this.committedGen = 0;
@@ -555,11 +600,26 @@ export class Egress {
    */
   failed(datagram: Uint8Array, start: number, end: number): void {
     const gen = this.committedGen + 1;
+    const mem = this.queue.mem;
+    // Which frames survive comes from what pack and commit took, never from the frames' bytes.
+    if (!this.committedReliable) {
+      // Queued frames (or one sent direct): those that must survive were staged as it was built.
+      const n = this.queue.staged;
+      if (n === 0) return;
+      const r = this.resend;
+      if (gen > RETRANSMIT_LIMIT) {
+        for (let q = r.at; q < r.at + n; q += 1 + (mem[q] as number)) this.abandoned++;
+        return;
+      }
+      r.bytes = n;
+      r.seq = this.committedSeq;
+      r.gen = gen;
+      return;
+    }
+    // ESTOP frames, or a resend's: every frame survives.
     let r: Resend | null = null;
     let at = 0;
     let p = start;
-    let i = 0;
-    // Which datagram it was comes from what pack and commit took, never from the frames' bytes.
     const isEstop = this.committedEstop;
     while (p < end) {
       const len = datagram[p] as number;
@@ -567,9 +627,6 @@ export class Egress {
       const fe = fs + len;
       p = fe;
       if (len === 0 || fe > end) break;
-      const keep = isEstop || this.cReliable[i] === 1;
-      i++;
-      if (!keep) continue;
       if (gen > RETRANSMIT_LIMIT) {
         this.abandoned++;
         if (isEstop) {
@@ -580,11 +637,11 @@ export class Egress {
       }
       // An ESTOP datagram holds nothing else (pack), so its first frame says which resend it is.
       if (!r) r = isEstop ? this.estopResend : this.resend;
-      if (at + 1 + len > r.frames.length) {
+      if (at + 1 + len > (isEstop ? ESTOP_RESEND_BYTES : RESEND_BYTES)) {
         this.abandoned++;
         continue;
       }
-      for (let j = fs - 1; j < fe; j++) r.frames[at++] = datagram[j] as number;
+      for (let j = fs - 1; j < fe; j++) mem[r.at + at++] = datagram[j] as number;
     }
     if (!r || at === 0) return;
     r.bytes = at;
@@ -628,11 +685,16 @@ const NO_HEADER = Object.freeze(new Uint8Array(0)) as Uint8Array;
  * special; time tells a resend from a stream that started over at 0.
  */
 export class SeqWindow {
-  private readonly seqs = new Int32Array(DUPLICATE_SLOTS);
-  private readonly at = new Float64Array(DUPLICATE_SLOTS);
+  // Each slot's number and when it arrived (−∞: nothing yet, which no time is within the window
+  // of), in one buffer.
+  private readonly at: Float64Array;
+  private readonly seqs: Uint16Array;
 
   constructor() {
-    this.seqs.fill(-1);
+    const buffer = new ArrayBuffer(DUPLICATE_SLOTS * 10);
+    this.at = new Float64Array(buffer, 0, DUPLICATE_SLOTS);
+    this.seqs = new Uint16Array(buffer, DUPLICATE_SLOTS * 8, DUPLICATE_SLOTS);
+    this.at.fill(-Infinity);
   }
 
   /** Records datagram `seq` received at `now`; true when it is a duplicate (drop it). */
@@ -646,7 +708,7 @@ export class SeqWindow {
   }
 
   reset(): void {
-    this.seqs.fill(-1);
+    this.at.fill(-Infinity);
   }
 }
 

@@ -21,7 +21,6 @@
 
 import { AckForm, type Clock, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { LossDetector, WatermarkDetector } from '../detector.js';
-import { DrainClock } from '../link.js';
 import { BroadcastSegment, Route } from './broadcast.js';
 import {
   DatagramCursor,
@@ -29,6 +28,7 @@ import {
   DATAGRAM_MAX_BYTES,
   DATAGRAM_VERSION,
   Egress,
+  ESTOP_SLOTS,
   HEADER_BYTES,
   MAX_DATAGRAM_FRAME,
   parseBitmapAck,
@@ -138,41 +138,55 @@ function fill(e: Egress): number {
   return e.queue.bytes / e.queue.capacityBytes;
 }
 
+/** A peer added without encryption (EspNowOptions.encrypt's default). */
+function unencrypted(): boolean {
+  return false;
+}
+
+/** What every link of a binding can do: one object per binding, not per link. */
+function capsOf(broadcast: boolean): LinkCaps {
+  return Object.freeze({ binding: 'espnow', broadcast, datagram: true, mtu: MAX_DATAGRAM_FRAME, writeAheadSlots: ESTOP_SLOTS, ackForm: AckForm.BITMAP });
+}
+
 /** Bytes delivered over the last second, in 100 ms buckets: the link estimate's throughput. */
 class RateMeter {
-  private readonly ids = new Float64Array(METER_BUCKETS);
-  private readonly bytes = new Float64Array(METER_BUCKETS);
+  // Each bucket's number (−∞: none yet), then its bytes.
+  private readonly buckets = new Float64Array(2 * METER_BUCKETS);
 
   constructor() {
-    this.ids.fill(-Infinity);
+    this.buckets.fill(-Infinity, 0, METER_BUCKETS);
   }
 
   add(n: number, now: number): void {
+    const m = this.buckets;
     const id = Math.floor(now / METER_BUCKET_MS);
     const b = id % METER_BUCKETS;
-    if (this.ids[b] !== id) {
-      if ((this.ids[b] as number) > id) return;
-      this.ids[b] = id;
-      this.bytes[b] = 0;
+    if (m[b] !== id) {
+      if ((m[b] as number) > id) return;
+      m[b] = id;
+      m[b + METER_BUCKETS] = 0;
     }
-    this.bytes[b] = (this.bytes[b] as number) + n;
+    m[b + METER_BUCKETS] = (m[b + METER_BUCKETS] as number) + n;
   }
 
   perSecond(now: number): number {
+    const m = this.buckets;
     const newest = Math.floor(now / METER_BUCKET_MS);
     let sum = 0;
     for (let b = 0; b < METER_BUCKETS; b++) {
-      const id = this.ids[b] as number;
-      if (id > newest - METER_BUCKETS && id <= newest) sum += this.bytes[b] as number;
+      const id = m[b] as number;
+      if (id > newest - METER_BUCKETS && id <= newest) sum += m[b + METER_BUCKETS] as number;
     }
     return (sum * 1000) / (METER_BUCKETS * METER_BUCKET_MS);
   }
 }
 
-/** One peer: the Link the core sees. */
-export class EspNowLink implements Link {
+/**
+ * One peer: the Link the core sees. It is its own LinkEstimate: `estimate` brings
+ * `throughputBps` up to date and returns the link (`rttMs` is kept as send statuses come).
+ */
+export class EspNowLink implements Link, LinkEstimate {
   readonly caps: LinkCaps;
-  readonly broadcast: boolean;
   readonly mac: number;
   /** Its slot in the binding's peer table (and the broadcast segment's peer index). */
   readonly index: number;
@@ -183,8 +197,8 @@ export class EspNowLink implements Link {
   readonly broadcastLoss: LossDetector | null;
   /** The egress queue's watermark. */
   readonly queueLevel: WatermarkDetector;
-  /** Since when a backlog has waited with nothing taken from it (Link.stalledMs). */
-  readonly drain: DrainClock;
+  /** @internal When the radio last took from the queue, or a backlog began in it (Link.stalledMs). */
+  movedAt: number;
   /** The peer's datagram numbers lately received: its resends are dropped (§13.3.3). */
   readonly inbound = new SeqWindow();
   sink: LinkSink | null = null;
@@ -198,34 +212,39 @@ export class EspNowLink implements Link {
    * sets it as it feeds them): only then can a judgement find anything new.
    */
   dirty = false;
-  /** @internal The send-status latency smoothed (RTT_GAIN): the estimate's round trip. */
-  srtt = 0;
+  /** The send-status latency smoothed (RTT_GAIN): the estimate's round trip. */
+  rttMs = 0;
+  /** Bytes per second delivered over the last second, as of the last `estimate`. */
+  throughputBps = 0;
   private readonly owner: EspNowBinding;
   private readonly clock: Clock;
-  private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
   // The last instant the level was asked for (a tick since the link opened stands for one at its
   // instant), and the binding's tick count when the link opened.
   private judgedAt = -Infinity;
   private readonly openedAtTick: number;
 
-  constructor(owner: EspNowBinding, clock: Clock, index: number, mac: number, broadcast: boolean, queueBytes: number, queueFrames: number, now: number) {
+  constructor(owner: EspNowBinding, clock: Clock, index: number, mac: number, caps: LinkCaps, queueBytes: number, queueFrames: number, now: number) {
     this.owner = owner;
     this.clock = clock;
     this.index = index;
     this.mac = mac;
-    this.broadcast = broadcast;
+    this.caps = caps;
     this.egress = new Egress(queueBytes, queueFrames);
-    this.caps = Object.freeze({ binding: 'espnow', broadcast, datagram: true, mtu: MAX_DATAGRAM_FRAME, writeAheadSlots: this.egress.estops.slots, ackForm: AckForm.BITMAP });
     this.loss = new LossDetector(now);
-    this.broadcastLoss = broadcast ? new LossDetector(now) : null;
+    this.broadcastLoss = caps.broadcast ? new LossDetector(now) : null;
     this.queueLevel = new WatermarkDetector(now);
-    this.drain = new DrainClock(now);
+    this.movedAt = now;
     this.lastHeard = now;
     this.openedAtTick = owner.ticks;
   }
 
   get binding(): string {
     return this.caps.binding;
+  }
+
+  /** Whether the link is a peer of a broadcast segment (§10.6). */
+  get broadcast(): boolean {
+    return this.caps.broadcast;
   }
 
   get mtu(): number {
@@ -301,10 +320,8 @@ export class EspNowLink implements Link {
   }
 
   estimate(): LinkEstimate {
-    const now = this.owner.now();
-    this.est.throughputBps = this.meter.perSecond(now);
-    this.est.rttMs = this.srtt;
-    return this.est;
+    this.throughputBps = this.meter.perSecond(this.owner.now());
+    return this;
   }
 
   occupancy(): number {
@@ -312,7 +329,9 @@ export class EspNowLink implements Link {
   }
 
   stalledMs(): number {
-    return this.drain.stalledMs(this.owner.now(), this.egress.queue.bytes > 0);
+    if (this.egress.queue.bytes === 0) return 0;
+    const d = this.owner.now() - this.movedAt;
+    return d > 0 ? d : 0;
   }
 
   close(): void {
@@ -344,7 +363,8 @@ export class EspNowBinding implements RadioHandler {
   private readonly clock: Clock;
   private readonly radio: Radio;
   private readonly attachFn: (link: Link) => LinkSink;
-  private readonly links: (EspNowLink | null)[] = [];
+  /** The peer table's slots: a link takes the lowest one no open link holds. */
+  private readonly slots: number;
   /** The open links, in slot order: what the scheduler and the tick walk. */
   private readonly open: EspNowLink[] = [];
   private readonly byMac = new Map<number, EspNowLink>();
@@ -358,6 +378,8 @@ export class EspNowBinding implements RadioHandler {
   private readonly queueFrames: number;
   private readonly silenceMs: number;
   private readonly encrypt: (mac: number) => boolean;
+  /** Every link's caps. */
+  private readonly caps: LinkCaps;
   /** The segment's broadcast stream and its queue's watermark; null on a unicast binding. */
   private readonly bcast: Egress | null;
   private readonly bcastLevel: WatermarkDetector | null;
@@ -390,11 +412,12 @@ export class EspNowBinding implements RadioHandler {
     this.queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
     this.queueFrames = options.queueFrames ?? DEFAULT_QUEUE_FRAMES;
     this.silenceMs = options.silenceMs ?? PEER_SILENCE_MS;
-    this.encrypt = options.encrypt ?? (() => false);
+    this.encrypt = options.encrypt ?? unencrypted;
     const broadcast = options.broadcast === true;
+    this.caps = capsOf(broadcast);
     // The broadcast address takes one entry of the radio's peer table.
     const slots = (options.maxPeers ?? ESPNOW_MAX_PEERS) - (broadcast ? 1 : 0);
-    for (let i = 0; i < slots; i++) this.links.push(null);
+    this.slots = slots > 0 ? slots : 0;
     const now = this.clock.now();
     if (broadcast) {
       this.segment = new BroadcastSegment(slots);
@@ -413,14 +436,9 @@ export class EspNowBinding implements RadioHandler {
     return this.clock.now();
   }
 
-  /** Links currently open. */
+  /** Links currently open, in slot order. */
   peers(): EspNowLink[] {
-    const out: EspNowLink[] = [];
-    for (let i = 0; i < this.links.length; i++) {
-      const l = this.links[i];
-      if (l) out.push(l);
-    }
-    return out;
+    return this.open.slice();
   }
 
   linkOf(mac: number): EspNowLink | undefined {
@@ -488,7 +506,7 @@ export class EspNowBinding implements RadioHandler {
           this.fed(link, ql.level(), ql.quietUntil);
           return false;
         }
-        if (empty) link.drain.moved(now);
+        if (empty) link.movedAt = now;
         ql.queued(q.bytes / q.capacityBytes, now);
         this.fed(link, ql.level(), ql.quietUntil);
         this.dry = false;
@@ -504,7 +522,7 @@ export class EspNowBinding implements RadioHandler {
       }
       if (!this.broadcastRoom(length, true)) return false;
       const now = this.clock.now();
-      if (q.bytes === 0) link.drain.moved(now);
+      if (q.bytes === 0) link.movedAt = now;
       this.route(link, frame, tag, seq, now);
       return true;
     }
@@ -529,14 +547,14 @@ export class EspNowBinding implements RadioHandler {
       e.seq = n;
       if (status === RadioStatus.NO_MEM) this.counters.radioNoMem++;
       q.push(frame, tag);
-      link.drain.moved(now);
+      link.movedAt = now;
       ql.queued(ratio, now);
       this.fed(link, ql.level(), ql.quietUntil);
       this.dry = false;
       this.radioWait = true;
       return true;
     }
-    link.drain.moved(after);
+    link.movedAt = after;
     // §13.5.1: the watermark is the backlog this datagram found queued: the frame alone.
     let lv: number;
     if (after === now) lv = ql.through(ratio, now);
@@ -597,7 +615,6 @@ export class EspNowBinding implements RadioHandler {
   detach(link: EspNowLink): void {
     link.closed = true;
     link.egress.clear();
-    if (this.links[link.index] === link) this.links[link.index] = null;
     const at = this.open.indexOf(link);
     if (at >= 0) this.open.splice(at, 1);
     if (this.byMac.get(link.mac) === link) {
@@ -652,7 +669,7 @@ export class EspNowBinding implements RadioHandler {
         return;
       }
       pick = next;
-      this.rrAfter = pick < n ? (open[pick] as EspNowLink).index : this.links.length;
+      this.rrAfter = pick < n ? (open[pick] as EspNowLink).index : this.slots;
     }
     const link = pick < n ? (open[pick] as EspNowLink) : null;
     const e = link !== null ? link.egress : (bc as Egress);
@@ -685,7 +702,7 @@ export class EspNowBinding implements RadioHandler {
     // The only stream with anything took all it had: every stream is idle.
     if (sole && q.bytes === 0) this.dry = true;
     if (link) {
-      link.drain.moved(now);
+      link.movedAt = now;
       const ql = link.queueLevel;
       ql.drained(found, q.bytes / cap, now);
       this.fed(link, ql.level(), ql.quietUntil);
@@ -739,7 +756,7 @@ export class EspNowBinding implements RadioHandler {
           this.wakeAt = -Infinity;
         } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
         const latency = now - this.txAt;
-        link.srtt = link.srtt === 0 ? latency : link.srtt + RTT_GAIN * (latency - link.srtt);
+        link.rttMs = link.rttMs === 0 ? latency : link.rttMs + RTT_GAIN * (latency - link.rttMs);
         if (ok) link.meter.add(payload, now);
         else {
           this.counters.datagramsFailed++;
@@ -840,9 +857,11 @@ export class EspNowBinding implements RadioHandler {
   }
 
   private admit(mac: number, now: number): EspNowLink | null {
-    let slot = -1;
-    for (let i = 0; i < this.links.length && slot < 0; i++) if (this.links[i] === null) slot = i;
-    if (slot < 0) {
+    // The lowest slot no open link holds: where the open links (in slot order) first skip one.
+    const open = this.open;
+    let slot = 0;
+    while (slot < open.length && (open[slot] as EspNowLink).index === slot) slot++;
+    if (slot >= this.slots) {
       this.counters.refusedPeers++;
       return null;
     }
@@ -851,13 +870,10 @@ export class EspNowBinding implements RadioHandler {
       this.counters.refusedPeers++;
       return null;
     }
-    const link = new EspNowLink(this, this.clock, slot, mac, this.segment !== null, this.queueBytes, this.queueFrames, now);
+    const link = new EspNowLink(this, this.clock, slot, mac, this.caps, this.queueBytes, this.queueFrames, now);
     const seq = this.nextSeqByMac.get(mac);
     if (seq !== undefined) link.egress.seq = seq;
-    this.links[slot] = link;
-    let at = 0;
-    while (at < this.open.length && (this.open[at] as EspNowLink).index < slot) at++;
-    this.open.splice(at, 0, link);
+    open.splice(slot, 0, link);
     this.byMac.set(mac, link);
     if (now < this.oldestHeard) this.oldestHeard = now;
     // The segment's watermark is part of the new link's level from the start; its detectors

@@ -19,15 +19,18 @@ import { Digest } from 'crypt';
 import type { Clock, Log } from '../../hub/ports.js';
 import type { WatermarkOptions } from '../detector.js';
 import type { HubAttach } from '../link.js';
-import { LinkFraming, MIN_QUEUE_BYTES, TcpLink, type DirectTransport } from './egress.js';
+import { MAX_HUB_FRAME_BYTES } from '../../hub/frames.js';
+import { WS_MAX_HEADER_BYTES } from './framing.js';
+import { LinkFraming, TcpLink, type DirectTransport } from './egress.js';
 
 /**
- * Egress queue capacity per connection on the device: the least a link accepts, the largest hub
- * frame (4608 bytes) and its header. It holds only what the socket could not take at once (a
- * frame goes straight to lwIP when it has room), and lwIP holds up to DEVICE_SOCKET_LIMIT_BYTES
- * more behind it. Allocated per connection.
+ * Egress queue capacity per connection on the device, where the hub writes frames of at most
+ * `maxHubFrameBytes` (the device entry's 1536: docs/operations.md "Memory"); never less than one
+ * such frame and its header. It holds only what the socket could not take at once (a frame goes
+ * straight to lwIP when it has room), and lwIP holds up to DEVICE_SOCKET_LIMIT_BYTES more behind
+ * it. Allocated per connection.
  */
-export const DEVICE_QUEUE_BYTES = MIN_QUEUE_BYTES;
+export const DEVICE_QUEUE_BYTES = 2048;
 /** Unacknowledged bytes lwIP may hold per connection: two segments of the ESP32's 1436-byte MSS. */
 export const DEVICE_SOCKET_LIMIT_BYTES = 2872;
 /**
@@ -50,6 +53,8 @@ export interface DeviceListenerOptions {
   readonly socketLimitBytes?: number;
   readonly ackWindowFrames?: number;
   readonly maxFrameBytes?: number;
+  /** The largest frame the hub writes (its HubConfig.maxFrameBytes; default MAX_HUB_FRAME_BYTES). */
+  readonly maxHubFrameBytes?: number;
   readonly maxConnections?: number;
   readonly detector?: WatermarkOptions;
   readonly log?: Log;
@@ -226,12 +231,14 @@ export class DeviceListener {
         continue;
       }
       const ws = o.kind === DeviceLinkKind.WS;
+      const maxHub = o.maxHubFrameBytes ?? MAX_HUB_FRAME_BYTES;
       const link = new TcpLink({
         hub: o.hub,
         clock: o.clock,
         framing: ws ? LinkFraming.WS_SERVER : LinkFraming.LENGTH_PREFIX,
         binding: o.kind,
-        queueBytes: o.queueBytes ?? DEVICE_QUEUE_BYTES,
+        queueBytes: o.queueBytes ?? Math.max(DEVICE_QUEUE_BYTES, maxHub + WS_MAX_HEADER_BYTES),
+        maxHubFrameBytes: maxHub,
         // One take is at most one segment, and never more than the socket may hold.
         takeBytes: Math.min(o.socketLimitBytes ?? DEVICE_SOCKET_LIMIT_BYTES, DEVICE_TAKE_BYTES),
         maxFrameBytes: o.maxFrameBytes,

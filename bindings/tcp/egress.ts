@@ -479,7 +479,12 @@ export interface TcpLinkOptions {
   readonly framing: LinkFramingCode;
   /** The Link.binding name: 'tcp' or 'ws'. */
   readonly binding: string;
-  /** Egress queue capacity in bytes (≥ MIN_QUEUE_BYTES). */
+  /**
+   * The largest frame the hub this link serves writes (HubConfig.maxFrameBytes; default
+   * MAX_HUB_FRAME_BYTES): the queue must hold one with its header.
+   */
+  readonly maxHubFrameBytes?: number;
+  /** Egress queue capacity in bytes (≥ the largest hub frame and its header: MIN_QUEUE_BYTES by default). */
   readonly queueBytes?: number;
   readonly maxRecords?: number;
   /** Largest inbound frame; a larger one is answered NACK TOO_LARGE and discarded. */
@@ -564,7 +569,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
 
   constructor(options: TcpLinkOptions) {
     const queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
-    if (!(queueBytes >= MIN_QUEUE_BYTES)) throw new RangeError(`TcpLink: queueBytes must be ≥ ${MIN_QUEUE_BYTES} (the largest hub frame and its header)`);
+    const least = (options.maxHubFrameBytes ?? MAX_HUB_FRAME_BYTES) + WS_MAX_HEADER_BYTES;
+    if (!(queueBytes >= least)) throw new RangeError(`TcpLink: queueBytes must be ≥ ${least} (the largest hub frame and its header)`);
     const maxFrame = options.maxFrameBytes ?? MAX_FRAME_BYTES;
     const windowFrames = options.ackWindowFrames ?? DEFAULT_ACK_WINDOW_FRAMES;
     if (!Number.isInteger(windowFrames) || windowFrames < 1) throw new RangeError('TcpLink: ackWindowFrames must be an integer ≥ 1');

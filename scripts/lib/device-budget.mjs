@@ -205,8 +205,14 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
   target('default mix, share of one ESP32 core (high end)', workload.corePercent.high, TARGETS.corePercentHigh, '%');
   for (const b of BINDINGS) target(`one delivery through ${b}`, perDelivery[b], TARGETS.perDelivery[b], 'computrons');
   for (const [name, bytes] of Object.entries(allocation)) target(`allocated per ${name}`, bytes, 0, 'bytes');
-  target('tick() with 8 sessions and nothing due (median)', tick.nothingDue.median, TARGETS.tickNothingDue, 'computrons');
-  target("the tick's share of one ESP32 core (high end)", tick.corePercent.high, TARGETS.tickCorePercentHigh, '%');
+  // The tick's target has two forms: either holds it.
+  targets.push({
+    name: `tick() with 8 sessions and nothing due ≤ ${TARGETS.tickNothingDue} computrons, or the tick ≤ ${TARGETS.tickCorePercentHigh} % of a core`,
+    value: { nothingDueMedian: tick.nothingDue.median, corePercentHigh: tick.corePercent.high },
+    limit: { nothingDueMedian: TARGETS.tickNothingDue, corePercentHigh: TARGETS.tickCorePercentHigh },
+    unit: 'computrons / %',
+    met: tick.nothingDue.median <= TARGETS.tickNothingDue || tick.corePercent.high <= TARGETS.tickCorePercentHigh,
+  });
   if (mem.slots) {
     target('slots with every binding live', mem.slots.percent, TARGETS.memoryPercent, '% of creation');
     target('chunk heap with every binding live', mem.chunk.percent, TARGETS.memoryPercent, '% of creation');

@@ -787,6 +787,46 @@ describe('bindings/espnow: the link over the simulated air', () => {
     equal(e.seq, (seq + 1) & SEQ_MASK, 'resends took no new number');
   });
 
+  it('a frame sent straight from the caller’s buffer (direct) owes a resend as if it had been queued: CRITICAL yes, a sample no', () => {
+    const e = new Egress(1024, 16);
+    const crit = data(SAFETY.id, 1, new Float64Array([1, 0, 2]), 3);
+    const seq = e.direct(crit, tagOf(FrameType.DATA, Tag.CRITICAL, SAFETY.id));
+    e.failed(e.datagram, HEADER_BYTES, HEADER_BYTES + 1 + crit.length);
+    ok(e.resendNext(), 'a resend is owed');
+    const m = e.pack(HEADER_BYTES);
+    equal(e.packedSeq(), seq);
+    deepEqual(framesOf(e.datagram.slice(0, m)).map(hex), [hex(crit)]);
+    equal(e.commit(), seq);
+    const sample = data(IMU.id, 2);
+    e.direct(sample, SAMPLE_TAG);
+    e.failed(e.datagram, HEADER_BYTES, HEADER_BYTES + 1 + sample.length);
+    ok(!e.pending(), 'a sample is gone with its datagram');
+  });
+
+  it('frames queued across the ring’s end pack whole and in order, and the reliable ones among them are owed again', () => {
+    const e = new Egress(300, 8);
+    const q = e.queue;
+    const a = new Uint8Array(200).fill(1);
+    const b = new Uint8Array(80).fill(2);
+    const c = new Uint8Array(50).fill(3);
+    const d = new Uint8Array(30).fill(4);
+    ok(q.push(a, SAMPLE_TAG) && q.push(b, control(FrameType.PONG)));
+    let n = e.pack(HEADER_BYTES);
+    writeHeader(e.datagram, 0, e.packedSeq());
+    e.commit();
+    equal(n, HEADER_BYTES + 1 + a.length, 'a alone: b does not fit after it');
+    // b lies at 200–280: c does not fit before the ring's end and goes to the front, d after it.
+    ok(q.push(c, SAMPLE_TAG) && q.push(d, control(FrameType.GRANT)));
+    n = e.pack(HEADER_BYTES);
+    writeHeader(e.datagram, 0, e.packedSeq());
+    const seq = e.commit();
+    deepEqual(framesOf(e.datagram.slice(0, n)).map(hex), [b, c, d].map(hex));
+    e.failed(e.datagram, HEADER_BYTES, n);
+    n = e.pack(HEADER_BYTES);
+    equal(e.packedSeq(), seq);
+    deepEqual(framesOf(e.datagram.slice(0, n)).map(hex), [b, d].map(hex), 'the PONG and the GRANT, not the sample');
+  });
+
   it('an air that loses every MAC acknowledgement: the hub resends never-shed frames, the peer takes each once (§13.3.3)', () => {
     const r = rig();
     const { peer, link } = openPeer(r, 1);

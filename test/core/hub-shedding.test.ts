@@ -286,6 +286,34 @@ describe('hub shedding (§10.4)', () => {
       deepEqual(rowDelta(before, fx), { 1: 32 });
     });
 
+    it('refuses an EVENT whose frame would exceed the hub\'s maxFrameBytes, counted; one that fits goes', () => {
+      const fx = makeHub({ maxFrameBytes: 1536 });
+      const c = subscribed(fx, LOG, 50);
+      const long = 'x'.repeat(1536);
+      fx.hub.publishEvent(LOG, fx.clock.now(), [1, 1], long);
+      equal(events(c).length, 0, 'too large for the staging area: never sent');
+      equal(fx.hub.counters.eventsTooLarge, 1);
+      fx.hub.publishEvent(LOG, fx.clock.now(), [1, 2], 'x'.repeat(1024));
+      const got = events(c);
+      equal(got.length, 1);
+      equal(got[0]!.text?.length, 1024);
+      equal(got[0]!.seq, 2, 'the refused event took its seq: the gap shows it');
+      equal(fx.hub.counters.eventsTooLarge, 1);
+    });
+
+    it('takes maxFrameBytes only within what a client frame and a chunk need and the protocol allows', () => {
+      let threw = 0;
+      for (const bad of [1024, 4609]) {
+        try {
+          makeHub({ maxFrameBytes: bad });
+        } catch (e) {
+          if (e instanceof RangeError) threw++;
+        }
+      }
+      equal(threw, 2);
+      ok(makeHub({ maxFrameBytes: 1280 }).hub);
+    });
+
     it('drops background events at level ≥ 2 (row 13) and counts them on the next delivered one', () => {
       const fx = makeHub();
       const c = subscribed(fx, LOG, 50);

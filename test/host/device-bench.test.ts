@@ -2,6 +2,7 @@
 // clients on the same bindings with the same subscriptions and publications, the robot's streams
 // at the simulator's default rates. Held here so that the budget measures what the simulator runs.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_CATALOG } from '../../catalog/default.js';
@@ -9,7 +10,7 @@ import { loadCatalog } from '../../catalog/index.js';
 import { PRIORITY_NAMES } from '../../catalog/schema.js';
 import { loadScenarioFile } from '../../host-sim/scenario.js';
 import { ROBOT_DEFAULTS } from '../../host-sim/robot.js';
-import { DEFAULT_MIX, ROBOT_STREAMS, LOG_EVERY_MS, JOYSTICK_HZ, deviceMemoryMix, MEMORY_SUBSCRIPTIONS } from '../../bench/device.bench.js';
+import { DEFAULT_MIX, DEVICE_QUEUE_BYTES, ROBOT_STREAMS, LOG_EVERY_MS, JOYSTICK_HZ, deviceMemoryMix, MEMORY_SUBSCRIPTIONS } from '../../bench/device.bench.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -41,5 +42,12 @@ describe('device budget workload', function () {
     const mix = deviceMemoryMix();
     assert.deepEqual(mix.map((c) => c.binding).sort(), ['ble', 'espnow', 'espnow', 'espnow', 'espnow', 'tcp', 'ws', 'ws']);
     for (const c of mix) assert.equal(new Set(c.subscriptions.map((s) => s.channel)).size, MEMORY_SUBSCRIPTIONS);
+  });
+
+  it("uses the device adapter's TCP queue size (bindings/tcp/device.ts imports Moddable's modules, so it is read as text)", function () {
+    const text = readFileSync(join(repo, 'bindings', 'tcp', 'device.ts'), 'utf8');
+    const m = /export const DEVICE_QUEUE_BYTES = (\d+);/.exec(text);
+    assert.ok(m, 'bindings/tcp/device.ts states DEVICE_QUEUE_BYTES as a number');
+    assert.equal(DEVICE_QUEUE_BYTES, Number(m[1]));
   });
 });
