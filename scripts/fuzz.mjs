@@ -328,6 +328,9 @@ async function loopback(fz, n, bindings) {
   if (!(await opened(observer))) throw new Error('loopback: the observer could not connect');
   send(observer, [encode({ type: fz.FrameType.HELLO, version: fz.PROTOCOL_VERSION, name: 'observer', subWishes: [{ channelId: 10, wishedRateHz: 50 }, { channelId: 11, wishedRateHz: 20 }, { channelId: 1, wishedRateHz: 10 }, { channelId: 3, wishedRateHz: 2 }] })]);
   await sleep(20);
+  // The observer pings every second as a client does (§5.13), so that the hub's liveness
+  // timeout (§6.5, 5 s) never reads a long run on a busy machine as a silent client.
+  const pingTimer = setInterval(() => send(observer, [encode({ type: fz.FrameType.PING, t0: Math.floor(performance.now()) })]), 1000);
 
   const clients = [];
   let latched = hub.latch.latched;
@@ -385,6 +388,7 @@ async function loopback(fz, n, bindings) {
   } finally {
     clearInterval(tickTimer);
     clearInterval(pubTimer);
+    clearInterval(pingTimer);
     for (const c of clients) if (c) drop(c);
     drop(observer);
     await tcp.close();
