@@ -19,7 +19,7 @@
 import { StagedBytes, SealedBytes } from './bytes.js';
 import { CborWriter } from './cbor.js';
 import { HubCounters } from './counters.js';
-import { dataFrameBytes, FloatProbe, writeData, writePong } from './fast-frames.js';
+import { dataFrameBytes, FloatProbe, writeData, writePong, writeSample } from './fast-frames.js';
 import { encodeFrame } from './frame-encode.js';
 import { FrameType, type Frame } from './frame-types.js';
 import { utf8ByteLength } from './utf8.js';
@@ -32,14 +32,17 @@ import { Tag, tagOf, type Clock, type Link } from './ports.js';
 import { FrameRing } from './queues.js';
 import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
 import { decimate, DECIMATION_STATE, resetDecimation, SHED_DECISION, SHED_LOOKUP } from './shed.js';
+import { LEVEL_CONGESTED, LEVEL_SEVERE } from './constants.js';
 
 // The table's decisions the shedding path tells apart, as plain constants: it compares against
 // them for every subscriber it sheds, where a property of SHED_DECISION would be a lookup each time.
+const SEND = SHED_DECISION.send;
 const CONFLATE = SHED_DECISION.conflate;
 const DECIMATE2 = SHED_DECISION.decimate2;
 const DECIMATE4 = SHED_DECISION.decimate4;
 const DROP = SHED_DECISION.drop;
 const DROP_SOURCE = SHED_DECISION.drop_source;
+const PONG_TAG = tagOf(FrameType.PONG, Tag.CRITICAL);
 
 /** What the egress layer asks of the hub. */
 export interface EgressHost {
@@ -108,6 +111,9 @@ export class Egress {
    * through the grant and the shedding table. Encoded once; copied to each link; nothing is
    * allocated per sample and nothing is ever held back to be sent later (§10.4): whatever is sent
    * for this push leaves during this call, whatever cannot is dropped.
+   *
+   * This runs for every push of every stream, for every subscriber: what the loop reads is held
+   * in locals, and a link at level 0 skips the table (its row 1 sends, whatever the subscription).
    */
   publishSample(route: ChannelRoute, t: number, values: Float64Array, count: number): void {
     const seq = (route.seq = route.seq === 0xffffffff ? 0 : route.seq + 1);
@@ -115,36 +121,46 @@ export class Egress {
     const r = route.index;
     const subscriberCount = tab.subscriberCount;
     if (subscriberCount[r] === 0) return;
-    // A sample carries at most the catalog's fields; a time that is no unsigned integer reads as 0.
-    let n = count < values.length ? count : values.length;
-    if (n > route.fields) n = route.fields;
-    n = n > 0 ? n - (n % 1) : 0;
-    const time = t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0;
+    // A sample carries at most the catalog's fields and the values given; a fraction of a count is dropped.
+    let n = route.fields;
+    if (count < n) n = count > 0 ? count - (count % 1) : 0;
+    if (n > values.length) n = values.length;
     const now = this.clock.now();
     const critical = route.critical;
     const segments = route.segments;
+    const lastAt = route.lastAt;
     const counters = this.counters;
-    const rows = counters.rows;
     const slots = this.slots;
     const subscribers = tab.subscribers;
     const grantedHz = tab.grantedHz;
     const nextDue = tab.nextDue;
-    const priority = tab.priority;
     const firstPush = tab.firstPush;
     const sourceDropped = tab.sourceDropped;
-    const base = route.shedBase;
+    const decimation = tab.decimation;
     const first = r * tab.slots;
     // docs/operations.md "Health, admission and overload" ladder rung 1: the table reads every link at this level at least.
     const floor = this.levelFloor;
+    const rows = counters.rows;
     let frame: Uint8Array | null = null;
+    // What the loop works with, declared once out here: a block that declares its own makes XS
+    // open a scope on every pass.
+    let slot = 0;
+    let s: Session;
+    let link: Link | null;
+    let k = 0;
+    // The subscriber's granted rate: above 0 only where the grant gates the push (not critical, not segments).
+    let g = 0;
+    let due = 0;
+    let level = 0;
+    let packed = 0;
+    let period = 0;
     this.routing = true;
     for (let i = 0; i < (subscriberCount[r] as number); i++) {
-      const slot = subscribers[first + i] as number;
-      const s = slots[slot] as Session;
-      const link = s.link;
+      slot = subscribers[first + i] as number;
+      s = slots[slot] as Session;
+      link = s.link;
       if (link === null) continue;
-      const k = first + slot;
-      let g = 0;
+      k = first + slot;
       if (!critical) {
         // The grant: a subscriber gets at most its granted rate, always the newest sample.
         g = grantedHz[k] as number;
@@ -153,64 +169,59 @@ export class Egress {
           if (segments) sourceDropped[k] = 1;
           continue;
         }
-        // §10.4: a segments stream is never thinned, not even by the grant (its grant is whole-source).
-        if (now < (nextDue[k] as number) && !segments) {
+        // §10.4: a segments stream is never thinned, not even by the grant (its grant is
+        // whole-source): no gate, and no gate's clock to move (g 0).
+        if (segments) g = 0;
+        else if (now < (due = nextDue[k] as number)) {
           counters.rateGated++;
           continue;
         }
       }
-      let level = link.level;
+      level = link.level;
       if (level < floor) level = floor;
-      const packed = SHED_LOOKUP[base + (priority[k] as number) * 6 + (firstPush[k] as number) * 3 + (level >= 2 ? 2 : level >= 1 ? 1 : 0)] as number;
-      const row = packed & 0xf;
-      rows[row] = (rows[row] as number) + 1;
-      const decision = packed >>> 4;
-      if (decision !== SHED_DECISION.send || tab.decimation[k * DECIMATION_STATE] !== 1) {
-        if (this.shed(route, decision, k, slot, values, n, now)) continue;
+      if (level >= LEVEL_CONGESTED) {
+        packed = SHED_LOOKUP[route.shedBase + (tab.priority[k] as number) * 6 + (firstPush[k] as number) * 3 + (level >= LEVEL_SEVERE ? 2 : 1)] as number;
+        rows[packed & 0xf] = (rows[packed & 0xf] as number) + 1;
+        if (packed >>> 4 !== SEND || decimation[k * DECIMATION_STATE] !== 1) {
+          if (this.shed(route, packed >>> 4, k, slot, values, n, now)) continue;
+        }
+      } else {
+        // A clear link: row 1 for every subscription (shed.ts shedDecide), a send; a subscription
+        // that was decimating starts afresh.
+        rows[1] = (rows[1] as number) + 1;
+        if (decimation[k * DECIMATION_STATE] !== 1) resetDecimation(decimation, k * DECIMATION_STATE);
       }
-      let out: Uint8Array;
-      let tag: number;
       if (sourceDropped[k] === 1) {
-        // The subscriber's own variant, carrying gap: written in the control staging area.
-        const arena = this.arena;
-        arena.unstage();
-        out = arena.seal(writeData(arena.out, arena.outView, this.fp, route.prefix, seq, time, values, n, true, 0));
-        tag = route.tag;
+        // The subscriber's own variant, carrying gap (the shared frame goes only to those owed none).
+        if (!this.sendGap(route, s, link, k, seq, t, values, n)) continue;
       } else {
         if (frame === null) {
+          // The push's one encoding, for the first subscriber that gets it; a time that is no unsigned integer reads as 0.
           const data = this.data;
           data.open();
-          frame = data.seal(writeData(data.bytes, data.view, this.fp, route.prefix, seq, time, values, n, false, 0));
+          frame = data.seal(writeSample(data.bytes, data.view, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
         }
-        out = frame;
-        tag = route.sharedTag;
+        if (critical) {
+          if (!this.critical(s, frame, route.sharedTag, seq)) continue;
+        } else if (s.neverShed.size > 0 || !link.send(frame, route.sharedTag, seq)) {
+          // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
+          counters.egressDrops++;
+          if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
+          continue;
+        } else s.sentFrames++;
       }
-      let went: boolean;
-      if (critical) went = this.critical(s, out, tag, seq);
-      else if (s.neverShed.size > 0 || !link.send(out, tag, seq)) {
-        // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
-        counters.egressDrops++;
-        if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
-        went = false;
-      } else {
-        s.sentFrames++;
-        went = true;
-      }
-      if (out !== frame) this.arena.unstage();
-      if (!went) continue;
       counters.delivered++;
       firstPush[k] = 0;
-      sourceDropped[k] = 0;
-      if (g > 0 && !segments) {
-        // The grant gate (grants.ts consumeGrantSlot): at most one period of credit.
-        const period = 1000 / g;
-        const next = (nextDue[k] as number) + period;
-        nextDue[k] = next < now - period ? now + period : next;
+      if (g > 0) {
+        // The grant gate's clock (grants.ts consumeGrantSlot): at most one period of credit.
+        period = 1000 / g;
+        due += period;
+        nextDue[k] = due < now - period ? now + period : due;
       }
-      if (route.lastAt >= 0) {
+      if (lastAt >= 0) {
         // §10.4 row 8: the values sent (n is at most the channel's fields), for the next conflation test.
         const last = tab.lastValues;
-        const at = route.lastAt + slot * route.fields;
+        const at = lastAt + slot * route.fields;
         for (let j = 0; j < n; j++) last[at + j] = values[j] as number;
         tab.lastLen[k] = n;
       }
@@ -218,6 +229,23 @@ export class Egress {
     this.routing = false;
     // Whole again once every link has copied it: a buffer stays shrunk only while it is handed on (hub/bytes.ts).
     if (frame !== null) this.data.open();
+  }
+
+  /** §10.4 row 6: the push for a subscriber owed `gap`, its own encoding in the staging area; true when it went. */
+  private sendGap(route: ChannelRoute, s: Session, link: Link, k: number, seq: number, t: number, values: Float64Array, n: number): boolean {
+    const arena = this.arena;
+    arena.unstage();
+    const out = arena.seal(writeData(arena.out, arena.outView, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n, true, 0));
+    let went = true;
+    if (route.critical) went = this.critical(s, out, route.tag, seq);
+    else if (s.neverShed.size > 0 || !link.send(out, route.tag, seq)) {
+      this.counters.egressDrops++;
+      went = false;
+    } else s.sentFrames++;
+    arena.unstage();
+    // Carried: the source is whole again. Refused: it stays owed (a lost segment is a lost command).
+    if (went) this.table.sourceDropped[k] = 0;
+    return went;
   }
 
   /**
@@ -418,12 +446,13 @@ export class Egress {
 
   /** PONG (§5.14), allocation-free: to the session, or before HELLO to the transport. */
   pong(conn: EgressConn, t0: number, t1: number): void {
-    this.arena.unstage();
-    const frame = this.arena.seal(writePong(this.arena.out, t0, t1));
-    const tag = tagOf(FrameType.PONG, Tag.CRITICAL);
-    if (conn.session) this.critical(conn.session, frame, tag, 0);
-    else if (conn.link.send(frame, tag, 0)) conn.sent = (conn.sent + 1) >>> 0;
-    this.arena.unstage();
+    const arena = this.arena;
+    arena.unstage();
+    const frame = arena.seal(writePong(arena.out, arena.outView, t0, t1));
+    const s = conn.session;
+    if (s !== null) this.critical(s, frame, PONG_TAG, 0);
+    else if (conn.link.send(frame, PONG_TAG, 0)) conn.sent = (conn.sent + 1) >>> 0;
+    arena.unstage();
   }
 
   nackConn(conn: EgressConn, code: number, frameType?: number, channelId?: number, retryAfterMs?: number): void {

@@ -120,24 +120,40 @@ export function dataPrefix(channelId: number): Uint8Array {
 /**
  * DATA {0: 7, 3: channel_id, 4: seq, 5: t, 6: values, 26: gap?, 27: dropped?} into b from 0, with
  * `dv` a DataView of the same bytes; returns the length. Byte for byte what encodeData writes.
- * `prefix` is dataPrefix(channel_id). The caller sized b with dataFrameBytes. This runs once per
- * push of every stream: the common cases (a seq and a time of at most 32 bits, a value count
- * below 24, a float32 value) are written inline, in as few bytecodes as the engine will take.
+ * `prefix` is dataPrefix(channel_id). The caller sized b with dataFrameBytes.
  */
 export function writeData(b: Uint8Array, dv: DataView, fp: FloatProbe, prefix: Uint8Array, seq: number, t: number, values: Float64Array, count: number, gap: boolean, dropped: number): number {
+  const p = writeSample(b, dv, fp, prefix, seq, t, values, count);
+  return gap || dropped > 0 ? dataTail(b, p, gap, dropped) : p;
+}
+
+/**
+ * writeData without gap and dropped: the frame every push of every stream shares. The common
+ * cases (a seq and a time of 16 or 32 bits, a value count below 24, a float32 value that is
+ * neither an integer nor a binary16) are written inline, in as few bytecodes as the engine will
+ * take; head() and number() write everything else.
+ */
+export function writeSample(b: Uint8Array, dv: DataView, fp: FloatProbe, prefix: Uint8Array, seq: number, t: number, values: Float64Array, count: number): number {
   b.set(prefix);
   let p = prefix.length;
-  if (gap || dropped > 0) b[0] = 0xa5 + (gap ? 1 : 0) + (dropped > 0 ? 1 : 0);
   if (seq >= 0x10000 && seq < TWO_32) {
     b[p] = 0x1a;
     dv.setUint32(p + 1, seq);
     p += 5;
+  } else if (seq >= 0x100 && seq < 0x10000) {
+    b[p] = 0x19;
+    dv.setUint16(p + 1, seq);
+    p += 3;
   } else p = head(b, p, 0x00, seq);
   b[p] = Key.T;
   if (t >= 0x10000 && t < TWO_32) {
     b[p + 1] = 0x1a;
     dv.setUint32(p + 2, t);
     p += 6;
+  } else if (t >= 0x100 && t < 0x10000) {
+    b[p + 1] = 0x19;
+    dv.setUint16(p + 2, t);
+    p += 4;
   } else p = head(b, p + 1, 0x00, t);
   b[p] = Key.VALUES;
   if (count < 24) {
@@ -146,18 +162,26 @@ export function writeData(b: Uint8Array, dv: DataView, fp: FloatProbe, prefix: U
   } else p = head(b, p + 1, 0x80, count);
   const f = fp.f;
   const bits = fp.bits;
-  let u = 0;
+  // Declared once out here: a block that declares its own makes XS open a scope on every pass.
+  let x = 0;
   for (let i = 0; i < count; i++) {
-    const x = values[i] as number;
+    x = values[i] as number;
     f[0] = x;
-    // A float32 whose low 13 mantissa bits are not all zero, below 2^31 in magnitude: neither an
-    // integer nor a binary16 value (number() judges everything else).
-    if (f[0] === x && ((u = bits[0] as number) & 0x1fff) !== 0 && (u & 0x7f800000) < 0x4f000000) {
+    // A float32 with one of its low 13 mantissa bits set is no binary16 value (those have 10),
+    // and one with a fraction is no integer: a float32 and nothing shorter. number() judges
+    // everything else.
+    if (f[0] === x && ((bits[0] as number) & 0x1fff) !== 0 && x % 1 !== 0) {
       b[p] = F32;
       dv.setFloat32(p + 1, x);
       p += 5;
     } else p = number(b, dv, p, x, f, bits);
   }
+  return p;
+}
+
+// The optional keys of a DATA frame after its values, and the map head that counts them; returns the end.
+function dataTail(b: Uint8Array, p: number, gap: boolean, dropped: number): number {
+  b[0] = 0xa5 + (gap ? 1 : 0) + (dropped > 0 ? 1 : 0);
   if (gap) {
     b[p] = 0x18;
     b[p + 1] = Key.GAP;
@@ -172,17 +196,36 @@ export function writeData(b: Uint8Array, dv: DataView, fp: FloatProbe, prefix: U
   return p;
 }
 
-/** PONG {0: 14, 31: t0, 32: t1} into b from 0; returns the length (at most 23 bytes). */
-export function writePong(b: Uint8Array, t0: number, t1: number): number {
+/**
+ * PONG {0: 14, 31: t0, 32: t1} into b from 0, with `dv` a DataView of the same bytes; returns the
+ * length (at most 23 bytes). Both times are written by uint(): a PING comes every second from
+ * every client, more often from the control owner.
+ */
+export function writePong(b: Uint8Array, dv: DataView, t0: number, t1: number): number {
   b[0] = 0xa3;
   b[1] = Key.TYPE;
   b[2] = FrameType.PONG;
   b[3] = 0x18;
   b[4] = Key.T0;
-  let p = head(b, 5, 0x00, t0);
+  const p = uint(b, dv, 5, t0);
   b[p] = 0x18;
   b[p + 1] = Key.T1;
-  return head(b, p + 2, 0x00, t1);
+  return uint(b, dv, p + 2, t1);
+}
+
+// An unsigned integer as head() writes it, the 16- and 32-bit forms (a time in ms) by the DataView.
+function uint(b: Uint8Array, dv: DataView, p: number, n: number): number {
+  if (n >= 0x10000 && n < TWO_32) {
+    b[p] = 0x1a;
+    dv.setUint32(p + 1, n);
+    return p + 5;
+  }
+  if (n >= 0x100 && n < 0x10000) {
+    b[p] = 0x19;
+    dv.setUint16(p + 1, n);
+    return p + 3;
+  }
+  return head(b, p, 0x00, n);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -205,6 +248,11 @@ export const Fast = Object.freeze({ NONE: 0, ACK: FrameType.ACK, PING: FrameType
  * samples is read and judged all the same, but its numbers are not kept: `block.width` shows it,
  * and no publication takes samples that wide, so the hub refuses it by its width before it reads
  * any number (ingress.ts).
+ *
+ * Every client frame that is not an ESTOP comes through here first, so the reading is done in
+ * locals, with the common heads (small and 16- and 32-bit integers, float32 and float64) read
+ * inline. A float is assembled from its bytes through a scratch of our own: a DataView over the
+ * frame's buffer would be an object per frame (a binding may hand each frame in a buffer of its own).
  */
 export class FastReader {
   /** ACK: acked; PING: t0. */
@@ -213,14 +261,17 @@ export class FastReader {
   channelId = 0;
   /** BUNDLE: the samples, as the robot port receives them (hub/ports.ts SampleBlock). */
   readonly block: { count: number; width: number; readonly numbers: Float64Array };
-  private readonly dv: DataView;
-  private readonly scratch = new Uint8Array(8);
+  /** BUNDLE: every number after a sample's time is finite (what a publication takes, ingress.ts). */
+  finite = true;
+  // One 8-byte scratch: a float32 written by its bits (same-size views: no byte order to mind),
+  // a float64 as two big-endian words.
+  private readonly dv = new DataView(new ArrayBuffer(8));
+  private readonly f = new Float32Array(this.dv.buffer, 0, 1);
+  private readonly bits = new Uint32Array(this.dv.buffer, 0, 1);
+  /** Where number() left off; -1 when what it read was no number. */
   private pos = 0;
-  private end = 0;
-  private buf: Uint8Array = this.scratch;
 
   constructor(keepWidth: number = MAX_SAMPLE_NUMBERS) {
-    this.dv = new DataView(this.scratch.buffer);
     // At least one sample of any width: a bundle too wide to keep is read sample by sample at the start.
     const size = Math.max(MAX_SAMPLE_NUMBERS, MAX_BUNDLE_SAMPLES * Math.min(Math.max(1, keepWidth), MAX_SAMPLE_NUMBERS));
     this.block = { count: 0, width: 0, numbers: new Float64Array(size) };
@@ -228,171 +279,209 @@ export class FastReader {
 
   /** Reads buf[start, end): the frame type when it is one of the three in canonical form, else Fast.NONE. */
   read(buf: Uint8Array, start: number, end: number): number {
-    if (end - start < 5 || end > buf.length) return Fast.NONE;
+    if (end - start < 5 || end > buf.length || buf[start + 1] !== Key.TYPE) return Fast.NONE;
     const h = buf[start] as number;
-    if (buf[start + 1] !== Key.TYPE) return Fast.NONE;
     const type = buf[start + 2] as number;
-    this.buf = buf;
-    this.end = end;
-    if (h === 0xa2 && type === FrameType.ACK) {
-      if (buf[start + 3] !== 0x18 || buf[start + 4] !== Key.ACKED) return Fast.NONE;
-      this.pos = start + 5;
-      const v = this.uint();
-      if (v < 0 || v >= TWO_32 || this.pos !== end) return Fast.NONE;
-      this.value = v;
-      return Fast.ACK;
+    if (h === 0xa2) {
+      // ACK and PING: one key of 24 or more after the type, then an unsigned integer that ends the frame.
+      if (buf[start + 3] !== 0x18) return Fast.NONE;
+      const key = buf[start + 4] as number;
+      if (type === FrameType.ACK) {
+        if (key !== Key.ACKED) return Fast.NONE;
+        const v = uintTo(buf, start + 5, end);
+        if (v < 0 || v >= TWO_32) return Fast.NONE;
+        this.value = v;
+        return Fast.ACK;
+      }
+      if (type === FrameType.PING) {
+        if (key !== Key.T0) return Fast.NONE;
+        const v = uintTo(buf, start + 5, end);
+        if (v < 0) return Fast.NONE;
+        this.value = v;
+        return Fast.PING;
+      }
+      return Fast.NONE;
     }
-    if (h === 0xa2 && type === FrameType.PING) {
-      if (buf[start + 3] !== 0x18 || buf[start + 4] !== Key.T0) return Fast.NONE;
-      this.pos = start + 5;
-      const v = this.uint();
-      if (v < 0 || this.pos !== end) return Fast.NONE;
-      this.value = v;
-      return Fast.PING;
-    }
-    if (h === 0xa3 && type === FrameType.BUNDLE) return this.bundle(start + 3);
+    if (h === 0xa3 && type === FrameType.BUNDLE) return this.bundle(buf, start + 3, end);
     return Fast.NONE;
   }
 
-  private bundle(p: number): number {
-    const buf = this.buf;
+  private bundle(buf: Uint8Array, p: number, end: number): number {
     if (buf[p] !== Key.CHANNEL_ID) return Fast.NONE;
-    this.pos = p + 1;
-    const ch = this.uint();
-    if (ch < MIN_CHANNEL_ID || ch > MAX_CHANNEL_ID || this.pos >= this.end || buf[this.pos] !== Key.VALUES) return Fast.NONE;
-    this.pos++;
-    const n = this.arrayHead();
-    if (n < 1 || n > MAX_BUNDLE_SAMPLES) return Fast.NONE;
+    // A channel id (1–255): one byte below 24, else 0x18 and one byte of 24 or more.
+    let ch = buf[p + 1] as number;
+    if (ch < 24) p += 2;
+    else if (ch === 0x18 && (buf[p + 2] as number) >= 24) {
+      ch = buf[p + 2] as number;
+      p += 3;
+    } else return Fast.NONE;
+    if (ch < MIN_CHANNEL_ID || ch > MAX_CHANNEL_ID || p >= end || buf[p] !== Key.VALUES) return Fast.NONE;
+    // The samples' array, then the first sample's: each head one byte for fewer than 24 items.
+    let n = buf[p + 1] as number;
+    if (n > 0x80 && n < 0x98) {
+      n -= 0x80;
+      p += 2;
+    } else {
+      n = arrayHeadAt(buf, p + 1, end);
+      if (n < 1 || n > MAX_BUNDLE_SAMPLES) return Fast.NONE;
+      p += n < 0x100 ? 3 : 4;
+    }
     // The first sample's length is every sample's.
-    const m = this.arrayHead();
-    if (m < 1 || m > MAX_SAMPLE_NUMBERS) return Fast.NONE;
+    let m = buf[p] as number;
+    let mHead = 1;
+    if (m > 0x80 && m < 0x98) m -= 0x80;
+    else {
+      m = arrayHeadAt(buf, p, end);
+      if (m < 1 || m > MAX_SAMPLE_NUMBERS) return Fast.NONE;
+      mHead = m < 0x100 ? 2 : 3;
+    }
+    p += mHead;
+    const head = 0x80 + m;
     const numbers = this.block.numbers;
+    const f = this.f;
+    const bits = this.bits;
+    const dv = this.dv;
     // Too wide to keep: each sample is read into the block's start, for its checks only.
     const wide = n * m > numbers.length;
     let k = 0;
+    // x − x is 0 exactly when x is finite (NaN and ±Infinity give NaN): summed over every number
+    // (a time that is not finite is refused anyway), one test at the end tells whether all were.
+    let spread = 0;
+    // Declared once out here: a block that declares its own makes XS open a scope on every pass.
+    let ib = 0;
+    let v = 0;
     for (let i = 0; ; ) {
       for (let j = 0; j < m; j++) {
-        const v = this.number();
-        if (v !== v && !this.nan) return Fast.NONE;
+        if (p >= end) return Fast.NONE;
+        ib = buf[p] as number;
+        if (ib === F64) {
+          if (p + 9 > end) return Fast.NONE;
+          dv.setUint32(0, ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
+          dv.setUint32(4, ((buf[p + 5] as number) << 24) | ((buf[p + 6] as number) << 16) | ((buf[p + 7] as number) << 8) | (buf[p + 8] as number));
+          v = dv.getFloat64(0);
+          p += 9;
+        } else if (ib === F32) {
+          if (p + 5 > end) return Fast.NONE;
+          bits[0] = ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number);
+          v = f[0] as number;
+          p += 5;
+        } else if (ib < 24) {
+          v = ib;
+          p++;
+        } else if (ib === 0x19 && p + 3 <= end) {
+          // A time in ms: 16 bits, then 32 (canonical: not fewer bytes than needed).
+          v = ((buf[p + 1] as number) << 8) | (buf[p + 2] as number);
+          if (v < 0x100) return Fast.NONE;
+          p += 3;
+        } else if (ib === 0x1a && p + 5 <= end) {
+          v = (buf[p + 1] as number) * 0x1000000 + (((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
+          if (v < 0x10000) return Fast.NONE;
+          p += 5;
+        } else {
+          v = this.number(buf, p, end);
+          if ((p = this.pos) < 0) return Fast.NONE;
+        }
         numbers[k++] = v;
+        spread += v - v;
       }
-      const t = numbers[k - m] as number;
-      if (!Number.isInteger(t) || t < 0) return Fast.NONE;
+      // A sample's time is an unsigned integer.
+      v = numbers[k - m] as number;
+      if (!(v % 1 === 0) || v < 0) return Fast.NONE;
       if (++i === n) break;
       if (wide) k = 0;
-      if (this.arrayHead() !== m) return Fast.NONE;
+      if (mHead === 1 ? buf[p] !== head || p >= end : arrayHeadAt(buf, p, end) !== m) return Fast.NONE;
+      p += mHead;
     }
-    if (this.pos !== this.end) return Fast.NONE;
+    if (p !== end) return Fast.NONE;
     this.channelId = ch;
     this.block.count = n;
     this.block.width = m;
+    this.finite = spread === 0;
     return Fast.BUNDLE;
   }
 
-  // A canonical unsigned integer head at pos (≤ 2^53 − 1), or −1.
-  private uint(): number {
-    const b = this.buf;
-    const p = this.pos;
-    if (p >= this.end) return -1;
-    const ib = b[p] as number;
-    if (ib >> 5 !== 0) return -1;
-    return this.argument(ib & 0x1f, p);
-  }
-
-  private argument(ai: number, p: number): number {
-    const b = this.buf;
-    if (ai < 24) {
-      this.pos = p + 1;
-      return ai;
-    }
-    if (ai === 24) {
-      if (p + 2 > this.end) return -1;
-      const n = b[p + 1] as number;
-      this.pos = p + 2;
-      return n >= 24 ? n : -1;
-    }
-    if (ai === 25) {
-      if (p + 3 > this.end) return -1;
-      const n = ((b[p + 1] as number) << 8) | (b[p + 2] as number);
-      this.pos = p + 3;
-      return n >= 0x100 ? n : -1;
-    }
-    if (ai === 26) {
-      if (p + 5 > this.end) return -1;
-      const n = (b[p + 1] as number) * 0x1000000 + (((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number));
-      this.pos = p + 5;
-      return n >= 0x10000 ? n : -1;
-    }
-    if (ai === 27) {
-      if (p + 9 > this.end) return -1;
-      const hi = (b[p + 1] as number) * 0x1000000 + (((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number));
-      if (hi === 0 || hi > 0x1fffff) return -1;
-      const lo = (b[p + 5] as number) * 0x1000000 + (((b[p + 6] as number) << 16) | ((b[p + 7] as number) << 8) | (b[p + 8] as number));
-      this.pos = p + 9;
-      return hi * TWO_32 + lo;
-    }
-    return -1;
-  }
-
-  // A definite array head (canonical), its count; −1 otherwise.
-  private arrayHead(): number {
-    const p = this.pos;
-    if (p >= this.end) return -1;
-    const ib = this.buf[p] as number;
-    if (ib >> 5 !== 4) return -1;
-    return this.argument(ib & 0x1f, p);
-  }
-
-  /** Set by number() when the value read was a NaN (so that NaN is told from a failure). */
-  private nan = false;
-
-  // A number as CborReader.number reads it: an integer (canonical, safe) or a float16/32/64.
-  // NaN with nan = false: not a number here.
-  private number(): number {
-    const b = this.buf;
-    const p = this.pos;
-    this.nan = false;
-    if (p >= this.end) return NaN;
+  // A number at p as CborReader.number reads it, in the forms bundle() does not read inline: an
+  // integer (canonical, safe) or a float16. Its end in `pos`, which is -1 when there is none.
+  private number(b: Uint8Array, p: number, end: number): number {
+    this.pos = -1;
     const ib = b[p] as number;
     const major = ib >> 5;
     if (major === 0 || major === 1) {
-      const n = this.argument(ib & 0x1f, p);
+      const n = argument(b, p, end, ib & 0x1f);
       if (n < 0 || (major === 1 && n === MAX_SAFE)) return NaN;
+      this.pos = p + argumentBytes(ib & 0x1f);
       return major === 0 ? n : -1 - n;
     }
-    const s = this.scratch;
-    if (ib === F32) {
-      if (p + 5 > this.end) return NaN;
-      s[0] = b[p + 1] as number;
-      s[1] = b[p + 2] as number;
-      s[2] = b[p + 3] as number;
-      s[3] = b[p + 4] as number;
-      this.pos = p + 5;
-      const v = this.dv.getFloat32(0);
-      this.nan = v !== v;
-      return v;
-    }
-    if (ib === F64) {
-      if (p + 9 > this.end) return NaN;
-      for (let i = 0; i < 8; i++) s[i] = b[p + 1 + i] as number;
-      this.pos = p + 9;
-      const v = this.dv.getFloat64(0);
-      this.nan = v !== v;
-      return v;
-    }
-    if (ib === F16) {
-      if (p + 3 > this.end) return NaN;
-      s[0] = 0;
-      s[1] = 0;
-      s[2] = b[p + 1] as number;
-      s[3] = b[p + 2] as number;
-      this.pos = p + 3;
-      const v = f16Value(this.dv.getUint32(0));
-      this.nan = v !== v;
-      return v;
-    }
-    return NaN;
+    if (ib !== F16 || p + 3 > end) return NaN;
+    this.pos = p + 3;
+    return f16Value(((b[p + 1] as number) << 8) | (b[p + 2] as number));
   }
+}
+
+// The bytes of a head with additional information ai (< 28).
+function argumentBytes(ai: number): number {
+  return ai < 24 ? 1 : ai === 24 ? 2 : ai === 25 ? 3 : ai === 26 ? 5 : 9;
+}
+
+// The argument of the head at b[p] with additional information ai, in canonical (shortest) form
+// and at most 2^53 − 1, within end; −1 otherwise.
+function argument(b: Uint8Array, p: number, end: number, ai: number): number {
+  if (ai < 24) return ai;
+  if (ai === 24) {
+    if (p + 2 > end) return -1;
+    const n = b[p + 1] as number;
+    return n >= 24 ? n : -1;
+  }
+  if (ai === 25) {
+    if (p + 3 > end) return -1;
+    const n = ((b[p + 1] as number) << 8) | (b[p + 2] as number);
+    return n >= 0x100 ? n : -1;
+  }
+  if (ai === 26) {
+    if (p + 5 > end) return -1;
+    const n = (b[p + 1] as number) * 0x1000000 + (((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number));
+    return n >= 0x10000 ? n : -1;
+  }
+  if (ai === 27) {
+    if (p + 9 > end) return -1;
+    const hi = (b[p + 1] as number) * 0x1000000 + (((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number));
+    if (hi === 0 || hi > 0x1fffff) return -1;
+    const lo = (b[p + 5] as number) * 0x1000000 + (((b[p + 6] as number) << 16) | ((b[p + 7] as number) << 8) | (b[p + 8] as number));
+    return hi * TWO_32 + lo;
+  }
+  return -1;
+}
+
+// A canonical unsigned integer that fills b[p, end) exactly (≤ 2^53 − 1); −1 otherwise. Its length
+// tells which head it must have.
+function uintTo(b: Uint8Array, p: number, end: number): number {
+  const len = end - p;
+  const ib = b[p] as number;
+  if (len === 1) return ib < 24 ? ib : -1;
+  if (len === 5) {
+    if (ib !== 0x1a) return -1;
+    const n = (b[p + 1] as number) * 0x1000000 + (((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number));
+    return n >= 0x10000 ? n : -1;
+  }
+  if (len === 3) {
+    if (ib !== 0x19) return -1;
+    const n = ((b[p + 1] as number) << 8) | (b[p + 2] as number);
+    return n >= 0x100 ? n : -1;
+  }
+  if (len === 2) {
+    if (ib !== 0x18) return -1;
+    const n = b[p + 1] as number;
+    return n >= 24 ? n : -1;
+  }
+  return len === 9 && ib === 0x1b ? argument(b, p, end, 27) : -1;
+}
+
+// The count of the canonical definite array head at b[p] (within end); −1 otherwise.
+function arrayHeadAt(b: Uint8Array, p: number, end: number): number {
+  if (p >= end) return -1;
+  const ib = b[p] as number;
+  if (ib >> 5 !== 4) return -1;
+  return argument(b, p, end, ib & 0x1f);
 }
 
 function f16Value(h: number): number {

@@ -50,6 +50,7 @@ export const GovernorVerdict = Object.freeze({
   REJECT_HUB: 3,
 } as const);
 export type GovernorVerdictCode = (typeof GovernorVerdict)[keyof typeof GovernorVerdict];
+const { ACCEPT, ACCEPT_DOWNSAMPLE, REJECT_SESSION, REJECT_HUB } = GovernorVerdict;
 /** Verdict → the typed reason a rejection carries ('' for accepts). */
 export const GOVERNOR_REASONS = Object.freeze(['', '', 'session_byte_budget_exceeded', 'hub_byte_budget_exceeded'] as const);
 /** Verdict → hint. Byte rejections and high-utilisation accepts hint downsample. */
@@ -75,10 +76,17 @@ export class IngressGovernor {
   readonly sessionBytesPerS: number;
   readonly hubBytesPerS: number;
   // Scope k (0..slots-1: sessions, `slots`: the hub) owns ring[k × SLICES, (k + 1) × SLICES),
-  // the sum of that ring in used[k], and its newest slice number in head[k].
+  // the bytes of the whole window in used[k], and its newest slice number in head[k]. Every
+  // frame is metered, so a frame touches as little as it can: it adds its bytes to used[k] only,
+  // before until[k] (the end of the newest slice) the window has not moved, and the newest
+  // slice's own bytes (used[k] − older[k], older[k] the bytes of the slices before it) are
+  // written into the ring, at at[k], only when the window moves or a rejection reads the ring.
   private readonly ring: Float64Array;
   private readonly used: Float64Array;
+  private readonly older: Float64Array;
   private readonly head: Float64Array;
+  private readonly at: Float64Array;
+  private readonly until: Float64Array;
   /** The last rejection's retry hint, ms (0 after an accept). */
   retryAfterMs = 0;
   /** The utilisation (0..) after the last accept, or that the rejected frame would have made. */
@@ -100,11 +108,21 @@ export class IngressGovernor {
     this.hubBytesPerS = o.hubBytesPerS;
     // The arrays share one buffer (on XS a buffer costs heap slots of its own).
     const scopes = slots + 1;
-    const buffer = new ArrayBuffer((scopes * (GOVERNOR_SLICES + 2) + 4) * 8);
-    this.ring = new Float64Array(buffer, 0, scopes * GOVERNOR_SLICES);
-    this.used = new Float64Array(buffer, scopes * GOVERNOR_SLICES * 8, scopes);
-    this.head = new Float64Array(buffer, scopes * (GOVERNOR_SLICES + 1) * 8, scopes).fill(-Infinity);
-    this.verdicts = new Float64Array(buffer, scopes * (GOVERNOR_SLICES + 2) * 8, 4);
+    const buffer = new ArrayBuffer((scopes * (GOVERNOR_SLICES + 5) + 4) * 8);
+    let offset = 0;
+    const f64 = (n: number): Float64Array => {
+      const a = new Float64Array(buffer, offset, n);
+      offset += n * 8;
+      return a;
+    };
+    this.ring = f64(scopes * GOVERNOR_SLICES);
+    this.used = f64(scopes);
+    this.older = f64(scopes);
+    this.head = f64(scopes).fill(-Infinity);
+    this.at = f64(scopes);
+    this.until = f64(scopes).fill(-Infinity);
+    this.verdicts = f64(4);
+    for (let k = 0; k < scopes; k++) this.at[k] = k * GOVERNOR_SLICES;
   }
 
   /**
@@ -112,52 +130,47 @@ export class IngressGovernor {
    * `hubScope` false: counted in the hub's window but never refused by it (non-BUNDLE frames).
    */
   admit(slot: number, bytes: number, now: number, hubScope = true): GovernorVerdictCode {
-    const slice = Math.floor(now / GOVERNOR_SLICE_MS);
     const hub = this.slots;
     const session = slot >= 0 && slot < hub ? slot : -1;
     const n = bytes > 0 ? bytes : 0;
-    const head = this.head;
+    const until = this.until;
     const used = this.used;
-    if (slice > (head[hub] as number)) this.advance(hub, slice);
+    if (now >= (until[hub] as number)) this.advance(hub, now);
     let u = 0;
     if (session >= 0) {
-      if (slice > (head[session] as number)) this.advance(session, slice);
+      if (now >= (until[session] as number)) this.advance(session, now);
+      const budget = this.sessionBytesPerS;
       const after = (used[session] as number) + n;
-      if (after > this.sessionBytesPerS) return this.reject(GovernorVerdict.REJECT_SESSION, session, n, now, after / this.sessionBytesPerS);
-      u = after / this.sessionBytesPerS;
+      if (after > budget) return this.reject(REJECT_SESSION, session, n, now, after / budget);
+      u = after / budget;
     }
+    const budget = this.hubBytesPerS;
     const hubAfter = (used[hub] as number) + n;
-    if (hubScope && hubAfter > this.hubBytesPerS) return this.reject(GovernorVerdict.REJECT_HUB, hub, n, now, hubAfter / this.hubBytesPerS);
-    const hu = hubAfter / this.hubBytesPerS;
+    if (hubScope && hubAfter > budget) return this.reject(REJECT_HUB, hub, n, now, hubAfter / budget);
+    const hu = hubAfter / budget;
     if (hu > u) u = hu;
     // The bytes go into each window's newest slice (a clock that stepped back writes there too).
-    const ring = this.ring;
-    if (session >= 0) {
-      const i = session * GOVERNOR_SLICES + sliceIndex(head[session] as number);
-      ring[i] = (ring[i] as number) + n;
-      used[session] = (used[session] as number) + n;
-    }
-    const j = hub * GOVERNOR_SLICES + sliceIndex(head[hub] as number);
-    ring[j] = (ring[j] as number) + n;
+    if (session >= 0) used[session] = (used[session] as number) + n;
     used[hub] = hubAfter;
     this.bytesAccepted += n;
     this.retryAfterMs = 0;
     this.utilisation = u;
-    const v = u >= GOVERNOR_DOWNSAMPLE_RATIO ? GovernorVerdict.ACCEPT_DOWNSAMPLE : GovernorVerdict.ACCEPT;
-    this.verdicts[v] = (this.verdicts[v] as number) + 1;
+    const v = u >= GOVERNOR_DOWNSAMPLE_RATIO ? ACCEPT_DOWNSAMPLE : ACCEPT;
+    const verdicts = this.verdicts;
+    verdicts[v] = (verdicts[v] as number) + 1;
     return v;
   }
 
   /** Bytes the session in `slot` has had accepted in the window at `now`. */
   sessionUsed(slot: number, now: number): number {
     if (!(slot >= 0 && slot < this.slots)) return 0;
-    this.advance(slot, Math.floor(now / GOVERNOR_SLICE_MS));
+    this.advance(slot, now);
     return this.used[slot] as number;
   }
 
   /** Bytes every client has had accepted in the window at `now`. */
   hubUsed(now: number): number {
-    this.advance(this.slots, Math.floor(now / GOVERNOR_SLICE_MS));
+    this.advance(this.slots, now);
     return this.used[this.slots] as number;
   }
 
@@ -167,6 +180,7 @@ export class IngressGovernor {
     const base = slot * GOVERNOR_SLICES;
     for (let i = 0; i < GOVERNOR_SLICES; i++) this.ring[base + i] = 0;
     this.used[slot] = 0;
+    this.older[slot] = 0;
   }
 
   get accepted(): number {
@@ -187,6 +201,7 @@ export class IngressGovernor {
 
   private reject(v: GovernorVerdictCode, scope: number, bytes: number, now: number, u: number): GovernorVerdictCode {
     this.verdicts[v] = (this.verdicts[v] as number) + 1;
+    this.ring[this.at[scope] as number] = (this.used[scope] as number) - (this.older[scope] as number);
     this.bytesRejected += bytes;
     this.utilisation = u;
     this.retryAfterMs = this.msUntilFits(scope, bytes, now, v === GovernorVerdict.REJECT_SESSION ? this.sessionBytesPerS : this.hubBytesPerS);
@@ -210,22 +225,29 @@ export class IngressGovernor {
 
   // Slices older than the window are emptied as the window slides past them. A clock that steps
   // back writes into the newest slice rather than reopening an old one.
-  private advance(scope: number, slice: number): void {
+  private advance(scope: number, now: number): void {
+    const slice = Math.floor(now / GOVERNOR_SLICE_MS);
     const head = this.head[scope] as number;
     if (!(slice > head)) return;
+    const ring = this.ring;
     const base = scope * GOVERNOR_SLICES;
+    ring[this.at[scope] as number] = (this.used[scope] as number) - (this.older[scope] as number);
     if (slice - head >= GOVERNOR_SLICES) {
-      for (let i = 0; i < GOVERNOR_SLICES; i++) this.ring[base + i] = 0;
+      for (let i = 0; i < GOVERNOR_SLICES; i++) ring[base + i] = 0;
       this.used[scope] = 0;
     } else {
       let used = this.used[scope] as number;
       for (let s = head + 1; s <= slice; s++) {
         const i = base + sliceIndex(s);
-        used -= this.ring[i] as number;
-        this.ring[i] = 0;
+        used -= ring[i] as number;
+        ring[i] = 0;
       }
       this.used[scope] = used > 0 ? used : 0;
     }
+    // The new newest slice is empty: everything in the window is older.
+    this.older[scope] = this.used[scope] as number;
     this.head[scope] = slice;
+    this.at[scope] = base + sliceIndex(slice);
+    this.until[scope] = (slice + 1) * GOVERNOR_SLICE_MS;
   }
 }

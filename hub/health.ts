@@ -122,11 +122,14 @@ export class HealthMetrics {
   readonly egressWait: Window60;
   /** The period the host ticks the hub at, ms; 0: loop delay is not derived from tick gaps. */
   readonly tickPeriodMs: number;
+  /** tickPeriodMs, or NaN when it is 0: a loop delay of NaN is not recorded. */
+  private readonly period: number;
   private lastTickAt = NaN;
   private tickStart = NaN;
 
   constructor(tickPeriodMs = 0, histogram: Histogram = DURATION_HISTOGRAM) {
     this.tickPeriodMs = tickPeriodMs > 0 ? tickPeriodMs : 0;
+    this.period = tickPeriodMs > 0 ? tickPeriodMs : NaN;
     this.loopDelay = new Window60(histogram);
     this.tick = new Window60(histogram);
     this.intentEcho = new Window60(histogram);
@@ -152,6 +155,25 @@ export class HealthMetrics {
     this.tickStart = NaN;
   }
 
+  /**
+   * A tick that began at `start` and ended at `end` with nothing read in between: the same as
+   * tickBegan(start) and tickEnded(end), in one call (the tick with nothing due, 100 times a
+   * second on the device). A sample of 0 (or less) within its window's newest second is
+   * counted in place (Window60.zeros), as `record` would count it.
+   */
+  tickSpan(start: number, end: number): void {
+    // NaN without a period or before the first tick: not recorded.
+    const delay = start - this.lastTickAt - this.period;
+    this.lastTickAt = start;
+    this.tickStart = NaN;
+    const w = this.loopDelay;
+    if (delay <= 0 && start >= w.liveFrom && start < w.liveTo) w.zeros++;
+    else w.record(delay, start);
+    const t = this.tick;
+    if (end - start <= 0 && end >= t.liveFrom && end < t.liveTo) t.zeros++;
+    else t.record(end - start, end);
+  }
+
   recordLoopDelay(ms: number, now: number): void {
     this.loopDelay.record(ms, now);
   }
@@ -172,11 +194,13 @@ export class HealthMetrics {
 
   /** Fills the measured fields of `out` from the admission view (ADMISSION_WINDOW_S seconds). */
   sample(now: number, out: HubLoad, loopDelayLimitMs: number = ADMISSION_LOOP_DELAY_MS): HubLoad {
-    const max = this.loopDelay.maxOver(now, ADMISSION_WINDOW_S);
+    const loopDelay = this.loopDelay;
+    const max = loopDelay.maxOver(now, ADMISSION_WINDOW_S);
     out.loopDelayMaxMs = max;
-    out.loopDelayClearsInMs = max > loopDelayLimitMs ? this.loopDelay.clearsInMs(now, ADMISSION_WINDOW_S, loopDelayLimitMs) : 0;
-    out.tickP95Ms = this.tick.p95Over(now, ADMISSION_WINDOW_S);
-    out.tickCount = this.tick.countOver(now, ADMISSION_WINDOW_S);
+    out.loopDelayClearsInMs = max > loopDelayLimitMs ? loopDelay.clearsInMs(now, ADMISSION_WINDOW_S, loopDelayLimitMs) : 0;
+    const tick = this.tick;
+    out.tickP95Ms = tick.p95Over(now, ADMISSION_WINDOW_S);
+    out.tickCount = tick.viewCount;
     return out;
   }
 

@@ -303,9 +303,10 @@ export class Hub {
   tick(): void {
     if (this.observer !== null) this.observer.entered();
     const now = this.clock.now();
-    this.health.tickBegan(now);
     if (now >= this.dueAt) this.sweep(now);
-    this.health.tickEnded(this.clock.now());
+    // The tick's loop delay and duration, both at its end: the sweep reads the tick view alone
+    // (the ladder's), never the loop delay.
+    this.health.tickSpan(now, this.clock.now());
   }
 
   private sweep(now: number): void {
@@ -315,27 +316,46 @@ export class Hub {
     const safetyNext = this.safety.tick(now);
     if (safetyNext < next) next = safetyNext;
     let replan = false;
+    // On a load sweep the walk moves each ACTIVE session's hand-off mark on and looks for a link
+    // keeping up, for the ladder's signals (Load.ladderSignals), as long as nothing it does could
+    // change a session it has passed (a close, a park, a send): then Load walks them again.
+    const loadDue = now >= this.loadAt;
+    const inspect = this.inspect;
+    let quiet = true;
+    let keeping = false;
+    // Whether a session is owed a GRANT: every re-plan elsewhere announces at once, so the
+    // announcement below is needed only after this sweep's own re-plan or for one seen owed here.
+    let owed = false;
     const cfg = this.config;
-    for (let i = 0; i < this.slots.length; i++) {
-      const s = this.slots[i];
+    const livenessMs = cfg.livenessTimeoutMs;
+    const STALE = SessionState.STALE;
+    const ACTIVE = SessionState.ACTIVE;
+    const slots = this.slots;
+    for (let i = 0; i < slots.length; i++) {
+      const s = slots[i];
       if (!s) continue;
-      if (s.state === SessionState.STALE) {
+      if (s.grantOwed) owed = true;
+      if (s.state === STALE) {
         const at = s.staleSince + cfg.staleTtlMs;
-        if (now >= at) this.keeper.close(s, GoodbyeReason.EVICTED);
-        else if (at < next) next = at;
+        if (now >= at) {
+          quiet = false;
+          this.keeper.close(s, GoodbyeReason.EVICTED);
+        } else if (at < next) next = at;
         continue;
       }
       const link = s.link;
       if (!link) continue;
       // §6.5: a client that has sent nothing for the liveness timeout is treated as gone.
-      const silentAt = s.lastHeard + cfg.livenessTimeoutMs;
+      const silentAt = s.lastHeard + livenessMs;
       if (now >= silentAt) {
+        quiet = false;
         this.log.event('session-silent', s.id);
         this.keeper.stale(s, false);
         continue;
       }
       if (silentAt < next) next = silentAt;
       if (s.neverShed.size > 0) {
+        quiet = false;
         if (this.egress.drain(s, now)) {
           this.keeper.stale(s, true);
           continue;
@@ -350,39 +370,52 @@ export class Hub {
         if (s.budget.update(level, link.estimate(), this.plan.demandBps(s), now)) replan = true;
         s.budgetAt = s.budget.nextAt(level);
       }
-      if (s.budgetAt < next) next = s.budgetAt <= now ? now : s.budgetAt;
+      const budgetAt = s.budgetAt;
+      if (budgetAt < next) next = budgetAt <= now ? now : budgetAt;
       if (s.eventsOwed) {
         s.eventsOwed = false;
         const t = this.table;
         for (let j = 0; j < t.routeCount[s.slot]!; j++) {
           const route = this.plan.subscribedRoute(s, j);
-          if (route.events && route.events.size(s.slot) > 0) this.egress.flushEvents(route, s);
+          if (route.events && route.events.size(s.slot) > 0) {
+            quiet = false;
+            this.egress.flushEvents(route, s);
+          }
         }
         if (s.eventsOwed) next = now;
       }
+      if (loadDue && s.state === ACTIVE) {
+        const sent = s.sentFrames;
+        if (sent !== s.loadMark) {
+          s.loadMark = sent;
+          s.handedAt = now;
+        }
+        if (!keeping) keeping = inspect.keepsUp(s, link, level, now);
+      }
     }
     // docs/operations.md "Health, admission and overload": the hub's own load moves the ladder; a new rung re-plans and announces grants.
-    if (now >= this.loadAt) {
+    if (loadDue) {
       this.loadAt = now + LOAD_PERIOD_MS;
-      this.measureLoad(now);
-      if (this.ladder.update(this.load, now)) {
+      const ladder = this.ladder;
+      if (ladder.update(inspect.ladderSignals(now, this.load, quiet ? (keeping ? 1 : 0) : -1), now)) {
         replan = true;
-        this.egress.levelFloor = this.ladder.levelFloor;
+        this.egress.levelFloor = ladder.levelFloor;
+        // Only a new rung changes it (nothing else writes it).
+        this.load.refuseJoins = ladder.refusesJoins;
       }
-      this.load.refuseJoins = this.ladder.refusesJoins;
-      if (this.ladder.parkDue(now)) {
-        const id = parkCandidate(this.inspect.ladderViews());
+      if (ladder.parkDue(now)) {
+        const id = parkCandidate(inspect.ladderViews());
         const s = id > 0 ? this.keeper.byId(id) : undefined;
         if (s) {
           this.log.event('ladder-park', s.id);
           this.keeper.stale(s, true);
-          this.ladder.markParked(now);
+          ladder.markParked(now);
         }
       }
     }
     if (this.loadAt < next) next = this.loadAt;
     if (replan) this.plan.replan();
-    this.plan.announce();
+    if (replan || owed) this.plan.announce();
     this.due(next);
   }
 

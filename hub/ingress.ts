@@ -10,7 +10,7 @@
 import { ChannelClass, Direction } from '../catalog/schema.js';
 import { CborError } from './cbor.js';
 import { MALFORMED_CLOSE_PER_S } from './constants.js';
-import { ESTOP_NACK_FRAME_TYPE, EstopFrameError, EstopKind, EstopSource, decodeEstop, isEstopFrame, type EstopFrame } from './estop-frame.js';
+import { ESTOP_MAGIC, ESTOP_NACK_FRAME_TYPE, EstopFrameError, EstopKind, EstopSource, decodeEstop, type EstopFrame } from './estop-frame.js';
 import { Fast, FastReader } from './fast-frames.js';
 import { catalogChunk, sendHealth } from './chunks.js';
 import type { Conn } from './conn.js';
@@ -21,7 +21,7 @@ import type { Hub } from './hub.js';
 import type { TokenBucket } from './limits.js';
 import { Nack } from './nack.js';
 import type { SampleBlock } from './ports.js';
-import type { Session } from './session.js';
+import type { Publication, Session } from './session.js';
 
 /**
  * A BUNDLE decoded by decodeFrame, as the robot port receives samples; null when the samples are
@@ -38,6 +38,22 @@ function slowBlock(samples: readonly (readonly number[])[]): SampleBlock | null 
     for (let j = 0; j < w; j++) numbers[i * w + j] = s[j] as number;
   }
   return { count: n, width: w, numbers };
+}
+
+const NONE = Fast.NONE;
+const REJECT_SESSION = GovernorVerdict.REJECT_SESSION;
+
+/** Every number after a sample's time is finite (x − x is 0 exactly when x is finite). */
+function finiteValues(block: SampleBlock): boolean {
+  const numbers = block.numbers;
+  const w = block.width;
+  for (let i = 0; i < block.count; i++) {
+    for (let k = 1; k < w; k++) {
+      const x = numbers[i * w + k] as number;
+      if (x - x !== 0) return false;
+    }
+  }
+  return true;
 }
 
 export class Ingress {
@@ -59,18 +75,41 @@ export class Ingress {
     const now = hub.clock.now();
     const s = conn.session;
     try {
-      if (isEstopFrame(bytes, start)) {
+      if (bytes[start] === ESTOP_MAGIC) {
         this.estopFrame(conn, bytes, start, end - start, now);
         return;
       }
-      const fastType = this.fast.read(bytes, start, end);
+      const fast = this.fast;
+      const fastType = fast.read(bytes, start, end);
       // The ingress governor, before any decoding (docs/operations.md "Health, admission and
       // overload"; the ESTOP frame is never metered): a session's BUNDLEs meet both byte
       // budgets, its other frames the session's only; a frame before HELLO has no session and
       // meets the hub's. The control owner's BUNDLEs meet its session's budget only: others'
       // traffic (a sessionless flood included) filling the hub's window must not refuse the
       // motion of the one driving the robot (§12.6 isolation).
-      const type = fastType !== Fast.NONE ? fastType : s ? peekFrameType(bytes, start, Math.min(end, start + 16)) : -1;
+      if (fastType !== NONE && s !== null) {
+        // A session's ACK, PING or BUNDLE in canonical form, the frames that come all the time:
+        // the same steps as any frame's below, each in its shortest form, the frame read in place.
+        if (hub.governor.admit(s.slot, end - start, now, fastType === FrameType.BUNDLE && s !== hub.owner) >= REJECT_SESSION) {
+          this.ingressRefused(conn, fastType, now);
+          return;
+        }
+        if (end - start > MAX_FRAME_BYTES) {
+          this.malformed(conn, Nack.TOO_LARGE, fastType, now);
+          return;
+        }
+        // Heard (see heard()).
+        s.lastHeard = now;
+        s.priorValid = false;
+        if (s === hub.owner) hub.safety.ownerHeard(now);
+        if (fastType === FrameType.ACK) {
+          const link = s.link;
+          if (link !== null) link.acked(fast.value);
+        } else if (fastType === FrameType.PING) hub.egress.pong(conn, fast.value, wholeMs(now));
+        else this.bundle(conn, s, fast.channelId, fast.block, fast.finite, now);
+        return;
+      }
+      const type = fastType !== NONE ? fastType : s ? peekFrameType(bytes, start, Math.min(end, start + 16)) : -1;
       // Before HELLO a transport meets its own byte bucket, and is closed when it overdraws it;
       // its frames are counted in the hub's window but never refused by it (HELLOs and resumes
       // are not starved by a flood on another transport).
@@ -79,7 +118,7 @@ export class Ingress {
         return;
       }
       const hubScope = !!s && type === FrameType.BUNDLE && s !== hub.owner;
-      if (hub.governor.admit(s ? s.slot : -1, end - start, now, hubScope) >= GovernorVerdict.REJECT_SESSION) {
+      if (hub.governor.admit(s ? s.slot : -1, end - start, now, hubScope) >= REJECT_SESSION) {
         this.ingressRefused(conn, s ? type : peekFrameType(bytes, start, Math.min(end, start + 16)), now);
         return;
       }
@@ -89,8 +128,10 @@ export class Ingress {
         this.malformed(conn, Nack.TOO_LARGE, t >= 0 && t <= 0xff ? t : undefined, now);
         return;
       }
-      if (fastType !== Fast.NONE) {
-        this.fastFrame(conn, s, fastType, now);
+      if (fastType !== NONE) {
+        // Before HELLO: a PING is answered, anything else is not ready.
+        if (fastType === FrameType.PING) hub.egress.pong(conn, fast.value, wholeMs(now));
+        else this.malformed(conn, Nack.NOT_READY, fastType, now);
         return;
       }
       let f: Frame;
@@ -130,23 +171,6 @@ export class Ingress {
     if (s === this.hub.owner) this.hub.safety.ownerHeard(now);
   }
 
-  /** ACK, PING or BUNDLE in canonical form, read in place. */
-  private fastFrame(conn: Conn, s: Session | null, type: number, now: number): void {
-    const hub = this.hub;
-    const fast = this.fast;
-    if (!s) {
-      if (type === Fast.PING) hub.egress.pong(conn, fast.value, wholeMs(now));
-      else this.malformed(conn, Nack.NOT_READY, type, now);
-      return;
-    }
-    this.heard(s, type, now);
-    if (type === Fast.ACK) {
-      const link = s.link;
-      if (link) link.acked(fast.value);
-    } else if (type === Fast.PING) hub.egress.pong(conn, fast.value, wholeMs(now));
-    else this.bundle(conn, s, fast.channelId, fast.block, now);
-  }
-
   private dispatch(conn: Conn, s: Session, f: Frame, now: number): void {
     const hub = this.hub;
     switch (f.type) {
@@ -166,7 +190,7 @@ export class Ingress {
         return;
       case FrameType.BUNDLE: {
         const block = slowBlock(f.samples);
-        if (block) this.bundle(conn, s, f.channelId, block, now);
+        if (block) this.bundle(conn, s, f.channelId, block, finiteValues(block), now);
         else this.malformed(conn, Nack.MALFORMED, FrameType.BUNDLE, now, f.channelId);
         return;
       }
@@ -246,27 +270,28 @@ export class Ingress {
 
   // ------------------------------------------------------------------ BUNDLE (§10.5)
 
-  private bundle(conn: Conn, s: Session, channelId: number, block: SampleBlock, now: number): void {
+  /** A BUNDLE from a session: `finite` tells whether every number after a sample's time is finite. */
+  private bundle(conn: Conn, s: Session, channelId: number, block: SampleBlock, finite: boolean, now: number): void {
     const hub = this.hub;
-    const pub = s.publication(channelId);
-    if (!pub) {
+    // The session's publication of the channel (a few per session: found by a scan, Session.publication).
+    const pubs = s.pubs;
+    const count = pubs.length;
+    let i = 0;
+    while (i < count && (pubs[i] as Publication).ch.id !== channelId) i++;
+    if (i === count) {
       if (!hub.catalog.byId(channelId)) hub.egress.nack(s, Nack.UNKNOWN_CHANNEL, FrameType.BUNDLE, channelId);
       else this.bundleRefused(s, Nack.NOT_GRANTED, channelId, now);
       return;
     }
+    const pub = pubs[i] as Publication;
     // A sample is [t, one finite number per catalog field]: anything else would reach the robot
     // as a command it cannot read.
-    const width = pub.ch.fieldCount + 1;
-    let bad = block.width !== width;
-    const numbers = block.numbers;
-    for (let i = 0; i < block.count && !bad; i++) {
-      for (let k = 1; k < width && !bad; k++) bad = !Number.isFinite(numbers[i * width + k] as number);
-    }
-    if (bad) {
+    const ch = pub.ch;
+    if (block.width !== ch.fieldCount + 1 || !finite) {
       this.malformed(conn, Nack.MALFORMED, FrameType.BUNDLE, now, channelId);
       return;
     }
-    if (pub.ch.motion) {
+    if (ch.motion) {
       const refusal = hub.latch.latched ? Nack.ESTOP_LATCHED : hub.owner !== s ? Nack.NOT_OWNER : !hub.safety.armedFlag ? Nack.NOT_ARMED : 0;
       if (refusal !== 0) {
         this.bundleRefused(s, refusal, channelId, now);

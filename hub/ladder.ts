@@ -171,6 +171,14 @@ const TICK_EXIT: readonly number[] = Object.freeze(LADDER_TICK_RATIOS.map((t) =>
 const HEAP_EXIT: readonly number[] = Object.freeze(LADDER_HEAP_RATIOS.map((t) => t * LADDER_EXIT_RATIO));
 const EGRESS_EXIT: readonly number[] = Object.freeze(LADDER_EGRESS_RATIOS.map((t) => t * LADDER_EXIT_RATIO));
 
+// Where rung 1 begins, signal by signal.
+const TICK_ENTER = LADDER_TICK_RATIOS[0] as number;
+const HEAP_ENTER = LADDER_HEAP_RATIOS[0] as number;
+const EGRESS_ENTER = LADDER_EGRESS_RATIOS[0] as number;
+const CALM = LadderRung.CALM;
+const CALM_ACTION = LADDER_ACTIONS[CALM];
+const NO_TRIGGER = LadderTrigger.NONE;
+
 // Thresholds ascend, so a calm signal is placed by its first comparison.
 function rungOf(ratio: number, thresholds: readonly number[], scale: number): number {
   let r = 0;
@@ -327,7 +335,22 @@ export class Ladder {
 
   /** One reading of the signals; true when the rung changed. */
   update(signals: Readonly<LadderSignals>, now: number): boolean {
-    const before = this.state.rung;
+    const st = this.state;
+    const b = this.budgets;
+    // Calm, and no signal reaches rung 1: selectRung would keep the rung and clear the rest.
+    if (
+      st.rung === CALM &&
+      !(signals.tickCount >= b.minTickObservations && signals.tickP95Ms / Math.max(1, b.tickBudgetMs) >= TICK_ENTER) &&
+      !(b.heapLimitBytes > 0 && signals.heapUsedBytes > 0 && signals.heapUsedBytes / b.heapLimitBytes >= HEAP_ENTER) &&
+      !(signals.egressOccupancy >= EGRESS_ENTER)
+    ) {
+      st.action = CALM_ACTION;
+      st.trigger = NO_TRIGGER;
+      st.reliefSince = NaN;
+      st.loadedSince = NaN;
+      return false;
+    }
+    const before = st.rung;
     selectRung(signals, this.budgets, this.state, now, this.state);
     if (this.state.rung === before) return false;
     // A new episode at park_lowest parks at once; the pacing is within one episode.

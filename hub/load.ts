@@ -5,12 +5,15 @@
 // period; the rest on request.
 
 import { AckLagSummary } from './acklag.js';
+import { ADMISSION_WINDOW_S } from './admission.js';
 import type { HealthReport, HubLoad, LinkHealth } from './health.js';
 import type { Hub } from './hub.js';
 import { aggregateOccupancy, LADDER_KEEPING_UP_OCCUPANCY, LADDER_READER_STALL_MS, type LadderSessionView, type LadderSubView } from './ladder.js';
-import { AckForm } from './ports.js';
-import { SessionState } from './session.js';
+import { AckForm, type Link } from './ports.js';
+import { type Session, SessionState } from './session.js';
 import { StreamKind } from '../catalog/schema.js';
+
+const ACTIVE = SessionState.ACTIVE;
 
 export interface SubView {
   channelId: number;
@@ -64,18 +67,72 @@ export class Load {
   measure(now: number, load: HubLoad): HubLoad {
     const hub = this.hub;
     hub.health.sample(now, load);
-    const slots = hub.slots;
-    let backlog = 0;
-    for (let i = 0; i < slots.length; i++) {
-      const s = slots[i];
-      if (s) backlog += s.neverShed.bytes;
-    }
-    load.neverShedBacklogBytes = backlog;
     const heap = hub.heap ? hub.heap() : NaN;
     load.heapUsedBytes = heap >= 0 ? heap : NaN;
+    this.egress(load);
+    load.keepingUpLinks = this.handOffs(now, load);
+    if (load.keepingUpLinks > 0) load.egressOccupancy = 0;
+    return load;
+  }
+
+  /**
+   * Fills what the ladder reads, every LOAD_PERIOD_MS: the tick view, the heap and the aggregate
+   * egress occupancy, the sessions' hand-off marks moved on as `measure` moves them. The other
+   * fields are left as they are: admission (at HELLO), `ready` and the report measure afresh
+   * before they read them. `found` is what the hub's sweep, walking the sessions at this `now`,
+   * found (it moves the marks on as it goes): 1 a link keeps up, 0 none does, −1 not known (the
+   * sessions are walked here, up to the first link keeping up: the aggregate then reads 0).
+   */
+  ladderSignals(now: number, load: HubLoad, found = -1): HubLoad {
+    const hub = this.hub;
+    const tick = hub.health.tick;
+    load.tickP95Ms = tick.p95Over(now, ADMISSION_WINDOW_S);
+    load.tickCount = tick.viewCount;
+    const heap = hub.heap ? hub.heap() : NaN;
+    load.heapUsedBytes = heap >= 0 ? heap : NaN;
+    if (found > 0 || (found < 0 && this.handOffs(now, null) > 0)) load.egressOccupancy = 0;
+    else this.egress(load);
+    return load;
+  }
+
+  /**
+   * A session keeping up (its hand-off mark moved on): handed frames within the last second, its
+   * link at level 0 (clear of congestion: a queue bounded in time reads congested, not full),
+   * little queued and its transport moving. While one does, the hub's own egress is evidently
+   * not the bottleneck: the backlog elsewhere is those links' (§10.3, §10.4).
+   */
+  keepsUp(s: Session, link: Link, level: number, now: number): boolean {
+    return now - s.handedAt <= LADDER_READER_STALL_MS && level === 0 && link.occupancy() < LADDER_KEEPING_UP_OCCUPANCY && link.stalledMs() < LADDER_READER_STALL_MS;
+  }
+
+  // Moves the ACTIVE sessions' hand-off marks on and counts the links keeping up: every one, and
+  // the never-shed backlog into `load`; or, without `load`, up to the first.
+  private handOffs(now: number, load: HubLoad | null): number {
+    const slots = this.hub.slots;
+    let backlog = 0;
+    let keepingUp = 0;
+    for (let i = 0; i < slots.length; i++) {
+      const s = slots[i];
+      if (!s) continue;
+      backlog += s.neverShed.bytes;
+      const link = s.link;
+      if (s.state !== ACTIVE || !link) continue;
+      if (s.sentFrames !== s.loadMark) {
+        s.loadMark = s.sentFrames;
+        s.handedAt = now;
+      }
+      // The level is read only for a session handed frames lately (reading it judges it).
+      if ((keepingUp === 0 || load !== null) && now - s.handedAt <= LADDER_READER_STALL_MS && this.keepsUp(s, link, link.level, now)) keepingUp++;
+    }
+    if (load !== null) load.neverShedBacklogBytes = backlog;
+    return keepingUp;
+  }
+
+  // The links' egress: those stalled by their readers counted, the others' occupancy aggregated.
+  private egress(load: HubLoad): void {
     let occupancy = 0;
     let readerStalled = 0;
-    const conns = hub.conns;
+    const conns = this.hub.conns;
     for (let i = 0; i < conns.length; i++) {
       const link = conns[i]!.link;
       const o = link.occupancy();
@@ -85,24 +142,7 @@ export class Load {
       else occupancy += o;
     }
     load.readerStalledLinks = readerStalled;
-    // A session whose link carries what it was handed within the last second, with room to spare, shows
-    // the hub's egress is not the bottleneck: the backlog elsewhere is those links' (§10.3, §10.4).
-    let keepingUp = 0;
-    for (let i = 0; i < slots.length; i++) {
-      const s = slots[i];
-      if (!s || s.state !== SessionState.ACTIVE || !s.link) continue;
-      if (s.sentFrames !== s.loadMark) {
-        s.loadMark = s.sentFrames;
-        s.handedAt = now;
-      }
-      // Keeping up: handed frames lately, clear of congestion (a queue bounded in time reads
-      // congested, not full), little queued, and its transport moving.
-      const link = s.link;
-      if (now - s.handedAt <= LADDER_READER_STALL_MS && link.level === 0 && link.occupancy() < LADDER_KEEPING_UP_OCCUPANCY && link.stalledMs() < LADDER_READER_STALL_MS) keepingUp++;
-    }
-    load.keepingUpLinks = keepingUp;
-    load.egressOccupancy = keepingUp > 0 ? 0 : aggregateOccupancy(occupancy, hub.config.slots);
-    return load;
+    load.egressOccupancy = aggregateOccupancy(occupancy, this.hub.config.slots);
   }
 
   /** The sessions as the ladder's park choice sees them (numbers only; made only when a park is due). */

@@ -8,13 +8,14 @@
 // the S − 1 before it, so a sample recorded in second k is in the 10-second admission view
 // until (k + 10) × 1000 − 1 and in the 60-second window until (k + 60) × 1000 − 1, and leaves
 // each exactly at that boundary. A bucket is emptied when a record moves the newest second past
-// it: no timer, no sweep, nothing allocated per sample.
+// it: no timer, no sweep, nothing allocated per sample. A record is a few field writes; a view
+// moves its totals on by the seconds that entered and left it (Window60).
 //
-// Memory, fixed at construction: per Window60 one ArrayBuffer of 3,060 B (on XS every typed
+// Memory, fixed at construction: per Window60 one ArrayBuffer of 3,324 B (on XS every typed
 // array is a view and a buffer of several heap slots each, so the arrays share one): 60 sums and
-// maxes (Float64, 960 B), 60 counts and a cached view's bins (Uint32, 300 B) and 60 × 15 Uint16
-// bins (1800 B). The bounds are the histogram's own frozen array, shared by every window; no
-// bucket keeps the second it holds (Window60).
+// maxes and two views' totals (Float64, 1,104 B), 60 counts and the bins of the newest second and
+// of the two views (Uint32, 420 B) and 60 × 15 Uint16 bins (1,800 B). The bounds are the
+// histogram's own frozen array, shared by every window; no bucket keeps the second it holds.
 
 /** Reference 001: sixty one-second buckets. */
 export const WINDOW_BUCKETS = 60;
@@ -77,53 +78,91 @@ function bucketOf(second: number): number {
   return i < 0 ? i + WINDOW_BUCKETS : i;
 }
 
+/** A bucket's count saturates here (Uint32). */
+const COUNT_SATURATION = 0xffffffff;
+// The Float64Array: the buckets' sums at [0, 60), their maxes at [60, 120), then the two views.
+const MAXES = WINDOW_BUCKETS;
+const VIEWS = 2 * WINDOW_BUCKETS;
+// A view's totals: its span (first), the completed seconds [lo, hi] it holds, their count, their
+// max, the newest of them holding it (−Infinity: none), where its bins start in the Uint32Array,
+// and the second and newest second it was last brought up to date at.
+const V_LO = 1;
+const V_HI = 2;
+const V_COUNT = 3;
+const V_MAX = 4;
+const V_MAX_AT = 5;
+const V_BINS = 6;
+const V_CUR = 7;
+const V_NEWEST = 8;
+const V_SIZE = 9;
+// The Uint32Array: the buckets' counts at [0, 60), the newest second's bins, then each view's.
+const LIVE_BINS = WINDOW_BUCKETS;
+
 /**
  * Sixty one-second buckets of one duration, each with its count, sum, max and histogram.
  *
- * Bucket i holds the second s ≡ i (mod 60) in (newest − 60, newest], `newest` being the latest
- * second recorded: when a record moves `newest` on, the buckets of the seconds it passes are
- * emptied, so a bucket never holds a second that has left the window, and no bucket needs a
- * stamp of its second. A second outside that range is in no bucket.
+ * The newest second recorded (`newest`) is kept in fields of its own and stored in its bucket
+ * when a record moves `newest` on; the buckets of the seconds it passes are emptied. Bucket i
+ * then holds the completed second s ≡ i (mod 60) in (newest − 60, newest), which no longer
+ * changes: no bucket holds a second that has left the window, none needs a stamp of its second.
  *
- * Two caches keep the hot calls cheap, neither changing a result: `record` keeps the current
- * second's bucket (no division while the second lasts), and the views keep the totals of their
- * completed seconds (the S − 1 before the current one), which cannot change until the second
- * turns; a view then adds the current bucket alone.
+ * A view of S seconds is the newest second, when in it, and its completed seconds, whose totals
+ * (count, max, bins) are kept for the two spans read last and moved a second at a time. A
+ * bucket's bins above its max's are empty: only those up to it are read or stored. The sum is
+ * added up when asked (the report), in the order that fixes its rounding.
  */
 export class Window60 {
   readonly histogram: Histogram;
-  private readonly sums: Float64Array;
-  private readonly maxes: Float64Array;
-  private readonly counts: Uint32Array;
+  /** Sums, maxes and the two views' totals (see VIEWS). */
+  private readonly f64: Float64Array;
+  /** Counts, the newest second's bins and the two views' bins (see LIVE_BINS). */
+  private readonly u32: Uint32Array;
   /** Per bucket its histogram: bucket i's bins at [i × bins, (i + 1) × bins). */
   private readonly binCounts: Uint16Array;
-  /** The cached view's bins. */
-  private readonly cacheBins: Uint32Array;
-  /** The latest second recorded: the buckets hold the seconds (newest − 60, newest]. */
+  private readonly bins: number;
+  /** The first bound: a duration at or under it, the common case, needs no search. */
+  private readonly firstBound: number;
+  /** The latest second recorded: its totals are the live* fields and `zeros`. */
   private newest = -Infinity;
-  // The bucket of the newest second, valid for now in [curStart, curStart + BUCKET_MS).
-  private curStart = NaN;
-  private curSec = NaN;
-  private curIndex = 0;
-  // Totals of the completed seconds of the last view asked for: seconds (cacheSec − cacheSpan, cacheSec).
-  private cacheSec = NaN;
-  private cacheSpan = 0;
-  private cacheCount = 0;
-  private cacheSum = 0;
-  private cacheMax = 0;
-  /** Samples recorded since construction (not windowed). */
-  total = 0;
+  /** @internal The newest second's times, [liveFrom, liveTo), and its samples counted as 0: a value ≤ 0 recorded at such a time may be counted here in place of `record` (HealthMetrics.tickSpan). */
+  liveFrom = NaN;
+  /** @internal */ liveTo = NaN;
+  /** @internal */ zeros = 0;
+  // The newest second's samples over 0: their count, sum and max (its bins: LIVE_BINS).
+  private liveCount = 0;
+  private liveSum = 0;
+  private liveMax = 0;
+  /** Samples recorded before the newest second, since construction. */
+  private earlier = 0;
+  /** The view read last: a third span replaces the other one. */
+  private lastView = VIEWS;
+  /** Set by view(): the newest second is in the view just read. */
+  private live = false;
+  /** The count of the view p95Over read last. */
+  viewCount = 0;
 
   constructor(histogram: Histogram = DURATION_HISTOGRAM) {
     this.histogram = histogram;
     const bins = histogram.bins;
-    const n = WINDOW_BUCKETS;
-    const buffer = new ArrayBuffer(2 * n * 8 + (n + bins) * 4 + n * bins * 2);
-    this.sums = new Float64Array(buffer, 0, n);
-    this.maxes = new Float64Array(buffer, n * 8, n);
-    this.counts = new Uint32Array(buffer, 2 * n * 8, n);
-    this.cacheBins = new Uint32Array(buffer, 2 * n * 8 + n * 4, bins);
-    this.binCounts = new Uint16Array(buffer, 2 * n * 8 + (n + bins) * 4, n * bins);
+    this.bins = bins;
+    this.firstBound = histogram.bounds[0] as number;
+    const f64 = VIEWS + 2 * V_SIZE;
+    const u32 = WINDOW_BUCKETS + 3 * bins;
+    const buffer = new ArrayBuffer(f64 * 8 + u32 * 4 + WINDOW_BUCKETS * bins * 2);
+    const f = new Float64Array(buffer, 0, f64);
+    this.f64 = f;
+    this.u32 = new Uint32Array(buffer, f64 * 8, u32);
+    this.binCounts = new Uint16Array(buffer, f64 * 8 + u32 * 4, WINDOW_BUCKETS * bins);
+    for (let v = 0; v < 2; v++) {
+      f[VIEWS + v * V_SIZE + V_LO] = NaN;
+      f[VIEWS + v * V_SIZE + V_NEWEST] = NaN;
+      f[VIEWS + v * V_SIZE + V_BINS] = LIVE_BINS + (1 + v) * bins;
+    }
+  }
+
+  /** Samples recorded since construction (not windowed). */
+  get total(): number {
+    return this.earlier + this.liveCount + this.zeros;
   }
 
   /**
@@ -132,124 +171,228 @@ export class Window60 {
    */
   record(value: number, now: number): void {
     if (!(value < Infinity)) return;
-    const v = value > 0 ? value : 0;
-    let i = this.curIndex;
-    if (!(now >= this.curStart && now < this.curStart + BUCKET_MS)) {
-      i = this.enter(now);
-      if (i < 0) return;
-    } else if (this.curSec < this.cacheSec) {
-      // A view read at a time ahead of the records counts this second as completed.
-      this.cacheSec = NaN;
+    if (!(now >= this.liveFrom && now < this.liveTo) && !this.enter(now)) return;
+    if (value <= 0) {
+      // 0 (a negative counted as 0): the sum and the max stand.
+      this.zeros++;
+      return;
     }
-    const bounds = this.histogram.bounds;
+    this.liveCount++;
+    this.liveSum += value;
+    if (value > this.liveMax) this.liveMax = value;
     let bin = 0;
-    while (bin < bounds.length && v > (bounds[bin] as number)) bin++;
-    const c = this.counts[i] as number;
-    if (c < 0xffffffff) this.counts[i] = c + 1;
-    this.sums[i] = (this.sums[i] as number) + v;
-    if (v > (this.maxes[i] as number)) this.maxes[i] = v;
-    const k = i * this.histogram.bins + bin;
-    const b = this.binCounts[k] as number;
-    if (b < BIN_SATURATION) this.binCounts[k] = b + 1;
-    this.total++;
+    if (value > this.firstBound) {
+      const bounds = this.histogram.bounds;
+      bin = 1;
+      while (bin < bounds.length && value > (bounds[bin] as number)) bin++;
+    }
+    this.u32[LIVE_BINS + bin]!++;
   }
 
-  // The bucket a record at `now` goes to (emptying the buckets of the seconds `newest` moves
-  // past); -1 for a time that is no finite number.
-  private enter(now: number): number {
-    if (!(now > -Infinity && now < Infinity)) return -1;
-    let sec = Math.floor(now / BUCKET_MS);
+  // Makes `now`'s second the newest (storing the newest one and emptying the buckets of the
+  // seconds passed), or keeps the newest for a clock that stepped back; false for a time that
+  // is no finite number.
+  private enter(now: number): boolean {
+    if (!(now > -Infinity && now < Infinity)) return false;
+    const sec = Math.floor(now / BUCKET_MS);
     const newest = this.newest;
-    if (sec <= newest) {
-      sec = newest;
-      // A second a cached view counts as completed is written (views read at a time ahead of the records).
-      if (sec < this.cacheSec) this.cacheSec = NaN;
+    if (sec <= newest) return true;
+    const u = this.u32;
+    this.earlier += this.liveCount + this.zeros;
+    if (sec - newest < WINDOW_BUCKETS) {
+      this.store(newest);
+      for (let s = newest + 1; s < sec; s++) u[bucketOf(s)] = 0;
+    } else {
+      // Every second held has left the window.
+      u.fill(0, 0, LIVE_BINS + this.bins);
     }
+    this.liveCount = 0;
+    this.zeros = 0;
+    this.liveSum = 0;
+    this.liveMax = 0;
+    this.newest = sec;
+    this.liveFrom = sec * BUCKET_MS;
+    this.liveTo = this.liveFrom + BUCKET_MS;
+    return true;
+  }
+
+  // The newest second into its bucket, its bins emptied for the next.
+  private store(sec: number): void {
     const i = bucketOf(sec);
-    if (sec > newest) {
-      // The buckets of the seconds moved past: any skipped since the last record, and the new one's.
-      if (sec - newest >= WINDOW_BUCKETS) {
-        this.counts.fill(0);
-        this.sums.fill(0);
-        this.maxes.fill(0);
-        this.binCounts.fill(0);
-      } else {
-        for (let s = newest + 1; s < sec; s++) this.empty(bucketOf(s));
-        const bins = this.histogram.bins;
-        this.counts[i] = 0;
-        this.sums[i] = 0;
-        this.maxes[i] = 0;
-        this.binCounts.fill(0, i * bins, i * bins + bins);
+    const u = this.u32;
+    const f = this.f64;
+    const c = this.liveCount + this.zeros;
+    const m = this.liveMax;
+    u[i] = c < COUNT_SATURATION ? c : COUNT_SATURATION;
+    f[i] = this.liveSum;
+    f[MAXES + i] = m;
+    if (c === 0) return;
+    const bc = this.binCounts;
+    const bounds = this.histogram.bounds;
+    const base = i * this.bins;
+    // The bins up to the max's: none above it holds a sample.
+    let x = (u[LIVE_BINS] as number) + this.zeros;
+    for (let b = 0; ; ) {
+      bc[base + b] = x < BIN_SATURATION ? x : BIN_SATURATION;
+      u[LIVE_BINS + b] = 0;
+      if (b === bounds.length || m <= (bounds[b] as number)) break;
+      x = u[LIVE_BINS + ++b] as number;
+    }
+  }
+
+  // The view of `seconds` at `now`, its completed seconds' totals brought up to date; returns
+  // its index in f64 and sets `live` when the newest second is in it.
+  private view(now: number, seconds: number): number {
+    const cur = Math.floor(now / BUCKET_MS);
+    const f = this.f64;
+    const k = this.lastView;
+    // The same view at the same second as the last read, no second recorded since: as it was.
+    if (f[k] === seconds && f[k + V_CUR] === cur && f[k + V_NEWEST] === this.newest) return k;
+    return this.viewAt(cur, seconds);
+  }
+
+  private viewAt(cur: number, seconds: number): number {
+    const n = clampSeconds(seconds);
+    const f = this.f64;
+    let k = VIEWS;
+    if (f[k] !== n) {
+      k = VIEWS + V_SIZE;
+      if (f[k] !== n) {
+        k = this.lastView === VIEWS ? VIEWS + V_SIZE : VIEWS;
+        f[k] = n;
+        f[k + V_LO] = NaN;
       }
-      this.newest = sec;
-      // The emptied buckets may have held seconds a cached view counts.
-      this.cacheSec = NaN;
     }
-    this.curIndex = i;
-    this.curSec = sec;
-    this.curStart = sec * BUCKET_MS;
-    // Only the newest second is the current bucket; a record from a clock that stepped back
-    // takes this slow path each time.
-    if (now < this.curStart) this.curStart = NaN;
-    return i;
-  }
-
-  private empty(i: number): void {
-    const bins = this.histogram.bins;
-    this.counts[i] = 0;
-    this.sums[i] = 0;
-    this.maxes[i] = 0;
-    this.binCounts.fill(0, i * bins, i * bins + bins);
-  }
-
-  // Totals of seconds cur − n + 1 … cur − 1 into the cache, unless it holds them already.
-  private completed(cur: number, n: number): void {
-    if (this.cacheSec === cur && this.cacheSpan === n) return;
-    const bins = this.histogram.bins;
-    const acc = this.cacheBins;
-    acc.fill(0);
-    let count = 0;
-    let sum = 0;
-    let max = 0;
-    // The seconds of the view that have buckets: (newest − 60, newest] ∩ [cur − n + 1, cur − 1].
+    this.lastView = k;
+    // The completed seconds of the view: [cur − n + 1, cur] ∩ (newest − 60, newest).
     const newest = this.newest;
-    const from = cur - 1 < newest ? cur - 1 : newest;
-    const to = cur - n > newest - WINDOW_BUCKETS ? cur - n : newest - WINDOW_BUCKETS;
-    for (let s = from; s > to; s--) {
-      const i = bucketOf(s);
-      if (this.counts[i] === 0) continue;
-      count += this.counts[i] as number;
-      sum += this.sums[i] as number;
-      if ((this.maxes[i] as number) > max) max = this.maxes[i] as number;
-      const base = i * bins;
-      for (let b = 0; b < bins; b++) acc[b] = (acc[b] as number) + (this.binCounts[base + b] as number);
+    let lo = cur - n + 1;
+    if (lo <= newest - WINDOW_BUCKETS) lo = newest - WINDOW_BUCKETS + 1;
+    const hi = cur < newest ? cur : newest - 1;
+    if (lo !== f[k + V_LO] || hi !== f[k + V_HI]) this.move(k, lo, hi);
+    f[k + V_CUR] = cur;
+    f[k + V_NEWEST] = newest;
+    this.live = newest <= cur && newest >= lo;
+    return k;
+  }
+
+  // The view at k to the completed seconds [lo, hi]: by the seconds that left it and those that
+  // entered it (a second at either end, usually) while the seconds it holds overlap those and
+  // are all still in the window, else afresh.
+  private move(k: number, lo: number, hi: number): void {
+    const f = this.f64;
+    const u = this.u32;
+    const from = f[k + V_LO] as number;
+    const to = f[k + V_HI] as number;
+    f[k + V_LO] = lo;
+    f[k + V_HI] = hi;
+    const intact = from <= to && from > this.newest - WINDOW_BUCKETS;
+    if (intact && (lo === from || lo === from + 1) && (hi === to || hi === to + 1)) {
+      if (lo > from && u[bucketOf(from)] !== 0) {
+        this.bucket(k, bucketOf(from), -1);
+        if (f[k + V_MAX_AT] === from) this.maxOf(k, lo, to);
+      }
+      if (hi > to) this.add(k, hi);
+      return;
     }
-    this.cacheSec = cur;
-    this.cacheSpan = n;
-    this.cacheCount = count;
-    this.cacheSum = sum;
-    this.cacheMax = max;
+    let s0 = lo;
+    if (intact && from <= hi && to >= lo && (lo > from ? lo - from : from - lo) + (hi > to ? hi - to : to - hi) <= hi - lo) {
+      const keepLo = lo > from ? lo : from;
+      const keepHi = hi < to ? hi : to;
+      for (let s = from; s < keepLo; s++) if (u[bucketOf(s)] !== 0) this.bucket(k, bucketOf(s), -1);
+      for (let s = keepHi + 1; s <= to; s++) if (u[bucketOf(s)] !== 0) this.bucket(k, bucketOf(s), -1);
+      const maxAt = f[k + V_MAX_AT] as number;
+      // The newest second holding the max left: the max of those that stay.
+      if (maxAt < keepLo || maxAt > keepHi) this.maxOf(k, keepLo, keepHi);
+      for (let s = lo; s < keepLo; s++) this.add(k, s);
+      s0 = keepHi + 1;
+    } else {
+      f[k + V_COUNT] = 0;
+      f[k + V_MAX] = 0;
+      f[k + V_MAX_AT] = -Infinity;
+      const ub = f[k + V_BINS] as number;
+      u.fill(0, ub, ub + this.bins);
+    }
+    for (let s = s0; s <= hi; s++) this.add(k, s);
+  }
+
+  // Adds the completed second s to the view at k, its max the view's when at least as large
+  // (the view's max is held by its newest second holding it).
+  private add(k: number, s: number): void {
+    const i = bucketOf(s);
+    if (this.u32[i] === 0) return;
+    this.bucket(k, i, 1);
+    const f = this.f64;
+    const m = f[MAXES + i] as number;
+    const max = f[k + V_MAX] as number;
+    if (m > max || (m === max && s > (f[k + V_MAX_AT] as number))) {
+      f[k + V_MAX] = m;
+      f[k + V_MAX_AT] = s;
+    }
+  }
+
+  // Adds (sign 1) or takes away (sign −1) bucket i's count and bins to the view at k: the bins
+  // up to its max's, none above holding a sample.
+  private bucket(k: number, i: number, sign: number): void {
+    const f = this.f64;
+    const u = this.u32;
+    const bc = this.binCounts;
+    const bounds = this.histogram.bounds;
+    const m = f[MAXES + i] as number;
+    const ub = f[k + V_BINS] as number;
+    const base = i * this.bins;
+    f[k + V_COUNT] = (f[k + V_COUNT] as number) + sign * (u[i] as number);
+    for (let b = 0; ; b++) {
+      u[ub + b] = (u[ub + b] as number) + sign * (bc[base + b] as number);
+      if (b === bounds.length || m <= (bounds[b] as number)) break;
+    }
+  }
+
+  // The view's max and the newest second holding it, over the completed seconds s0 … s1.
+  private maxOf(k: number, s0: number, s1: number): void {
+    const f = this.f64;
+    let max = 0;
+    let maxAt = -Infinity;
+    for (let s = s0; s <= s1; s++) {
+      const i = bucketOf(s);
+      if (this.u32[i] !== 0 && (f[MAXES + i] as number) >= max) {
+        max = f[MAXES + i] as number;
+        maxAt = s;
+      }
+    }
+    f[k + V_MAX] = max;
+    f[k + V_MAX_AT] = maxAt;
   }
 
   /** Samples in the view of the last `seconds` seconds (current one included) at `now`. */
   countOver(now: number, seconds: number = WINDOW_BUCKETS): number {
-    const cur = Math.floor(now / BUCKET_MS);
-    this.completed(cur, clampSeconds(seconds));
-    return this.cacheCount + ((cur === this.newest || (cur < this.newest && cur > this.newest - WINDOW_BUCKETS)) ? (this.counts[bucketOf(cur)] as number) : 0);
+    const count = this.f64[this.view(now, seconds) + V_COUNT] as number;
+    if (!this.live) return count;
+    const c = this.liveCount + this.zeros;
+    return count + (c < COUNT_SATURATION ? c : COUNT_SATURATION);
   }
 
   sumOver(now: number, seconds: number = WINDOW_BUCKETS): number {
     const cur = Math.floor(now / BUCKET_MS);
-    this.completed(cur, clampSeconds(seconds));
-    return this.cacheSum + ((cur === this.newest || (cur < this.newest && cur > this.newest - WINDOW_BUCKETS)) ? (this.sums[bucketOf(cur)] as number) : 0);
+    const n = clampSeconds(seconds);
+    const newest = this.newest;
+    let sum = 0;
+    // The seconds of the view before the current one, newest first (the window's part of
+    // [cur − n + 1, cur − 1]), then the current second.
+    const from = cur - 1 < newest ? cur - 1 : newest;
+    const to = cur - n > newest - WINDOW_BUCKETS ? cur - n : newest - WINDOW_BUCKETS;
+    for (let s = from; s > to; s--) sum += this.sumOf(s);
+    return cur <= newest && cur > newest - WINDOW_BUCKETS ? sum + this.sumOf(cur) : sum;
+  }
+
+  private sumOf(s: number): number {
+    return s === this.newest ? this.liveSum : (this.u32[bucketOf(s)] as number) > 0 ? (this.f64[bucketOf(s)] as number) : 0;
   }
 
   /** The largest sample in the view; 0 when it is empty. */
   maxOver(now: number, seconds: number = WINDOW_BUCKETS): number {
-    const cur = Math.floor(now / BUCKET_MS);
-    this.completed(cur, clampSeconds(seconds));
-    const m = (cur === this.newest || (cur < this.newest && cur > this.newest - WINDOW_BUCKETS)) ? (this.maxes[bucketOf(cur)] as number) : 0;
-    return m > this.cacheMax ? m : this.cacheMax;
+    const max = this.f64[this.view(now, seconds) + V_MAX] as number;
+    return this.live && this.liveMax > max ? this.liveMax : max;
   }
 
   meanOver(now: number, seconds: number = WINDOW_BUCKETS): number {
@@ -259,29 +402,43 @@ export class Window60 {
 
   /**
    * The conservative p95 of the view: the upper bound of the bin holding the nearest-rank 95th
-   * percentile sample, capped by the view's max; 0 when the view is empty.
+   * percentile sample, capped by the view's max; 0 when it is empty. `viewCount` is left at the
+   * view's count.
    */
   p95Over(now: number, seconds: number = WINDOW_BUCKETS): number {
+    // view(now, seconds), its first case inline: the ladder reads this every LOAD_PERIOD_MS.
     const cur = Math.floor(now / BUCKET_MS);
-    this.completed(cur, clampSeconds(seconds));
-    const bins = this.histogram.bins;
-    const i = bucketOf(cur);
-    const live = (cur === this.newest || (cur < this.newest && cur > this.newest - WINDOW_BUCKETS));
-    const count = this.cacheCount + (live ? (this.counts[i] as number) : 0);
+    const f = this.f64;
+    let k = this.lastView;
+    if (!(f[k] === seconds && f[k + V_CUR] === cur && f[k + V_NEWEST] === this.newest)) k = this.viewAt(cur, seconds);
+    let count = f[k + V_COUNT] as number;
+    let max = f[k + V_MAX] as number;
+    const live = this.live;
+    let zeros = 0;
+    if (live) {
+      zeros = this.zeros;
+      const c = this.liveCount + zeros;
+      count += c < COUNT_SATURATION ? c : COUNT_SATURATION;
+      if (this.liveMax > max) max = this.liveMax;
+    }
+    this.viewCount = count;
     if (count === 0) return 0;
-    const liveMax = live ? (this.maxes[i] as number) : 0;
-    const max = liveMax > this.cacheMax ? liveMax : this.cacheMax;
     const rank = Math.ceil((count * HEALTH_PERCENTILE) / 100);
-    const acc = this.cacheBins;
-    const base = i * bins;
+    const u = this.u32;
+    const ub = f[k + V_BINS] as number;
+    const bins = this.bins;
+    // The newest second's bins as its bucket will hold them: its zeros in bin 0, saturated.
+    let x = live ? (u[LIVE_BINS] as number) + zeros : 0;
     let cum = 0;
-    for (let b = 0; b < bins; b++) {
-      cum += (acc[b] as number) + (live ? (this.binCounts[base + b] as number) : 0);
+    for (let b = 0; ; ) {
+      cum += (u[ub + b] as number) + (x < BIN_SATURATION ? x : BIN_SATURATION);
       if (cum >= rank) {
         const bounds = this.histogram.bounds;
         const upper = b < bounds.length ? (bounds[b] as number) : Infinity;
         return upper < max ? upper : max;
       }
+      if (++b === bins) break;
+      x = live ? (u[LIVE_BINS + b] as number) : 0;
     }
     // Saturated bins: the rank lies beyond what they hold; the max is the safe answer.
     return max;
@@ -294,9 +451,14 @@ export class Window60 {
   clearsInMs(now: number, seconds: number, limit: number): number {
     const cur = Math.floor(now / BUCKET_MS);
     const n = clampSeconds(seconds);
+    const newest = this.newest;
     for (let k = 0; k < n; k++) {
-      const i = bucketOf(cur - k);
-      if (cur - k <= this.newest && cur - k > this.newest - WINDOW_BUCKETS && (this.counts[i] as number) > 0 && (this.maxes[i] as number) > limit) return (cur - k + n) * BUCKET_MS - now;
+      const s = cur - k;
+      if (s > newest || s <= newest - WINDOW_BUCKETS) continue;
+      const i = bucketOf(s);
+      const c = s === newest ? this.liveCount + this.zeros : (this.u32[i] as number);
+      const m = s === newest ? this.liveMax : (this.f64[MAXES + i] as number);
+      if (c > 0 && m > limit) return (s + n) * BUCKET_MS - now;
     }
     return 0;
   }
@@ -314,9 +476,18 @@ export class Window60 {
   /** Forgets every sample: the next record empties every bucket. */
   clear(): void {
     this.newest = -Infinity;
-    this.curStart = NaN;
-    this.cacheSec = NaN;
-    this.total = 0;
+    this.liveFrom = NaN;
+    this.liveTo = NaN;
+    this.liveCount = 0;
+    this.zeros = 0;
+    this.liveSum = 0;
+    this.liveMax = 0;
+    this.earlier = 0;
+    this.u32.fill(0, LIVE_BINS, LIVE_BINS + this.bins);
+    for (let k = VIEWS; k < VIEWS + 2 * V_SIZE; k += V_SIZE) {
+      this.f64[k + V_LO] = NaN;
+      this.f64[k + V_NEWEST] = NaN;
+    }
   }
 }
 

@@ -361,6 +361,116 @@ describe('hub/health: conservative p95', () => {
   });
 });
 
+describe('hub/health: the cheap paths read as the plain ones', () => {
+  // Samples from every 10 ms to every second, fractional values with ties, a clock that jitters
+  // and jumps; one view length read now and then (another sometimes), mostly at the records'
+  // time, some well behind them.
+  const step = fc.record({
+    dt: fc.oneof(fc.constantFrom(10, 100, 250, 400, 1000, 1000), fc.integer({ min: -30, max: 3000 }), fc.constantFrom(59_000, 61_000)),
+    v: fc.oneof(fc.constantFrom(0, 0, 1, 2, 5, 7.5, 30), fc.double({ min: -2, max: 400, noNaN: true })),
+    view: fc.integer({ min: 0, max: 3 }),
+    at: fc.oneof(fc.integer({ min: 0, max: 1500 }), fc.integer({ min: 0, max: 1500 }), fc.integer({ min: -70_000, max: 0 })),
+  });
+
+  it('views read as time goes on (moved a second at a time) agree with a window read afresh', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(10, 60, 3, 1), fc.constantFrom(10, 60, 30), fc.array(step, { minLength: 1, maxLength: 300, size: 'large' }), (span, other, steps) => {
+        const w = new Window60();
+        const done: [number, number][] = [];
+        let t = 50_000;
+        for (const o of steps) {
+          t += o.dt;
+          w.record(o.v, t);
+          done.push([o.v, t]);
+          if (o.view === 0) continue;
+          const now = o.view === 1 ? t + o.at : t;
+          const s = o.view === 3 ? other : span;
+          const fresh = new Window60();
+          for (const [v, at] of done) fresh.record(v, at);
+          if (w.p95Over(now, s) !== fresh.p95Over(now, s) || w.viewCount !== fresh.countOver(now, s)) return false;
+          if (w.maxOver(now, s) !== fresh.maxOver(now, s) || w.countOver(now, s) !== fresh.countOver(now, s)) return false;
+          if (w.sumOver(now, s) !== fresh.sumOver(now, s) || w.meanOver(now, s) !== fresh.meanOver(now, s)) return false;
+          if (w.clearsInMs(now, s, 6) !== fresh.clearsInMs(now, s, 6) || w.total !== fresh.total) return false;
+        }
+        return true;
+      }),
+      { numRuns: runs(300, 15) },
+    );
+  });
+
+  it('samples of 0 and less, mostly, read as the samples they are (against the plain lists)', () => {
+    const value = (zeroWeight: number) => fc.oneof({ arbitrary: fc.constantFrom(0, -1, -0.5), weight: zeroWeight }, { arbitrary: fc.constantFrom(0.5, 1, 3, 40, 300), weight: 1 });
+    const rec = (zeroWeight: number) => fc.record({ dt: fc.oneof({ arbitrary: fc.constantFrom(0, 10, 50, 100, 400), weight: 30 }, { arbitrary: fc.constantFrom(1000, 2500, 61_000), weight: 1 }), v: value(zeroWeight), view: fc.boolean(), back: fc.integer({ min: 0, max: 12_000 }), s: fc.constantFrom(1, 10, 60) });
+    fc.assert(
+      fc.property(fc.oneof(fc.array(rec(1), { minLength: 1, maxLength: 300, size: 'large' }), fc.array(rec(30), { minLength: 1, maxLength: 300, size: 'large' })), (ops) => {
+        const w = new Window60();
+        const kept: [number, number][] = [];
+        let t = 30_000;
+        for (const o of ops) {
+          t += o.dt;
+          w.record(o.v, t);
+          kept.push([Math.floor(t / 1000), o.v > 0 ? o.v : 0]);
+          if (!o.view) continue;
+          const now = t - o.back;
+          const cur = Math.floor(now / 1000);
+          const newest = Math.floor(t / 1000);
+          const xs = kept.filter(([sec]) => sec > cur - o.s && sec <= cur && sec > newest - 60).map(([, v]) => v);
+          const max = xs.length ? Math.max(...xs) : 0;
+          const p95 = xs.length ? Math.min(DURATION_HISTOGRAM.upperOf(DURATION_HISTOGRAM.binOf(trueP95(xs))), max) : 0;
+          if (w.countOver(now, o.s) !== xs.length || w.sumOver(now, o.s) !== xs.reduce((a, x) => a + x, 0)) return false;
+          if (w.maxOver(now, o.s) !== max || w.p95Over(now, o.s) !== p95 || w.total !== kept.length) return false;
+        }
+        return true;
+      }),
+      { numRuns: runs(300, 20) },
+    );
+  });
+
+  it('tickSpan(start, end) is tickBegan(start) then tickEnded(end)', () => {
+    const span = fc.record({ dt: fc.oneof(fc.constantFrom(10, 10, 9, 12, 300), fc.integer({ min: -50, max: 2500 })), took: fc.oneof(fc.constant(0), fc.constant(0), fc.double({ min: -1, max: 60, noNaN: true })) });
+    fc.assert(
+      fc.property(fc.constantFrom(0, 10, 25), fc.array(span, { minLength: 1, maxLength: 300, size: 'large' }), (period, spans) => {
+        const a = new HealthMetrics(period);
+        const b = new HealthMetrics(period);
+        let t = 7_000;
+        for (const o of spans) {
+          t += o.dt;
+          a.tickSpan(t, t + o.took);
+          b.tickBegan(t);
+          b.tickEnded(t + o.took);
+        }
+        for (const now of [t, t + 1, t + 1000, t + 10_000]) {
+          for (const s of [10, 60]) {
+            if (JSON.stringify(a.loopDelay.summary(now, s)) !== JSON.stringify(b.loopDelay.summary(now, s))) return false;
+            if (JSON.stringify(a.tick.summary(now, s)) !== JSON.stringify(b.tick.summary(now, s))) return false;
+          }
+        }
+        return a.loopDelay.total === b.loopDelay.total && a.tick.total === b.tick.total;
+      }),
+      { numRuns: runs(200, 15) },
+    );
+  });
+
+  it('a sample of 0 or less counted in place (Window60.zeros) reads as one recorded', () => {
+    const a = new Window60();
+    const b = new Window60();
+    a.record(3, 4_200);
+    b.record(3, 4_200);
+    ok(4_500 >= a.liveFrom && 4_500 < a.liveTo);
+    a.zeros++;
+    b.record(-1, 4_500);
+    a.zeros++;
+    b.record(0, 4_600);
+    for (const now of [4_700, 5_000, 13_999]) deepEqual(a.summary(now, 10), b.summary(now, 10));
+    equal(a.total, 3);
+    a.record(1, 5_100); // the second turns: the zeros are stored with it
+    b.record(1, 5_100);
+    deepEqual(a.summary(5_100, 10), { count: 4, mean: 1, max: 3, p95: 3 });
+    deepEqual(a.summary(5_100, 10), b.summary(5_100, 10));
+    equal(a.p95Over(5_100, 1), 1);
+  });
+});
+
 describe('hub/health: HealthMetrics', () => {
   it('tickBegan/tickEnded measure loop delay against the period and the tick duration', () => {
     const m = new HealthMetrics(10);

@@ -6,7 +6,7 @@
 import { ADMISSION_LADDER_RETRY_AFTER_MS, ADMISSION_RETRY_AFTER_MS, AdmissionReason } from '../../hub/admission.js';
 import { STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
 import { FrameType, type AckFrame, type GrantFrame, type HealthFrame, type PongFrame } from '../../hub/frames.js';
-import { findInReport, nonNumericLeaves } from '../../hub/health.js';
+import { createHubLoad, findInReport, nonNumericLeaves } from '../../hub/health.js';
 import { Hub, LOAD_PERIOD_MS } from '../../hub/hub.js';
 import { LADDER_PARK_INTERVAL_MS, LADDER_READER_STALL_MS, LADDER_RELIEF_MS, LadderRung, LadderTrigger } from '../../hub/ladder.js';
 import { Nack } from '../../hub/nack.js';
@@ -583,6 +583,52 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
       ok(after.egress.occupancy >= 0.7, `aggregate ${after.egress.occupancy}`);
       ok(fx.hub.ladder.rung >= LadderRung.REDUCE_RATES, `rung ${fx.hub.ladder.rung}`);
       equal(fx.hub.ladder.state.trigger, LadderTrigger.EGRESS);
+    });
+  });
+
+  describe('what the ladder reads', () => {
+    it('is what a full measure reads at that moment, whatever the sweep met on its way', () => {
+      // The silent session's liveness runs out on a load tick (the 201st).
+      const fx = makeHub({ slots: 4, livenessTimeoutMs: 2_010 });
+      // Every time the sweep reads the ladder's signals, a full measure of the same moment.
+      const inspect = fx.hub.inspect;
+      const plain = inspect.ladderSignals.bind(inspect);
+      let reads = 0;
+      let unknown = 0;
+      inspect.ladderSignals = (now, load, found) => {
+        plain(now, load, found);
+        reads++;
+        if (found === undefined || found < 0) unknown++;
+        const full = inspect.measure(now, createHubLoad());
+        deepEqual([load.tickP95Ms, load.tickCount, load.heapUsedBytes, load.egressOccupancy], [full.tickP95Ms, full.tickCount, full.heapUsedBytes, full.egressOccupancy], `read ${reads} at ${now}`);
+        return load;
+      };
+      const fast = new TestClient(fx.hub, new TestLink('tcp', 1000));
+      fast.hello({ subWishes: [{ channelId: IMU, wishedRateHz: 100 }] });
+      const slow = new TestClient(fx.hub, new TestLink('tcp', 400));
+      slow.hello();
+      const near = new TestClient(fx.hub, new TestLink('tcp', 1200));
+      near.hello({ subWishes: [{ channelId: IMU, wishedRateHz: 100 }] });
+      const silent = new TestClient(fx.hub, new TestLink('tcp', 4000));
+      const token = silent.hello({ subWishes: [{ channelId: IMU, wishedRateHz: 10 }] }).resumeToken;
+      const imu = new Float64Array(6);
+      for (let i = 0; i < 600; i++) {
+        fx.clock.advance(10);
+        fx.hub.publishSample(IMU, fx.clock.now(), imu, 6);
+        // The fast client reads in spells; the near one lets its queue sit around a fifth full.
+        if (i % 120 < 70) fast.take();
+        if (near.link.occupancy() > 0.25) near.link.drain(3);
+        if (i % 150 === 0) while (slow.link.occupancy() < 0.9) slow.send({ type: FrameType.PING, t0: 1 });
+        if (i % 40 === 0) slow.link.drain(1);
+        slow.link.stalled = i % 300 < 150 ? LADDER_READER_STALL_MS : 0;
+        fast.link.lvl = i % 200 < 20 ? 1 : 0;
+        // Everyone speaks but `silent`, which goes STALE on a sweep, and comes back.
+        if (i % 50 === 0) for (const c of [fast, slow, near]) c.send({ type: FrameType.PING, t0: 2 });
+        if (i === 420) new TestClient(fx.hub, new TestLink('tcp', 4000)).hello({ resumeToken: token });
+        fx.hub.tick();
+      }
+      equal(reads, 60);
+      ok(unknown > 0, 'a sweep that parked a session left the walk to Load');
     });
   });
 

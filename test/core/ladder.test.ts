@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { REGRANT_AFTER_CONGESTED_MS } from '../../hub/constants.js';
 import {
   aggregateOccupancy,
@@ -319,6 +320,39 @@ describe('hub/ladder: the Ladder the hub holds', () => {
     ok(l.parkDue(16_200));
     l.markParked(16_200);
     equal(l.parks, 3);
+  });
+});
+
+describe('hub/ladder: Ladder.update as selectRung', () => {
+  it('leaves the state, rung changes and parks as selectRung on the same signals would (its calm shortcut included)', () => {
+    // Signals around every rung-1 threshold and below them, with few and enough ticks, unknown heaps.
+    const near = (t: readonly number[], scale: number): fc.Arbitrary<number> =>
+      fc.oneof(fc.constantFrom(0, NaN, -1, ...t.map((x) => x * scale), ...t.map((x) => x * scale * LADDER_EXIT_RATIO)), fc.double({ min: 0, max: 2.2 * scale, noNaN: true }));
+    const signals = fc.record({
+      tickP95Ms: near(LADDER_TICK_RATIOS, B.tickBudgetMs),
+      tickCount: fc.constantFrom(0, 29, 30, 1000),
+      heapUsedBytes: near(LADDER_HEAP_RATIOS, B.heapLimitBytes),
+      egressOccupancy: near(LADDER_EGRESS_RATIOS, 1),
+    });
+    const step = fc.record({ dt: fc.constantFrom(100, 100, 100, 5000), quiet: fc.boolean(), s: signals });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 200, size: 'large' }), (steps) => {
+        const l = new Ladder(B, 0);
+        let plain: LadderState = initialLadderState(0);
+        let t = 0;
+        for (const o of steps) {
+          t += o.dt;
+          // Mostly calm: most of the hub's life is spent at rung 0 with nothing near a threshold.
+          const s = o.quiet ? sig({ tickP95Ms: 1, heapUsedBytes: NaN }) : o.s;
+          const before = plain.rung;
+          plain = selectRung(s, B, plain, t);
+          if (l.update(s, t) !== (plain.rung !== before)) return false;
+          if (JSON.stringify(l.state) !== JSON.stringify(plain)) return false;
+        }
+        return true;
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
