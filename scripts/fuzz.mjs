@@ -314,6 +314,18 @@ async function loopback(fz, n, bindings) {
     }
   }
 
+  // The observer's frames, framed as a well-behaved client frames them: never mangled, and
+  // drawing nothing from the fuzzer's random stream (its pings come on real time).
+  function sendClean(c, list) {
+    const parts = [];
+    for (const f of list) {
+      const head = Buffer.alloc(2);
+      head.writeUInt16BE(f.length);
+      parts.push(head, Buffer.from(f));
+    }
+    if (!c.socket.destroyed) c.socket.write(Buffer.concat(parts));
+  }
+
   function drop(c) {
     if (c.socket) c.socket.destroy();
     if (c.ws) c.ws.terminate();
@@ -321,16 +333,20 @@ async function loopback(fz, n, bindings) {
 
   // The observer: its own TCP connection, valid frames only.
   let observerBad = 0;
+  let observerBadFrame = null;
   const observer = connect('tcp', (r) => {
     if (r.frame && r.frame.type === fz.FrameType.DATA && !catalog.byId(r.frame.channelId).critical) stats.observerData++;
-    if (r.frame && (r.frame.type === fz.FrameType.NACK || r.frame.type === fz.FrameType.GOODBYE)) observerBad++;
+    if (r.frame && (r.frame.type === fz.FrameType.NACK || r.frame.type === fz.FrameType.GOODBYE)) {
+      observerBad++;
+      if (observerBadFrame === null) observerBadFrame = r.frame;
+    }
   }, false);
   if (!(await opened(observer))) throw new Error('loopback: the observer could not connect');
-  send(observer, [encode({ type: fz.FrameType.HELLO, version: fz.PROTOCOL_VERSION, name: 'observer', subWishes: [{ channelId: 10, wishedRateHz: 50 }, { channelId: 11, wishedRateHz: 20 }, { channelId: 1, wishedRateHz: 10 }, { channelId: 3, wishedRateHz: 2 }] })]);
+  sendClean(observer, [encode({ type: fz.FrameType.HELLO, version: fz.PROTOCOL_VERSION, name: 'observer', subWishes: [{ channelId: 10, wishedRateHz: 50 }, { channelId: 11, wishedRateHz: 20 }, { channelId: 1, wishedRateHz: 10 }, { channelId: 3, wishedRateHz: 2 }] })]);
   await sleep(20);
   // The observer pings every second as a client does (§5.13), so that the hub's liveness
   // timeout (§6.5, 5 s) never reads a long run on a busy machine as a silent client.
-  const pingTimer = setInterval(() => send(observer, [encode({ type: fz.FrameType.PING, t0: Math.floor(performance.now()) })]), 1000);
+  const pingTimer = setInterval(() => sendClean(observer, [encode({ type: fz.FrameType.PING, t0: Math.floor(performance.now()) })]), 1000);
 
   const clients = [];
   let latched = hub.latch.latched;
@@ -355,7 +371,7 @@ async function loopback(fz, n, bindings) {
     latched = now;
     spy.reset();
     if (observer.closed) fail('observer: its connection was closed');
-    if (observerBad > 0) fail(`observer: it was sent ${observerBad} NACK/GOODBYE frame(s)`);
+    if (observerBad > 0) fail(`observer: it was sent ${observerBad} NACK/GOODBYE frame(s), the first ${JSON.stringify(observerBadFrame, (_k, v) => (v instanceof Uint8Array ? Array.from(v) : v))}`);
     const t = performance.now();
     if (t - lastCheckAt > 100 && stats.observerData === lastData) fail(`observer: no data for ${(t - lastCheckAt).toFixed(0)} ms`);
     lastData = stats.observerData;
