@@ -27,7 +27,8 @@ import { LinkFraming, TcpLink, type DirectTransport } from '../bindings/tcp/egre
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
 import { BleLink, type BleTransport } from '../bindings/ble/link.js';
 import { CLIENT_REASSEMBLY, Fragmenter, fragmentSize, Reassembler } from '../bindings/ble/fragment.js';
-import { EspNowBinding, RadioStatus, type Radio, type RadioHandler } from '../bindings/espnow/link.js';
+import { EspNowBinding, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus, type Radio, type RadioHandler } from '../bindings/espnow/link.js';
+import type { EspNowPairing } from '../bindings/espnow/pairing.js';
 import type { OpBench, RetainedBench } from './case.js';
 import { BENCH_CATALOG } from './route.bench.js';
 import { AckTracker, DatagramCursor, DATAGRAM_MAX_BYTES, encodeBitmapAck, HEADER_BYTES, writeHeader } from '../bindings/espnow/datagram.js';
@@ -609,7 +610,8 @@ class BleClient extends Client implements BleTransport {
   }
 
   open(): void {
-    this.link = BleLink.attach(this.world.hub, this, this.world.clock, { queue: { bytes: DEVICE_BLE_QUEUE_BYTES } }, true);
+    // A paired (bonded) central: the connection's ceiling is the hub's (docs/security.md "BLE").
+    this.link = BleLink.attach(this.world.hub, this, this.world.clock, { queue: { bytes: DEVICE_BLE_QUEUE_BYTES }, tierCeiling: Tier.maintainer }, true);
   }
 
   maximumWrite(): number {
@@ -713,7 +715,7 @@ class BenchRadio implements Radio {
   setHandler(handler: RadioHandler): void {
     this.handler = handler;
   }
-  addPeer(_mac: number, _encrypt: boolean): number {
+  addPeer(_mac: number, _lmk: Uint8Array | null): number {
     return RadioStatus.OK;
   }
   removePeer(_mac: number): number {
@@ -824,7 +826,12 @@ export class DeviceWorld {
       { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, neverShedBytes: DEVICE_DEFAULTS.never_shed_bytes, maxFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, ...config },
     );
     if (this.clients.some((c) => c.spec.binding === 'espnow')) {
-      this.espnow = new EspNowBinding({ clock: this.clock, radio: this.radio, attach: (link) => this.hub.attach(link) });
+      // The device pairs its ESP-NOW stations (docs/security.md): each client's MAC with a key of its own.
+      const peers: EspNowPairing[] = [];
+      for (const c of this.clients) if (c instanceof EspNowClient) peers.push({ mac: c.mac, lmk: new Uint8Array(16).fill(c.mac & 0xff) });
+      // More stations than the default 7 encrypted peers take a build with ESP-IDF's limit raised (at most 17).
+      const maxEncrypted = Math.max(ESPNOW_MAX_ENCRYPTED_PEERS, peers.length);
+      this.espnow = new EspNowBinding({ clock: this.clock, radio: this.radio, attach: (link) => this.hub.attach(link), peers, maxEncrypted });
     }
   }
 

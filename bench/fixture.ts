@@ -74,6 +74,10 @@ export class LeanLink implements Link {
     return true;
   }
   writeAhead(_frame: Uint8Array): void {}
+  /** A protected link: its sessions get the tier their credential gives. */
+  tierCeiling(): number {
+    return 2;
+  }
   acked(_count: number): void {}
   granted(_grants: GrantSet): void {}
   estimate(): LinkEstimate {

@@ -8,6 +8,8 @@ import { Tier } from '../catalog/schema.js';
 import { DEADMAN_MS, DEFAULT_SLOTS } from '../hub/constants.js';
 import { MAX_CREDENTIALS } from '../hub/credentials.js';
 import { utf8ByteLength } from '../hub/utf8.js';
+import { BlePairing, type BlePairingName } from '../bindings/ble/security.js';
+import { ESPNOW_KEY_BYTES, ESPNOW_MAX_ENCRYPTED_LIMIT, parseHexKey, parseMac } from '../bindings/espnow/pairing.js';
 
 export const WifiMode = Object.freeze({ AP: 'ap', STATION: 'station' } as const);
 export type WifiModeName = (typeof WifiMode)[keyof typeof WifiMode];
@@ -48,6 +50,12 @@ export const DEVICE_DEFAULTS = Object.freeze({
   wifi_channel: 6,
   /** AP: stations at once (the ESP32 takes up to 10). */
   wifi_max_clients: 4,
+  /**
+   * The highest tier over TCP and WebSocket while the hub's network is open (an empty
+   * `wifi_password`: an AP without one, or a station joining an open network): anyone in range
+   * reads and forges that traffic (docs/security.md "Wi-Fi").
+   */
+  wifi_open_ceiling: 'observer',
   /** Length-prefixed frames over TCP; 0: no listener. */
   tcp_port: 7000,
   /** One binary WebSocket message per frame; 0: no listener. */
@@ -62,9 +70,24 @@ export const DEVICE_DEFAULTS = Object.freeze({
   ble: true,
   /** Advertised in the scan response: at most 29 bytes. */
   ble_name: 'robot-hub',
+  /** How centrals pair (docs/security.md "BLE"): just-works, passkey (shown on the debug console) or off. */
+  ble_pairing: 'just-works',
+  /** The highest tier over a BLE connection once it is secured as `ble_pairing` asks (observer before). */
+  ble_ceiling: 'maintainer',
   espnow: true,
   /** One ESP-NOW broadcast segment for every peer (§10.6) instead of unicast to each. */
   espnow_broadcast: false,
+  /** The primary master key: 32 hex digits; needed once any station is paired. */
+  espnow_pmk: '',
+  /**
+   * The paired stations: `MAC=LMK[:tier],…` (MAC `aa:bb:cc:dd:ee:ff`, LMK 32 hex digits, tier the
+   * highest over that station, default maintainer). docs/security.md "ESP-NOW".
+   */
+  espnow_peers: '',
+  /** Whether stations that are not paired may speak, unencrypted and at observer tier at most. */
+  espnow_allow_unencrypted: false,
+  /** Encrypted peers the build's radio holds: ESP-IDF's CONFIG_ESP_WIFI_ESPNOW_MAX_ENCRYPT_NUM (default 7, at most 17). */
+  espnow_max_encrypted: 7,
   /** The ESTOP button's GPIO. */
   estop_pin: 4,
   /** The level the pin reads while the button is pressed. 1 with a pull-up suits a normally closed contact to GND: a broken wire reads pressed. */
@@ -96,6 +119,14 @@ export const DEVICE_MAX_HUB_FRAME_BYTES = 1536;
 /** The BLE notification queue on the device: one largest frame and room behind it. */
 export const DEVICE_BLE_QUEUE_BYTES = 2048;
 
+/** One paired ESP-NOW station as the configuration states it (keys stay text until the radio opens). */
+export interface EspNowPeerText {
+  readonly mac: number;
+  /** The local master key: 32 hex digits. */
+  readonly lmk: string;
+  readonly tierCeiling: number;
+}
+
 export interface CredentialText {
   readonly tier: number;
   /** The credential is the UTF-8 bytes of this text. */
@@ -118,6 +149,8 @@ export interface DeviceConfig {
     readonly password: string;
     readonly channel: number;
     readonly maxClients: number;
+    /** A Tier code: the ceiling over TCP and WebSocket while the network is open (an empty password). */
+    readonly openCeiling: number;
   };
   readonly tcpPort: number;
   readonly wsPort: number;
@@ -126,8 +159,17 @@ export interface DeviceConfig {
   readonly operationsToken: string;
   readonly tcpMaxClients: number;
   readonly wsMaxClients: number;
-  readonly ble: { readonly enabled: boolean; readonly name: string };
-  readonly espnow: { readonly enabled: boolean; readonly broadcast: boolean };
+  readonly ble: { readonly enabled: boolean; readonly name: string; readonly pairing: BlePairingName; readonly ceiling: number };
+  readonly espnow: {
+    readonly enabled: boolean;
+    readonly broadcast: boolean;
+    /** The primary master key as 32 hex digits; '' when no station is paired. */
+    readonly pmk: string;
+    /** The paired stations: MAC, LMK as 32 hex digits, tier ceiling (a Tier code). */
+    readonly peers: readonly EspNowPeerText[];
+    readonly allowUnencrypted: boolean;
+    readonly maxEncrypted: number;
+  };
   readonly estop: { readonly pin: number; readonly level: 0 | 1; readonly pull: PullName; readonly debounceMs: number };
   readonly stop: { readonly pin: number; readonly level: 0 | 1 };
   /** null: no UART to the robot. */
@@ -246,6 +288,42 @@ function parseCredentials(text: string, problems: string[]): CredentialText[] | 
   return out;
 }
 
+function parseEspNowPeers(text: string, maxEncrypted: number, problems: string[]): EspNowPeerText[] {
+  const out: EspNowPeerText[] = [];
+  if (text.trim() === '') return out;
+  const entries = text.split(',');
+  for (let i = 0; i < entries.length; i++) {
+    const entry = (entries[i] as string).trim();
+    const eq = entry.indexOf('=');
+    const mac = eq > 0 ? parseMac(entry.slice(0, eq)) : NaN;
+    const rest = eq > 0 ? entry.slice(eq + 1).split(':') : [];
+    const lmk = rest.length >= 1 && rest.length <= 2 ? (rest[0] as string).trim() : '';
+    const tierName = rest.length === 2 ? (rest[1] as string).trim() : 'maintainer';
+    const tier = tierCode(tierName);
+    if (!Number.isFinite(mac) || mac === 0xffffffffffff) {
+      problems.push(`espnow_peers: entry ${i + 1} is not MAC=LMK[:tier] with a station's MAC (aa:bb:cc:dd:ee:ff)`);
+      continue;
+    }
+    if (parseHexKey(lmk) === null) {
+      problems.push(`espnow_peers: entry ${i + 1} has no LMK of ${2 * ESPNOW_KEY_BYTES} hex digits`);
+      continue;
+    }
+    if (tier === undefined) {
+      problems.push(`espnow_peers: entry ${i + 1} names no tier (observer, operator or maintainer)`);
+      continue;
+    }
+    if (out.some((p) => p.mac === mac)) {
+      problems.push(`espnow_peers: entry ${i + 1} repeats a MAC`);
+      continue;
+    }
+    out.push(Object.freeze({ mac, lmk: lmk.toLowerCase(), tierCeiling: tier }));
+  }
+  if (entries.length > maxEncrypted) {
+    problems.push(`espnow_peers: ${entries.length} stations, the radio holds ${maxEncrypted} encrypted (espnow_max_encrypted; ESP-IDF's CONFIG_ESP_WIFI_ESPNOW_MAX_ENCRYPT_NUM)`);
+  }
+  return out;
+}
+
 /**
  * The configuration from `raw` (the `mc/config` object: the manifest's `config` merged with
  * mcconfig's `key=value` arguments), with DEVICE_DEFAULTS for what it leaves out. Keys that are
@@ -277,6 +355,7 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
   }
   const channel = r.int('wifi_channel', 1, 13);
   const maxClients = r.int('wifi_max_clients', 1, 10);
+  const openCeiling = r.oneOf('wifi_open_ceiling', ['observer', 'operator', 'maintainer']);
 
   const tcpPort = r.int('tcp_port', 0, 65535);
   const wsPort = r.int('ws_port', 0, 65535);
@@ -290,8 +369,18 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
 
   const bleEnabled = r.bool('ble');
   const bleName = r.text('ble_name', 1, BLE_NAME_MAX_BYTES);
+  const blePairing = r.oneOf('ble_pairing', [BlePairing.JUST_WORKS, BlePairing.PASSKEY, BlePairing.OFF]);
+  const bleCeiling = r.oneOf('ble_ceiling', ['observer', 'operator', 'maintainer']);
   const espnowEnabled = r.bool('espnow');
   const broadcast = r.bool('espnow_broadcast');
+  const known = p.length;
+  const maxEncrypted = r.int('espnow_max_encrypted', 1, ESPNOW_MAX_ENCRYPTED_LIMIT);
+  // A limit that is itself wrong says nothing of the stations.
+  const espnowPeers = parseEspNowPeers(r.text('espnow_peers', 0, 8192), p.length === known ? maxEncrypted : Infinity, p);
+  const pmk = r.text('espnow_pmk', 0, 2 * ESPNOW_KEY_BYTES).trim();
+  if (pmk !== '' && parseHexKey(pmk) === null) p.push(`espnow_pmk: not ${2 * ESPNOW_KEY_BYTES} hex digits`);
+  if (pmk === '' && espnowPeers.length > 0) p.push(`espnow_pmk: paired stations (espnow_peers) need the primary master key, ${2 * ESPNOW_KEY_BYTES} hex digits`);
+  const allowUnencrypted = r.bool('espnow_allow_unencrypted');
 
   const estopPin = r.int('estop_pin', 0, MAX_GPIO);
   const estopLevel = r.int('estop_level', 0, 1) as 0 | 1;
@@ -330,15 +419,15 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
     neverShedBytes,
     anonymousTier: anonymous === 'none' ? -1 : Tier[anonymous],
     credentials: credentials ? Object.freeze(credentials) : null,
-    wifi: Object.freeze({ mode, ssid, password, channel, maxClients }),
+    wifi: Object.freeze({ mode, ssid, password, channel, maxClients, openCeiling: Tier[openCeiling] }),
     tcpPort,
     wsPort,
     httpPort,
     operationsToken,
     tcpMaxClients: tcpMax,
     wsMaxClients: wsMax,
-    ble: Object.freeze({ enabled: bleEnabled, name: bleName }),
-    espnow: Object.freeze({ enabled: espnowEnabled, broadcast }),
+    ble: Object.freeze({ enabled: bleEnabled, name: bleName, pairing: blePairing, ceiling: Tier[bleCeiling] }),
+    espnow: Object.freeze({ enabled: espnowEnabled, broadcast, pmk: pmk.toLowerCase(), peers: Object.freeze(espnowPeers), allowUnencrypted, maxEncrypted }),
     estop: Object.freeze({ pin: estopPin, level: estopLevel, pull: estopPull, debounceMs }),
     stop: Object.freeze({ pin: stopPin, level: stopLevel }),
     robotUart: uartPort > 0 ? Object.freeze({ port: uartPort, transmit: tx, receive: rx, baud }) : null,

@@ -8,6 +8,10 @@
 // next (a latch restored from the Store stops the robot again, §11.2), then the ESTOP button,
 // and only then the robot is released, when nothing latched. The links come last, each on its
 // own, so that a radio failing to start leaves the others and the ESTOP path running.
+//
+// Each link says how it is protected, and a session's tier is capped by it (docs/security.md):
+// TCP and WebSocket by the Wi-Fi network's (open: `wifi_open_ceiling`), BLE by the connection's
+// pairing, ESP-NOW by the station's key.
 
 import Digital from 'embedded:io/digital';
 import Instrumentation from 'instrumentation';
@@ -31,7 +35,7 @@ import { CATALOG, CONFIG } from './boot.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
 import { openDeviceRobot } from './robot.js';
 import { PreferenceStore } from './store.js';
-import { deviceHubWiring } from './wiring.js';
+import { deviceHubWiring, espnowKeys, wifiTierCeiling } from './wiring.js';
 
 /**
  * Monotonic integer milliseconds over Time.ticks, which on the ESP32 is a uint32 count of
@@ -215,27 +219,54 @@ export default function main(): void {
     return true;
   });
   if (wifiUp) {
-    if (config.tcpPort) attempt('tcp', () => keep.push(new DeviceListener({ hub, clock, port: config.tcpPort, kind: DeviceLinkKind.TCP, maxConnections: config.tcpMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log })));
-    if (config.wsPort) attempt('websocket', () => keep.push(new DeviceListener({ hub, clock, port: config.wsPort, kind: DeviceLinkKind.WS, maxConnections: config.wsMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log })));
+    const tierCeiling = wifiTierCeiling(config);
+    if (config.wifi.password === '') log.event('wifi-open', tierCeiling);
+    if (config.tcpPort) attempt('tcp', () => keep.push(new DeviceListener({ hub, clock, port: config.tcpPort, kind: DeviceLinkKind.TCP, maxConnections: config.tcpMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log, tierCeiling })));
+    if (config.wsPort) attempt('websocket', () => keep.push(new DeviceListener({ hub, clock, port: config.wsPort, kind: DeviceLinkKind.WS, maxConnections: config.wsMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log, tierCeiling })));
     if (config.httpPort) {
       attempt('http', () =>
         keep.push(new HttpDeviceServer({ Listener, TCP, port: config.httpPort, clock, source: hub, log, ...(config.operationsToken ? { token: config.operationsToken } : {}) })),
       );
     }
     if (config.espnow.enabled) {
-      espnow = attempt('espnow', () =>
-        createDeviceEspNow({
+      const e = config.espnow;
+      espnow = attempt('espnow', () => {
+        const keys = espnowKeys(config);
+        return createDeviceEspNow({
           clock,
           attach: (link) => hub.attach(link),
           catalog: CATALOG,
-          broadcast: config.espnow.broadcast,
+          broadcast: e.broadcast,
           wifiInterface: config.wifi.mode === WifiMode.AP ? WifiInterface.ACCESS_POINT : WifiInterface.STATION,
-        }),
-      );
+          ...(keys.pmk ? { pmk: keys.pmk } : {}),
+          peers: keys.peers,
+          allowUnencrypted: e.allowUnencrypted,
+          maxEncrypted: e.maxEncrypted,
+          // §11.2: a station that is not paired may still stop the robot.
+          strayEstop: (bytes, start, end) => {
+            hub.estopFrame(bytes, start, end);
+          },
+        });
+      });
+      if (espnow) log.event('espnow-peers', e.peers.length, e.allowUnencrypted ? 1 : 0);
     }
   }
   if (config.ble.enabled) {
-    ble = attempt('ble', () => new BleBinding({ hub, clock, name: config.ble.name, link: { queue: { bytes: DEVICE_BLE_QUEUE_BYTES } }, onWarning: (m) => trace(`hub: ble: ${m}\n`) }));
+    ble = attempt(
+      'ble',
+      () =>
+        new BleBinding({
+          hub,
+          clock,
+          name: config.ble.name,
+          link: { queue: { bytes: DEVICE_BLE_QUEUE_BYTES } },
+          pairing: config.ble.pairing,
+          tierCeiling: config.ble.ceiling,
+          // The passkey is the pairing's display: the operator types it on the central.
+          onPasskey: (passkey) => trace(`hub: ble passkey ${String(passkey).padStart(6, '0')}\n`),
+          onWarning: (m) => trace(`hub: ble: ${m}\n`),
+        }),
+    );
   }
   log.event('ready', hub.latch.latched ? 1 : 0, config.slots);
 

@@ -2,7 +2,7 @@
 // sorted, numbers rounded to a fixed precision (ms to the µs), nothing from the wall clock.
 // docs/simulator.md "The report" describes every field and "Invariant checks" every check.
 
-import { CHANNEL_CLASS_NAMES, PRIORITY_NAMES } from '../catalog/schema.js';
+import { CHANNEL_CLASS_NAMES, PRIORITY_NAMES, TIER_NAMES } from '../catalog/schema.js';
 import { EstopKind } from '../hub/estop-frame.js';
 import { nackName } from '../hub/nack.js';
 import { SESSION_STATE_NAMES } from '../hub/session.js';
@@ -356,6 +356,7 @@ function hubReport(sim: Simulation): Record<string, unknown> {
     id: s.id,
     state: SESSION_STATE_NAMES[s.state] ?? s.state,
     binding: s.binding || null,
+    tier: TIER_NAMES[s.tier] ?? s.tier,
     level: s.level,
     grants: Object.fromEntries(s.subs.map((g) => [channelName(sim, g.channelId), [g.grantedHz, PRIORITY_NAMES[g.priority] ?? g.priority]])),
   }));
@@ -373,6 +374,7 @@ function hubReport(sim: Simulation): Record<string, unknown> {
     reclaims: k.reclaims,
     neverShedOverflows: k.neverShedOverflows,
     grantsAnnounced: k.grantsAnnounced,
+    tierCapped: k.tierCapped,
     nacks,
     log: logCounts,
     latched: sim.hub.latch.latched,

@@ -29,6 +29,8 @@ export class HubCounters {
   reclaims = 0;
   neverShedOverflows = 0;
   grantsAnnounced = 0;
+  /** Sessions opened at their link's tier ceiling, below the tier their credential (or the anonymous tier) gives (§6.10). */
+  tierCapped = 0;
   /** EVENTs the robot published whose frame would exceed the hub's `maxFrameBytes`: refused, never sent. */
   eventsTooLarge = 0;
 

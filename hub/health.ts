@@ -66,6 +66,8 @@ export interface HealthCounterView {
   readonly reclaims: number;
   readonly neverShedOverflows: number;
   readonly grantsAnnounced: number;
+  /** Sessions opened at their link's tier ceiling, below their credential's tier (§6.10). */
+  readonly tierCapped: number;
 }
 
 /** One attached link: its slot, its binding's name (reported as a code), its §10.3 level, loss and queue occupancy. */
@@ -250,6 +252,7 @@ export class HealthMetrics {
         reclaims: num(c.reclaims),
         neverShedOverflows: num(c.neverShedOverflows),
         grantsAnnounced: num(c.grantsAnnounced),
+        tierCapped: num(c.tierCapped),
         latched: inputs.latched ? 1 : 0,
         admission: {
           admitting: verdict.admit ? 1 : 0,

@@ -11,6 +11,7 @@ import type { CatalogIndex } from '../catalog/index.js';
 import { decodeCredentials, type Credential, CREDENTIALS_KEY } from './credentials.js';
 import { Conn } from './conn.js';
 import { EstopLatch } from './estop.js';
+import { decodeEstop, EstopFrameError, EstopKind, EstopSource, type EstopFrame } from './estop-frame.js';
 import { Egress } from './egress.js';
 import { GoodbyeReason, MAX_HUB_FRAME_BYTES, type HelloFrame } from './frame-types.js';
 import { Admission, ADMISSION_MIN_TICK_OBSERVATIONS, defaultAdmissionLimits } from './admission.js';
@@ -279,6 +280,27 @@ export class Hub {
   estop(source: number, origin = 0, seq = -1): void {
     if (this.observer !== null) this.observer.entered();
     this.safety.assert(source, origin, seq);
+  }
+
+  /**
+   * An ESTOP frame (§11.1) that reached the hub outside any transport: a binding heard a stop
+   * from a sender it admits no link for (an ESP-NOW station that is not paired,
+   * docs/security.md). A stop is never refused for want of a link (§11.2): an assertion latches
+   * as any client's does, (origin, seq) counted once; anything else is ignored, since there is
+   * nobody to answer. Returns whether the frame was a valid assertion.
+   */
+  estopFrame(bytes: Uint8Array, start: number, end: number): boolean {
+    if (this.observer !== null) this.observer.entered();
+    let e: EstopFrame;
+    try {
+      e = decodeEstop(bytes, start, end - start);
+    } catch (err) {
+      if (err instanceof EstopFrameError) return false;
+      throw err;
+    }
+    if (e.kind !== EstopKind.ASSERT) return false;
+    this.safety.assert(EstopSource.CLIENT, e.origin, e.seq);
+    return true;
   }
 
   /** The hub's own button: held means asserting (a clear is refused while held). */

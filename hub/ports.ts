@@ -208,6 +208,15 @@ export interface Link {
   ackLag(): number;
   /** Datagram loss 0..1 over the binding's recent window (§13.3); NaN on a link that does not measure loss. */
   lossRate(): number;
+  /**
+   * The highest tier the link's protection allows now (docs/security.md, §6.10): a Tier code,
+   * observer (0) to maintainer (2). The core reads it when a HELLO opens or resumes a session on
+   * the link, never per frame: a session gets at most this tier, and a session above it cannot
+   * resume here. A link whose protection is fixed (a Wi-Fi network's, an ESP-NOW peer's key)
+   * returns a constant; one whose protection can rise during its life (BLE pairing that
+   * completes after the connection) returns what holds now.
+   */
+  tierCeiling(): number;
   /** Closes the transport. The core calls it when it parks or closes a session. */
   close(): void;
 }

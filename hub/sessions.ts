@@ -11,7 +11,17 @@ import { constantTimeEqual } from './limits.js';
 import { Nack } from './nack.js';
 import { DECIMATION_STATE, resetDecimation } from './shed.js';
 import { Session, SessionState } from './session.js';
-import { StreamKind } from '../catalog/schema.js';
+import { StreamKind, Tier } from '../catalog/schema.js';
+import type { Link } from './ports.js';
+
+/**
+ * A link's tier ceiling as the core applies it (§6.10): a Tier code; anything that is not one
+ * (NaN, a fraction, out of range) counts as the lowest it could mean, observer at worst.
+ */
+export function tierCeilingOf(link: Link): number {
+  const c = link.tierCeiling();
+  return c >= Tier.maintainer ? Tier.maintainer : c >= Tier.operator ? Tier.operator : Tier.observer;
+}
 
 export class SessionKeeper {
   private nextId = 1;
@@ -30,6 +40,14 @@ export class SessionKeeper {
       s = this.findByToken(f.resumeToken);
       if (!s) {
         egress.nackConn(conn, Nack.UNKNOWN_SESSION, f.type);
+        return;
+      }
+      // §6.10: a session never holds a tier above its link's ceiling, so it cannot come onto a
+      // link whose protection allows less. It stays as it was (STALE, or on its transport).
+      const ceiling = tierCeilingOf(conn.link);
+      if (s.tier > ceiling) {
+        egress.nackConn(conn, Nack.FORBIDDEN, f.type);
+        hub.log.event('resume-refused', s.id, ceiling);
         return;
       }
       this.resume(conn, s, now, f.resumeToken);
@@ -56,6 +74,10 @@ export class SessionKeeper {
         egress.nackConn(conn, Nack.HUB_PRESSURE, f.type, undefined, v.retryAfterMs);
         return;
       }
+      // §6.10: the link's protection caps the tier the session gets (the credential is never echoed or logged).
+      const ceiling = tierCeilingOf(conn.link);
+      const capped = tier > ceiling;
+      if (capped) tier = ceiling;
       const slot = this.freeSlot();
       // The transport's malformed-frame counter and NACK throttle become the session's, restarted (§12).
       s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), conn.malformed, conn.nackThrottle);
@@ -68,6 +90,10 @@ export class SessionKeeper {
       // A new session in the slot starts with an empty ingress window (a resume keeps its own).
       hub.governor.resetSession(slot);
       hub.log.event('session-open', s.id, tier);
+      if (capped) {
+        egress.counters.tierCapped++;
+        hub.log.event('tier-capped', s.id, ceiling);
+      }
     }
     const plan = hub.plan;
     plan.beginAnswer();

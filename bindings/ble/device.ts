@@ -8,13 +8,21 @@
 // (gatt-connection.ts): the SDK's `notify` is compiled into its host function, which takes a
 // third argument as the callback and calls it with 0 or a NimBLE status for each notification.
 // BleLink's timeout (BLE_NOTIFY_TIMEOUT_MS) only stands in for a completion that never comes.
+//
+// Security (docs/security.md "BLE"): the GATT server asks every central for LE Secure Connections
+// pairing as it connects, and keeps the keys (bonding), unless pairing is off. A connection's
+// tier ceiling is observer until the server reports it secured (`onSecured`: encrypted, and
+// authenticated when pairing is by passkey), then the configured ceiling (security.ts). The
+// passkey, when pairing asks for one, goes to `onPasskey` (the device entry prints it).
 
 import { GATTServer, type GATTServerCharacteristic, type GATTServerConnection } from 'embedded:io/bluetoothle/peripheral';
+import { Tier } from '../../catalog/schema.js';
 import type { Clock } from '../../hub/ports.js';
 import type { HubAttach } from '../link.js';
 import { utf8ByteLength, utf8Write } from '../../hub/utf8.js';
 import { GattConnection } from './gatt-connection.js';
 import { BleLink, type BleLinkOptions } from './link.js';
+import { BlePairing, bleTierCeiling, gattSecurity, type BlePairingName, type BleSecurityState } from './security.js';
 import { BLE_UUIDS } from './uuids.js';
 
 /**
@@ -35,6 +43,12 @@ export interface BleBindingOptions {
   readonly mtu?: number;
   readonly link?: BleLinkOptions;
   readonly onWarning?: (message: string) => void;
+  /** How centrals pair (default just-works). */
+  readonly pairing?: BlePairingName;
+  /** The highest tier over a secured connection (default maintainer). */
+  readonly tierCeiling?: number;
+  /** The six-digit passkey to show the operator, when pairing is by passkey. */
+  readonly onPasskey?: (passkey: number) => void;
 }
 
 export class BleBinding {
@@ -45,12 +59,19 @@ export class BleBinding {
   private readonly conns: Conn[] = [];
   private readonly warn: (message: string) => void;
   private warnedUnconfirmed = false;
+  private readonly pairing: BlePairingName;
+  private readonly securedCeiling: number;
+  private readonly passkey: ((passkey: number) => void) | undefined;
 
   constructor(options: BleBindingOptions) {
     this.hub = options.hub;
     this.clock = options.clock;
     this.linkOptions = options.link;
     this.warn = options.onWarning ?? ((): void => {});
+    this.pairing = options.pairing ?? BlePairing.JUST_WORKS;
+    this.securedCeiling = options.tierCeiling ?? Tier.maintainer;
+    this.passkey = options.onPasskey;
+    const security = gattSecurity(this.pairing);
     const name = options.name;
     const nameBytes = new Uint8Array(utf8ByteLength(name));
     utf8Write(name, nameBytes, 0);
@@ -58,6 +79,7 @@ export class BleBinding {
     const P = GATTServer.properties;
     this.server = new GATTServer({
       mtu: options.mtu ?? BLE_PREFERRED_MTU,
+      ...(security ? { security } : {}),
       services: [
         // Generic Access: NimBLE takes the device name as a static value only.
         { uuid: '1800', characteristics: [{ uuid: '2a00', properties: P.read, value: nameBytes }] },
@@ -95,6 +117,12 @@ export class BleBinding {
       },
       onWarning(message: string): void {
         self.warn(message);
+      },
+      onSecured(connection: GATTServerConnection, state: BleSecurityState): void {
+        self.onSecured(connection, state);
+      },
+      onPasskey(connection: GATTServerConnection, action: string, data?: number | ArrayBuffer): void {
+        self.onPasskey(connection, action, data);
       },
     });
   }
@@ -142,7 +170,32 @@ export class BleBinding {
   private onConnect(connection: GATTServerConnection): void {
     const conn = new GattConnection<GATTServerCharacteristic, GATTServerConnection>(connection, (c) => this.forget(c));
     this.conns.push(conn);
-    conn.link = BleLink.attach(this.hub, conn, this.clock, this.linkOptions, false);
+    // Observer until the stack reports the connection secured (onSecured).
+    conn.link = BleLink.attach(this.hub, conn, this.clock, { ...this.linkOptions, tierCeiling: Tier.observer }, false);
+  }
+
+  /** The stack finished encrypting the connection (a new pairing, or a bonded central's keys): its ceiling follows. */
+  private onSecured(connection: GATTServerConnection, state: BleSecurityState): void {
+    const conn = this.find(connection);
+    if (!conn || !conn.link) return;
+    const ceiling = bleTierCeiling(this.pairing, this.securedCeiling, state);
+    conn.link.setTierCeiling(ceiling);
+    if (ceiling === Tier.observer && this.pairing !== BlePairing.OFF) this.warn('BLE: a connection secured below what pairing asks for stays at observer tier');
+  }
+
+  private onPasskey(connection: GATTServerConnection, action: string, data: number | ArrayBuffer | undefined): void {
+    if (action === 'display' && typeof data === 'number') {
+      if (this.passkey) this.passkey(data);
+      return;
+    }
+    // The hub has no keys nor a confirm button: a numeric comparison is declined.
+    if (action === 'compareNumber') {
+      try {
+        connection.replyToPasskey('compareNumber', false);
+      } catch {
+        this.warn('BLE: declining a numeric comparison failed');
+      }
+    }
   }
 
   private onDisconnect(connection: GATTServerConnection): void {

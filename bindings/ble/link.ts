@@ -7,6 +7,7 @@
 import { WatermarkDetector } from '../detector.js';
 import { AckCounter, MIN_RTT_WINDOW_MS, SAMPLE_BUDGET_MAX_MS, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
+import { Tier } from '../../catalog/schema.js';
 import { AckForm, Tag, type Clock, type GrantSet, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { fragmentSize, HUB_REASSEMBLY, Reassembler, type ReassemblyLimits, type ReassemblySink } from './fragment.js';
 import { NotifyQueue, type NotifyQueueOptions } from './notify-queue.js';
@@ -42,6 +43,12 @@ export interface BleLinkOptions {
   readonly retryMs?: number;
   /** A notification not completed within this counts as done, unconfirmed (default BLE_NOTIFY_TIMEOUT_MS). */
   readonly notifyTimeoutMs?: number;
+  /**
+   * The connection's tier ceiling when it opens (Link.tierCeiling; default observer: a connection
+   * that has not paired, docs/security.md "BLE"). `setTierCeiling` raises it once the stack
+   * reports the connection secured.
+   */
+  readonly tierCeiling?: number;
 }
 
 /** Pause before a failed notification (stack out of buffers) is tried again. */
@@ -85,6 +92,7 @@ export class BleLink implements BindingLink {
   private readonly clock: Clock;
   private readonly retryMs: number;
   private readonly notifyTimeoutMs: number;
+  private ceiling: number;
   private sink: LinkSink | null = null;
   private shutDown = false;
   private subscribedOn: boolean;
@@ -134,6 +142,7 @@ export class BleLink implements BindingLink {
     this.caps = Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu: limits.maxFrameBytes, writeAheadSlots: this.queue.aheadSlots, ackForm: AckForm.STREAM });
     this.retryMs = options.retryMs ?? BLE_NOTIFY_RETRY_MS;
     this.notifyTimeoutMs = options.notifyTimeoutMs ?? BLE_NOTIFY_TIMEOUT_MS;
+    this.ceiling = options.tierCeiling ?? Tier.observer;
     this.subscribedOn = subscribed;
     this.mw = transport.maximumWrite();
     this.size = fragmentSize(this.mw);
@@ -227,6 +236,15 @@ export class BleLink implements BindingLink {
     this.pump();
   }
 
+  /**
+   * The connection's protection changed (the stack reported it encrypted, authenticated):
+   * `tier` is the ceiling it now allows (bindings/ble/security.ts). The core reads it at the
+   * next HELLO on this link; a session opened before keeps the tier it got (§6.10).
+   */
+  setTierCeiling(tier: number): void {
+    this.ceiling = tier;
+  }
+
   /** The client enabled (true) or disabled notifications on the notify characteristic. */
   subscribed(on: boolean): void {
     if (this.shutDown) return;
@@ -270,6 +288,11 @@ export class BleLink implements BindingLink {
   }
 
   // ------------------------------------------------------------------ Link
+
+  /** What the connection's pairing allows now (setTierCeiling). */
+  tierCeiling(): number {
+    return this.ceiling;
+  }
 
   get binding(): string {
     return this.caps.binding;

@@ -9,11 +9,18 @@
 //
 // Wi-Fi must be started (station or access point) before the radio is opened: ESP-NOW uses the
 // channel of that interface.
+//
+// Keys (docs/security.md "ESP-NOW"): the primary master key is set when the radio opens; each
+// paired station's local master key goes with its esp_now_add_peer (`encrypt`, `lmk`). The radio
+// decrypts a paired station's datagrams and drops what does not decrypt. A datagram addressed to
+// the broadcast address cannot have been encrypted: one that claims to come from a paired
+// station is dropped here and counted (`spoofed`).
 
 import type { CatalogIndex } from '../../catalog/index.js';
 import type { Clock, Link, LinkSink } from '../../hub/ports.js';
 import type { EspNowNativeApi, NativeClassLookup, NativeLookup } from './embedded.js';
-import { EspNowBinding, RadioStatus, type Radio, type RadioHandler } from './link.js';
+import { EspNowBinding, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus, type Radio, type RadioHandler } from './link.js';
+import type { EspNowPairing } from './pairing.js';
 
 // The XS globals (the SDK's xs.d.ts declares them the same way), scoped to this module.
 declare const native: NativeLookup;
@@ -23,6 +30,9 @@ declare const Native: NativeClassLookup;
 const POLL_EMPTY = -1;
 const POLL_SENT = 0x10000;
 const POLL_SENT_FAILED = 0x10001;
+/** Set in a datagram's result when it was addressed to the broadcast address (the length is the low byte). */
+const POLL_TO_BROADCAST = 0x100;
+const POLL_LENGTH = 0xff;
 /** poll() writes the MAC and then up to 250 bytes. */
 const POLL_BYTES = 256;
 const MAC_BYTES = 6;
@@ -62,10 +72,8 @@ class EspNowNative extends Native('xs_espnow_destructor') implements EspNowNativ
 export interface DeviceRadioOptions {
   /** The Wi-Fi interface ESP-NOW rides on (WifiInterface; default the station). */
   readonly wifiInterface?: number;
-  /** The 16-byte primary master key, when any peer is encrypted. */
+  /** The 16-byte primary master key (esp_now_set_pmk), when any peer is paired. */
   readonly pmk?: Uint8Array;
-  /** The 16-byte local master key of an encrypted peer. */
-  readonly lmk?: (mac: number) => Uint8Array | undefined;
 }
 
 export function writeMac(mac: number, into: Uint8Array): void {
@@ -89,15 +97,17 @@ export function readMac(from: Uint8Array): number {
 export class DeviceRadio implements Radio {
   /** Exceptions a handler threw while draining (they must not reach the native callback). */
   errors = 0;
+  /** Datagrams addressed to broadcast that claimed a paired station's MAC: dropped. */
+  spoofed = 0;
   private readonly radio: EspNowNative;
-  private readonly lmk: ((mac: number) => Uint8Array | undefined) | undefined;
+  /** The MACs in the radio's table as encrypted peers. */
+  private readonly encrypted = new Set<number>();
   private handler: RadioHandler | null = null;
   private readonly mac = new Uint8Array(MAC_BYTES);
   private readonly pollBuf = new Uint8Array(POLL_BYTES);
   private readonly datagram = this.pollBuf.subarray(MAC_BYTES);
 
   constructor(options: DeviceRadioOptions = {}) {
-    this.lmk = options.lmk;
     this.radio = new EspNowNative(
       () => {
         try {
@@ -115,18 +125,16 @@ export class DeviceRadio implements Radio {
     this.handler = handler;
   }
 
-  addPeer(mac: number, encrypt: boolean): number {
-    let key: Uint8Array | undefined;
-    if (encrypt) {
-      key = this.lmk ? this.lmk(mac) : undefined;
-      if (!key) return RadioStatus.ERROR;
-    }
+  addPeer(mac: number, lmk: Uint8Array | null): number {
     writeMac(mac, this.mac);
-    return this.radio.addPeer(this.mac, encrypt, key);
+    const status = this.radio.addPeer(this.mac, lmk !== null, lmk ?? undefined);
+    if (lmk !== null && (status === RadioStatus.OK || status === RadioStatus.EXISTS)) this.encrypted.add(mac);
+    return status;
   }
 
   removePeer(mac: number): number {
     writeMac(mac, this.mac);
+    this.encrypted.delete(mac);
     return this.radio.removePeer(this.mac);
   }
 
@@ -144,7 +152,8 @@ export class DeviceRadio implements Radio {
       if (!h) continue;
       const mac = readMac(this.pollBuf);
       if (r === POLL_SENT || r === POLL_SENT_FAILED) h.sent(mac, r === POLL_SENT);
-      else h.received(mac, this.datagram, r);
+      else if ((r & POLL_TO_BROADCAST) !== 0 && this.encrypted.has(mac)) this.spoofed++;
+      else h.received(mac, this.datagram, r & POLL_LENGTH);
     }
   }
 
@@ -168,7 +177,14 @@ export interface DeviceEspNowOptions extends DeviceRadioOptions {
   readonly catalog?: CatalogIndex;
   /** One broadcast segment (§10.6) for every peer of this radio. */
   readonly broadcast?: boolean;
-  readonly encrypt?: (mac: number) => boolean;
+  /** The paired stations, their keys and tier ceilings (EspNowOptions.peers). */
+  readonly peers?: readonly EspNowPairing[];
+  /** Unpaired stations speak unencrypted at observer tier (default false: ignored). */
+  readonly allowUnencrypted?: boolean;
+  /** Encrypted peers the build's radio holds (CONFIG_ESP_WIFI_ESPNOW_MAX_ENCRYPT_NUM; default 7). */
+  readonly maxEncrypted?: number;
+  /** An unpaired station's ESTOP frame (Hub.estopFrame). */
+  readonly strayEstop?: (bytes: Uint8Array, start: number, end: number) => void;
 }
 
 /**
@@ -177,8 +193,20 @@ export interface DeviceEspNowOptions extends DeviceRadioOptions {
  */
 export function createDeviceEspNow(options: DeviceEspNowOptions): { radio: DeviceRadio; binding: EspNowBinding } {
   const radio = new DeviceRadio(options);
-  const base = { clock: options.clock, radio, attach: options.attach, broadcast: options.broadcast === true };
-  const withCatalog = options.catalog ? { ...base, catalog: options.catalog } : base;
-  const binding = new EspNowBinding(options.encrypt ? { ...withCatalog, encrypt: options.encrypt } : withCatalog);
-  return { radio, binding };
+  try {
+    const binding = new EspNowBinding({
+      clock: options.clock,
+      radio,
+      attach: options.attach,
+      broadcast: options.broadcast === true,
+      peers: options.peers ?? [],
+      allowUnencrypted: options.allowUnencrypted === true,
+      maxEncrypted: options.maxEncrypted ?? ESPNOW_MAX_ENCRYPTED_PEERS,
+      ...(options.strayEstop ? { strayEstop: options.strayEstop } : {}),
+    });
+    return { radio, binding };
+  } catch (e) {
+    radio.close();
+    throw e;
+  }
 }

@@ -20,7 +20,8 @@ export interface EspNowNativeApi {
   /**
    * The next event into `into` (≥ 256 bytes): −1 nothing; 0x10000 / 0x10001 the send status
    * (ok / failed) for the MAC in into[0, 6); 1..250 a datagram of that length from the MAC in
-   * into[0, 6), its bytes in into[6, …).
+   * into[0, 6), its bytes in into[6, …), with 0x100 or'ed in when it was addressed to the
+   * broadcast address (it cannot have been encrypted).
    */
   poll(into: Uint8Array): number;
   /** Datagrams lost inside the module: its ring was full, or they were over 250 bytes. */

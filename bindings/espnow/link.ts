@@ -19,6 +19,8 @@
 //
 // Platform-free: the radio, the clock and the core's attach come in through EspNowOptions.
 
+import { Tier } from '../../catalog/schema.js';
+import { ESTOP_MAGIC } from '../../hub/estop-frame.js';
 import { AckForm, type Clock, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { LossDetector, WatermarkDetector } from '../detector.js';
 import { BroadcastSegment, Route } from './broadcast.js';
@@ -35,6 +37,7 @@ import {
   parsedAck,
   SeqWindow,
 } from './datagram.js';
+import { PairingTable, type EspNowPairing } from './pairing.js';
 
 /** ESP_NOW_MAX_TOTAL_PEER_NUM: the radio's peer table, the broadcast address included. */
 /** Closed peers whose next datagram sequence the binding remembers (twice the ESP-NOW peer limit). */
@@ -43,7 +46,8 @@ const MAX_REMEMBERED_PEERS = 40;
 export const ESPNOW_MAX_PEERS = 20;
 /**
  * Encrypted peers the radio holds (CONFIG_ESP_WIFI_ESPNOW_MAX_ENCRYPT_NUM, default 7 in the
- * sdkconfig; older headers name 6 as ESP_NOW_MAX_ENCRYPT_PEER_NUM).
+ * sdkconfig, at most 17: pairing.ts ESPNOW_MAX_ENCRYPTED_LIMIT; older headers name 6 as
+ * ESP_NOW_MAX_ENCRYPT_PEER_NUM).
  */
 export const ESPNOW_MAX_ENCRYPTED_PEERS = 7;
 /** The broadcast address FF:FF:FF:FF:FF:FF as a 48-bit number (MACs are numbers here). */
@@ -90,7 +94,11 @@ export interface RadioHandler {
 /** The ESP-NOW radio as the binding drives it: esp_now_* with one datagram in flight. */
 export interface Radio {
   setHandler(handler: RadioHandler): void;
-  addPeer(mac: number, encrypt: boolean): number;
+  /**
+   * Adds `mac` to the radio's peer table: encrypted with `lmk` (16 bytes, copied), or unencrypted
+   * when it is null. A station's encrypted frames decrypt only while it is in the table so.
+   */
+  addPeer(mac: number, lmk: Uint8Array | null): number;
   removePeer(mac: number): number;
   /** Starts one datagram; RadioStatus.OK or the reason it was refused. */
   send(mac: number, data: Uint8Array, length: number): number;
@@ -108,8 +116,24 @@ export interface EspNowOptions {
   readonly queueBytes?: number;
   readonly queueFrames?: number;
   readonly silenceMs?: number;
-  /** Whether a new peer is added encrypted (its key is the radio adapter's business). */
-  readonly encrypt?: (mac: number) => boolean;
+  /**
+   * The paired stations (docs/security.md "ESP-NOW"): each in the radio's table, encrypted with
+   * its key, from the start; more can be paired later (`pair`).
+   */
+  readonly peers?: readonly EspNowPairing[];
+  /**
+   * Whether a station that is not paired may speak to the hub at all, unencrypted and at
+   * observer tier at most (default false: its datagrams are ignored and counted, and only an
+   * ESTOP frame among them goes on, to `strayEstop`).
+   */
+  readonly allowUnencrypted?: boolean;
+  /** Encrypted peers the radio holds (CONFIG_ESP_WIFI_ESPNOW_MAX_ENCRYPT_NUM; default 7, at most 17). */
+  readonly maxEncrypted?: number;
+  /**
+   * Where an ESTOP frame from a station the binding admits no link for goes (Hub.estopFrame): a
+   * stop is never refused for want of a link (§11.2). Nothing is sent back to the station.
+   */
+  readonly strayEstop?: (bytes: Uint8Array, start: number, end: number) => void;
 }
 
 export class EspNowCounters {
@@ -123,6 +147,15 @@ export class EspNowCounters {
   duplicates = 0;
   /** New peers refused: the peer table or the radio's was full. */
   refusedPeers = 0;
+  /**
+   * Datagrams from stations neither paired nor allowed unencrypted: ignored, never answered
+   * (docs/security.md). An ESTOP frame among them still reaches the hub (`strayEstops`).
+   */
+  unpaired = 0;
+  /** ESTOP frames from such stations handed to EspNowOptions.strayEstop. */
+  strayEstops = 0;
+  /** Pairings the radio refused (its encrypted peers full, or no key accepted). */
+  refusedPairings = 0;
   /** Frames a full egress queue refused (the core asks canSend first: this stays 0 unless misused). */
   queueDrops = 0;
   /** Sends the radio refused for want of memory; retried on the next tick. */
@@ -136,11 +169,6 @@ export class EspNowCounters {
 /** A stream's queue watermark: bytes queued ÷ capacity. */
 function fill(e: Egress): number {
   return e.queue.bytes / e.queue.capacityBytes;
-}
-
-/** A peer added without encryption (EspNowOptions.encrypt's default). */
-function unencrypted(): boolean {
-  return false;
 }
 
 /** What every link of a binding can do: one object per binding, not per link. */
@@ -222,9 +250,12 @@ export class EspNowLink implements Link, LinkEstimate {
   // instant), and the binding's tick count when the link opened.
   private judgedAt = -Infinity;
   private readonly openedAtTick: number;
+  /** The highest tier over this peer (Link.tierCeiling): its pairing's, observer for an unencrypted peer. */
+  private readonly ceiling: number;
 
-  constructor(owner: EspNowBinding, clock: Clock, index: number, mac: number, caps: LinkCaps, queueBytes: number, queueFrames: number, now: number) {
+  constructor(owner: EspNowBinding, clock: Clock, index: number, mac: number, caps: LinkCaps, queueBytes: number, queueFrames: number, now: number, ceiling: number = Tier.observer) {
     this.owner = owner;
+    this.ceiling = ceiling;
     this.clock = clock;
     this.index = index;
     this.mac = mac;
@@ -334,6 +365,11 @@ export class EspNowLink implements Link, LinkEstimate {
     return d > 0 ? d : 0;
   }
 
+  /** Fixed for the link's life: the key the station was admitted with decides it (docs/security.md). */
+  tierCeiling(): number {
+    return this.ceiling;
+  }
+
   close(): void {
     if (this.closed) return;
     this.owner.detach(this);
@@ -377,7 +413,10 @@ export class EspNowBinding implements RadioHandler {
   private readonly queueBytes: number;
   private readonly queueFrames: number;
   private readonly silenceMs: number;
-  private readonly encrypt: (mac: number) => boolean;
+  /** The paired stations and their keys; their radio entries stay while they are paired. */
+  private readonly pairings: PairingTable;
+  private readonly allowUnencrypted: boolean;
+  private readonly strayEstop: ((bytes: Uint8Array, start: number, end: number) => void) | null;
   /** Every link's caps. */
   private readonly caps: LinkCaps;
   /** The segment's broadcast stream and its queue's watermark; null on a unicast binding. */
@@ -412,7 +451,9 @@ export class EspNowBinding implements RadioHandler {
     this.queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
     this.queueFrames = options.queueFrames ?? DEFAULT_QUEUE_FRAMES;
     this.silenceMs = options.silenceMs ?? PEER_SILENCE_MS;
-    this.encrypt = options.encrypt ?? unencrypted;
+    this.pairings = new PairingTable(options.maxEncrypted ?? ESPNOW_MAX_ENCRYPTED_PEERS);
+    this.allowUnencrypted = options.allowUnencrypted === true;
+    this.strayEstop = options.strayEstop ?? null;
     const broadcast = options.broadcast === true;
     this.caps = capsOf(broadcast);
     // The broadcast address takes one entry of the radio's peer table.
@@ -423,13 +464,67 @@ export class EspNowBinding implements RadioHandler {
       this.segment = new BroadcastSegment(slots);
       this.bcast = new Egress(this.queueBytes, this.queueFrames);
       this.bcastLevel = new WatermarkDetector(now);
-      this.radio.addPeer(BROADCAST_MAC, false);
+      this.radio.addPeer(BROADCAST_MAC, null);
     } else {
       this.segment = null;
       this.bcast = null;
       this.bcastLevel = null;
     }
     this.radio.setHandler(this);
+    const peers = options.peers ?? [];
+    if (peers.length > this.pairings.capacity) throw new RangeError(`ESP-NOW: ${peers.length} paired peers, the radio holds ${this.pairings.capacity} encrypted`);
+    for (let i = 0; i < peers.length; i++) this.pair(peers[i] as EspNowPairing);
+  }
+
+  /**
+   * Pairs a station (docs/security.md "ESP-NOW"): its key goes into the radio's table now, so its
+   * encrypted datagrams decrypt from the first; its links get its tier ceiling. A station paired
+   * again gets the new key and ceiling (a link open now keeps the ceiling it was admitted with).
+   * Returns a RadioStatus: FULL when the radio holds its most encrypted peers.
+   */
+  pair(p: EspNowPairing): number {
+    const t = this.pairings;
+    const known = t.has(p.mac);
+    if (!t.set(p)) {
+      this.counters.refusedPairings++;
+      return RadioStatus.FULL;
+    }
+    const key = t.key(p.mac) as Uint8Array;
+    // A station already in the table (paired before, or an unencrypted peer now paired) is
+    // added again with its key.
+    if (known || this.byMac.has(p.mac)) this.radio.removePeer(p.mac);
+    const added = this.radio.addPeer(p.mac, key);
+    if (added !== RadioStatus.OK && added !== RadioStatus.EXISTS) {
+      t.delete(p.mac);
+      this.counters.refusedPairings++;
+      return added;
+    }
+    return RadioStatus.OK;
+  }
+
+  /**
+   * Forgets a station's pairing: its link, if open, is closed (the core hears it lost) and its
+   * radio entry removed. Returns false when it was not paired.
+   */
+  unpair(mac: number): boolean {
+    if (!this.pairings.delete(mac)) return false;
+    const link = this.byMac.get(mac);
+    if (link) {
+      const sink = link.sink;
+      this.detach(link);
+      if (sink) sink.lost();
+    } else this.radio.removePeer(mac);
+    return true;
+  }
+
+  /** Whether `mac` is paired. */
+  paired(mac: number): boolean {
+    return this.pairings.has(mac);
+  }
+
+  /** The stations paired now. */
+  pairedPeers(): number[] {
+    return this.pairings.list();
   }
 
   now(): number {
@@ -536,7 +631,7 @@ export class EspNowBinding implements RadioHandler {
     let status = this.radio.send(mac, tx, len);
     if (status === RadioStatus.NOT_FOUND) {
       // The radio lost the peer (a Wi-Fi restart clears its table): add it back once.
-      const added = this.radio.addPeer(mac, this.encrypt(mac));
+      const added = this.radio.addPeer(mac, this.pairings.key(mac));
       if (added === RadioStatus.OK || added === RadioStatus.EXISTS) status = this.radio.send(mac, tx, len);
     }
     const after = this.clock.now();
@@ -619,7 +714,8 @@ export class EspNowBinding implements RadioHandler {
     if (at >= 0) this.open.splice(at, 1);
     if (this.byMac.get(link.mac) === link) {
       this.byMac.delete(link.mac);
-      this.radio.removePeer(link.mac);
+      // A paired station keeps its entry (its next datagram must decrypt); an unencrypted one's goes.
+      if (!this.pairings.has(link.mac)) this.radio.removePeer(link.mac);
       this.nextSeqByMac.delete(link.mac);
       this.nextSeqByMac.set(link.mac, link.egress.seq);
       // Bounded: the oldest closed peers are forgotten first (a Map iterates in insertion order).
@@ -685,7 +781,7 @@ export class EspNowBinding implements RadioHandler {
     let status = this.radio.send(mac, tx, len);
     if (status === RadioStatus.NOT_FOUND && link) {
       // The radio lost the peer (a Wi-Fi restart clears its table): add it back once.
-      const added = this.radio.addPeer(mac, this.encrypt(mac));
+      const added = this.radio.addPeer(mac, this.pairings.key(mac));
       if (added === RadioStatus.OK || added === RadioStatus.EXISTS) status = this.radio.send(mac, tx, len);
     }
     const now = this.clock.now();
@@ -813,6 +909,10 @@ export class EspNowBinding implements RadioHandler {
     this.counters.datagramsReceived++;
     let l = link;
     if (!l) {
+      if (!this.allowUnencrypted && !this.pairings.has(mac)) {
+        this.stranger(c, data);
+        return;
+      }
       // Acknowledgements alone do not open a transport: they are echoes of one that was closed.
       let opens = false;
       while (c.next()) {
@@ -848,6 +948,23 @@ export class EspNowBinding implements RadioHandler {
     }
   }
 
+  /**
+   * A datagram from a station that is neither paired nor allowed unencrypted: nothing is
+   * admitted, added to the radio or sent back; an ESTOP frame in it still reaches the hub
+   * (§11.2: any station may stop the robot).
+   */
+  private stranger(c: DatagramCursor, data: Uint8Array): void {
+    this.counters.unpaired++;
+    const stop = this.strayEstop;
+    if (stop === null) return;
+    while (c.next()) {
+      if (data[c.start] === ESTOP_MAGIC) {
+        this.counters.strayEstops++;
+        stop(data, c.start, c.end);
+      }
+    }
+  }
+
   // `link` was heard at `now`.
   private heard(link: EspNowLink, now: number): void {
     link.lastHeard = now;
@@ -865,12 +982,18 @@ export class EspNowBinding implements RadioHandler {
       this.counters.refusedPeers++;
       return null;
     }
-    const added = this.radio.addPeer(mac, this.encrypt(mac));
-    if (added !== RadioStatus.OK && added !== RadioStatus.EXISTS) {
-      this.counters.refusedPeers++;
-      return null;
+    // A paired station is in the radio's table already; an unencrypted one joins it now, at
+    // observer tier at most (docs/security.md).
+    const paired = this.pairings.has(mac);
+    if (!paired) {
+      const added = this.radio.addPeer(mac, null);
+      if (added !== RadioStatus.OK && added !== RadioStatus.EXISTS) {
+        this.counters.refusedPeers++;
+        return null;
+      }
     }
-    const link = new EspNowLink(this, this.clock, slot, mac, this.caps, this.queueBytes, this.queueFrames, now);
+    const ceiling = paired ? this.pairings.ceiling(mac) : Tier.observer;
+    const link = new EspNowLink(this, this.clock, slot, mac, this.caps, this.queueBytes, this.queueFrames, now, ceiling);
     const seq = this.nextSeqByMac.get(mac);
     if (seq !== undefined) link.egress.seq = seq;
     open.splice(slot, 0, link);

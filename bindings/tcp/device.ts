@@ -58,6 +58,11 @@ export interface DeviceListenerOptions {
   readonly maxConnections?: number;
   readonly detector?: WatermarkOptions;
   readonly log?: Log;
+  /**
+   * The highest tier over these connections (docs/security.md): the Wi-Fi network's protection,
+   * as the device entry judges it from its configuration (default maintainer).
+   */
+  readonly tierCeiling?: number;
 }
 
 function sha1(text: string): Uint8Array {
@@ -246,6 +251,7 @@ export class DeviceListener {
         detector: o.detector,
         sha1: ws ? sha1 : undefined,
         log: o.log,
+        tierCeiling: o.tierCeiling,
       });
       const t = new DeviceTransport(link, o.socketLimitBytes ?? DEVICE_SOCKET_LIMIT_BYTES, this.forget);
       this.transports.add(t);

@@ -15,6 +15,7 @@ import { StagedBytes } from '../../hub/bytes.js';
 import { CborWriter } from '../../hub/cbor.js';
 import { encodeFrame, FrameType, MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES } from '../../hub/frames.js';
 import { MALFORMED_CLOSE_PER_S } from '../../hub/constants.js';
+import { Tier } from '../../catalog/schema.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { WindowCounter } from '../../hub/limits.js';
 import { Nack } from '../../hub/nack.js';
@@ -494,6 +495,12 @@ export interface TcpLinkOptions {
   /** SHA-1 for the WebSocket upgrade (WS_SERVER only). */
   readonly sha1?: Sha1;
   readonly log?: Log;
+  /**
+   * The highest tier a session may have over this connection (Link.tierCeiling, docs/security.md):
+   * what the network it arrives through protects. Default maintainer: a network the host trusts
+   * (a WPA2 access point, the simulator's loopback); observer on an open Wi-Fi network.
+   */
+  readonly tierCeiling?: number;
 }
 
 const NO_LIMIT = 0x7fffffff;
@@ -566,6 +573,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   private readonly hdr: Uint8Array;
   private readonly hdr2: Uint8Array;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
+  private readonly ceiling: number;
 
   constructor(options: TcpLinkOptions) {
     const queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
@@ -578,6 +586,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const now = options.clock.now();
     this.caps = Object.freeze({ binding: options.binding, broadcast: false, datagram: false, mtu: maxFrame, writeAheadSlots: AHEAD_SLOTS, ackForm: AckForm.STREAM });
     this.framing = options.framing;
+    this.ceiling = options.tierCeiling ?? Tier.maintainer;
     this.clock = options.clock;
     this.hub = options.hub;
     this.log = options.log ?? NULL_LOG;
@@ -788,6 +797,11 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   }
 
   /** The core closes the transport (park, teardown, persistent misbehaviour). */
+  /** The network's protection, fixed for the connection's life (TcpLinkOptions.tierCeiling). */
+  tierCeiling(): number {
+    return this.ceiling;
+  }
+
   close(): void {
     if (this.st === LinkState.CLOSING || this.st === LinkState.CLOSED) return;
     // The core already detached this link; reporting its loss back would be noise.

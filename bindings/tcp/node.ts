@@ -36,6 +36,8 @@ export interface NodeListenerOptions {
   readonly closeGraceMs?: number;
   readonly detector?: WatermarkOptions;
   readonly log?: Log;
+  /** The highest tier over these connections (TcpLinkOptions.tierCeiling; default maintainer). */
+  readonly tierCeiling?: number;
 }
 
 interface Resolved {
@@ -60,6 +62,7 @@ function makeLink(o: NodeListenerOptions, framing: typeof LinkFraming.LENGTH_PRE
     ackWindowFrames: o.ackWindowFrames,
     detector: o.detector,
     log: o.log,
+    tierCeiling: o.tierCeiling,
   });
 }
 

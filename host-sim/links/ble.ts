@@ -9,6 +9,7 @@
 // event; after `supervisionTimeoutMs` without a good event both sides drop the connection (§6.6).
 // Frames reach the client `latencyMs` (host stack) after their event.
 
+import { Tier } from '../../catalog/schema.js';
 import { fragmentCount } from '../../bindings/ble/fragment.js';
 import { BLE_NOTIFY_RETRY_MS } from '../../bindings/ble/link.js';
 import { SimBleConnection } from '../../bindings/ble/sim.js';
@@ -26,6 +27,12 @@ export interface BleParams {
   readonly eventLossRate: number;
   readonly latencyMs: number;
   readonly supervisionTimeoutMs: number;
+  /**
+   * 1: the central paired (LE Secure Connections, bonded) before it said HELLO: the connection's
+   * tier ceiling is the hub's (maintainer); 0: it never pairs and stays at observer tier
+   * (docs/security.md "BLE").
+   */
+  readonly paired: number;
 }
 
 export const BLE_DEFAULTS = Object.freeze({
@@ -36,6 +43,7 @@ export const BLE_DEFAULTS = Object.freeze({
   eventLossRate: 0,
   latencyMs: 2,
   supervisionTimeoutMs: 4000,
+  paired: 1,
 });
 
 /** Notices the hub's close: the stack ends the connection and the client hears of it. */
@@ -76,7 +84,7 @@ export class BleConnection extends Connection implements Task {
         intervalMs: params.connIntervalMs,
         attMtu: params.attMtu,
         perEvent: params.perEvent,
-        link: { queue: { notifications: params.queueNotifications } },
+        link: { queue: { notifications: params.queueNotifications }, tierCeiling: params.paired ? Tier.maintainer : Tier.observer },
       },
       true,
     );

@@ -12,6 +12,15 @@
 //     only then (a datagram whose acknowledgements were all lost arrived but reports failure);
 //     broadcast: one attempt, each receiver draws its own loss, the status is always true;
 //   - peer tables of `maxPeers` (20) entries, `maxEncrypted` (7) of them encrypted;
+//   - keys (docs/security.md "ESP-NOW"): a unicast datagram goes out encrypted when the sender
+//     holds the receiver as an encrypted peer, with that peer's key. The receiver takes it only
+//     when it holds the sender with the same key; an encrypted datagram it cannot decrypt (no
+//     key, another key: a station spoofing a paired peer's MAC) and an unencrypted unicast one
+//     from a MAC it holds as encrypted are dropped by its radio and counted (`cryptoDrops`), as
+//     the ESP32's radio drops them. A broadcast datagram is never encrypted; a radio marked
+//     `hub` drops one from a MAC it holds as encrypted (the device adapter's check, device.ts);
+//   - the MAC acknowledgement is the radio's, before any decryption: a datagram dropped for its
+//     key is still acknowledged, as ESP-NOW does;
 //   - a virtual clock: nothing happens until advance(now), which completes transmissions whose
 //     airtime has passed, in time order, and runs the peers' ACK timers.
 //
@@ -204,13 +213,15 @@ export class SimAir implements Clock {
       this.schedule(end, () => {
         for (let i = 0; i < receivers.length; i++) {
           c.deliveries++;
-          (receivers[i] as SimRadio).deliver(from.mac, bytes);
+          (receivers[i] as SimRadio).deliverBroadcast(from.mac, bytes);
         }
         from.complete(to, true);
       });
       return;
     }
     const target = this.nodes.get(to);
+    // The sender's key for the receiver, taken when the datagram leaves (null: unencrypted).
+    const key = from.keyFor(to);
     let delivered = false;
     let acked = false;
     let attempts = 0;
@@ -231,19 +242,37 @@ export class SimAir implements Clock {
     this.schedule(end, () => {
       if (delivered && target) {
         c.deliveries++;
-        target.deliver(from.mac, bytes);
+        target.deliver(from.mac, bytes, key);
       }
       from.complete(to, acked);
     });
   }
 }
 
+function sameKey(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** One station's ESP-NOW: the Radio the binding drives, with the device's limits. */
 export class SimRadio implements Radio {
   readonly mac: number;
+  /**
+   * Datagrams this radio dropped for their keys: encrypted ones it could not decrypt, unencrypted
+   * unicast ones from a MAC it holds as encrypted, and (a `hub` radio) broadcast ones from such a MAC.
+   */
+  cryptoDrops = 0;
+  /**
+   * The hub's radio with its adapter (bindings/espnow/device.ts): a broadcast datagram from a MAC
+   * held as encrypted cannot be that peer's (its peers speak to the hub unicast, encrypted), so
+   * it is dropped. A client's radio takes the hub's broadcast segment whatever its table says.
+   */
+  hub = false;
   private readonly air: SimAir;
   private handler: RadioHandler | null = null;
-  private readonly table = new Map<number, boolean>();
+  /** MAC → the key it is held with (null: unencrypted). */
+  private readonly table = new Map<number, Uint8Array | null>();
   private encrypted = 0;
   private busy = false;
 
@@ -256,21 +285,36 @@ export class SimRadio implements Radio {
     this.handler = handler;
   }
 
-  addPeer(mac: number, encrypt: boolean): number {
+  addPeer(mac: number, lmk: Uint8Array | null): number {
     if (this.table.has(mac)) return RadioStatus.EXISTS;
     if (this.table.size >= this.air.maxPeers) return RadioStatus.FULL;
-    if (encrypt && this.encrypted >= this.air.maxEncrypted) return RadioStatus.FULL;
-    this.table.set(mac, encrypt);
-    if (encrypt) this.encrypted++;
+    if (lmk !== null) {
+      // The broadcast address cannot be encrypted (ESP_ERR_ESPNOW_ARG).
+      if (mac === BROADCAST_MAC || lmk.length !== 16) return RadioStatus.ERROR;
+      if (this.encrypted >= this.air.maxEncrypted) return RadioStatus.FULL;
+    }
+    this.table.set(mac, lmk === null ? null : lmk.slice());
+    if (lmk !== null) this.encrypted++;
     return RadioStatus.OK;
   }
 
   removePeer(mac: number): number {
-    const enc = this.table.get(mac);
-    if (enc === undefined) return RadioStatus.NOT_FOUND;
+    const key = this.table.get(mac);
+    if (key === undefined) return RadioStatus.NOT_FOUND;
     this.table.delete(mac);
-    if (enc) this.encrypted--;
+    if (key !== null) this.encrypted--;
     return RadioStatus.OK;
+  }
+
+  /** The key this radio encrypts a unicast datagram to `mac` with (null: unencrypted, or not in the table). */
+  keyFor(mac: number): Uint8Array | null {
+    return this.table.get(mac) ?? null;
+  }
+
+  /** Whether `mac` is in the table as an encrypted peer. */
+  encryptedPeer(mac: number): boolean {
+    const k = this.table.get(mac);
+    return k !== undefined && k !== null;
   }
 
   peerCount(): number {
@@ -294,8 +338,23 @@ export class SimRadio implements Radio {
     return RadioStatus.OK;
   }
 
-  /** @internal */
-  deliver(from: number, bytes: Uint8Array): void {
+  /** @internal A unicast datagram from `from`, encrypted with `key` (null: unencrypted). */
+  deliver(from: number, bytes: Uint8Array, key: Uint8Array | null): void {
+    const mine = this.table.get(from);
+    const held = mine !== undefined && mine !== null;
+    if (key !== null ? !(held && sameKey(mine, key)) : held) {
+      this.cryptoDrops++;
+      return;
+    }
+    if (this.handler) this.handler.received(from, bytes, bytes.length);
+  }
+
+  /** @internal A broadcast datagram from `from` (never encrypted). */
+  deliverBroadcast(from: number, bytes: Uint8Array): void {
+    if (this.hub && this.encryptedPeer(from)) {
+      this.cryptoDrops++;
+      return;
+    }
     if (this.handler) this.handler.received(from, bytes, bytes.length);
   }
 
@@ -315,6 +374,8 @@ export interface SimPeerOptions {
   readonly keepaliveMs?: number;
   readonly queueBytes?: number;
   readonly queueFrames?: number;
+  /** The key the peer holds the hub with (its pairing's LMK); absent: unencrypted. */
+  readonly lmk?: Uint8Array;
 }
 
 export const PEER_DEFAULTS = Object.freeze({
@@ -382,7 +443,7 @@ export class SimPeer implements RadioHandler {
     this.hubMac = hubMac;
     this.radio = air.radio(mac);
     this.radio.setHandler(this);
-    this.radio.addPeer(hubMac, false);
+    this.radio.addPeer(hubMac, options.lmk ?? null);
     this.ackPeriodMs = options.ackPeriodMs ?? PEER_DEFAULTS.ackPeriodMs;
     this.ackEvery = options.ackEvery ?? PEER_DEFAULTS.ackEvery;
     this.keepaliveMs = options.keepaliveMs ?? PEER_DEFAULTS.keepaliveMs;

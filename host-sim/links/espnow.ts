@@ -13,11 +13,19 @@
 //
 // Faults: a partition (or a stall: ESP-NOW has no queue the peer could hold) of one client makes
 // every frame to or from its MAC lost; of a whole profile, every frame on that air.
+//
+// Keys (docs/security.md "ESP-NOW"): with `encrypted` (the default) every client is a paired
+// station: the binding pairs its MAC with a key of its own when it connects (and forgets it once
+// the connection ended and the binding closed its link), and the peer holds the hub with that
+// key; the radios decrypt as the ESP32's do (espnow-air.ts). Without, the profile lets stations
+// speak unencrypted, at observer tier at most. The simulated hub is built with the largest
+// encrypted-peer setting (17), so that reconnecting clients (each a fresh MAC) are not refused.
 
 import type { CatalogIndex } from '../../catalog/index.js';
 import type { HubAttach } from '../../bindings/link.js';
 import { HEADER_BYTES, LENGTH_BYTES, MAX_DATAGRAM_FRAME } from '../../bindings/espnow/datagram.js';
 import { EspNowBinding, type EspNowLink, type Radio } from '../../bindings/espnow/link.js';
+import { ESPNOW_MAX_ENCRYPTED_LIMIT } from '../../bindings/espnow/pairing.js';
 import { SimAir, SimPeer, type SimRadio } from './espnow-air.js';
 import type { LinkSink } from '../../hub/ports.js';
 import { type Kernel, type Task, US_PER_MS } from '../kernel.js';
@@ -33,6 +41,8 @@ export interface EspNowParams {
   readonly queueFrames: number;
   /** The peer's bitmap-ACK period. */
   readonly ackPeriodMs: number;
+  /** 1: clients are paired stations, encrypted with keys of their own; 0: unencrypted, observer tier at most. */
+  readonly encrypted: number;
 }
 
 export const ESPNOW_DEFAULTS = Object.freeze({
@@ -42,6 +52,7 @@ export const ESPNOW_DEFAULTS = Object.freeze({
   queueBytes: 1024,
   queueFrames: 32,
   ackPeriodMs: 50,
+  encrypted: 1,
 });
 
 export const HUB_MAC = 0x02_00_00_00_00_01;
@@ -66,7 +77,10 @@ export class KernelAir extends SimAir {
     private readonly kernel: Kernel,
     params: EspNowParams,
   ) {
-    super({ prng: { next: () => kernel.rng.float() }, phyBps: params.phyKbps * 1000, loss: params.lossRate, retries: params.retries }, kernel.nowUs / US_PER_MS);
+    super(
+      { prng: { next: () => kernel.rng.float() }, phyBps: params.phyKbps * 1000, loss: params.lossRate, retries: params.retries, maxEncrypted: ESPNOW_MAX_ENCRYPTED_LIMIT },
+      kernel.nowUs / US_PER_MS,
+    );
   }
 
   /** Brings the air's clock to the kernel's (its own queue stays empty: every event is the kernel's). */
@@ -106,6 +120,8 @@ export class EspNowMedium {
   readonly binding: EspNowBinding;
   readonly params: EspNowParams;
   private readonly byMac = new Map<number, EspNowConnection>();
+  /** The clients' stations the binding has paired, until they are unpaired (upkeep). */
+  private readonly paired = new Set<number>();
   private nextMac = 1;
 
   constructor(
@@ -119,14 +135,17 @@ export class EspNowMedium {
   ) {
     this.params = params;
     this.air = new KernelAir(kernel, params);
-    const radio: Radio = this.air.radio(HUB_MAC + index * 0x100);
+    const radio = this.air.radio(HUB_MAC + index * 0x100);
+    radio.hub = true;
     this.hubMac = HUB_MAC + index * 0x100;
     this.binding = new EspNowBinding({
       clock: hubClock,
-      radio,
+      radio: radio as Radio,
       queueBytes: params.queueBytes,
       queueFrames: params.queueFrames,
       attach: (link) => this.attach(link as EspNowLink, hub),
+      allowUnencrypted: !params.encrypted,
+      maxEncrypted: ESPNOW_MAX_ENCRYPTED_LIMIT,
     });
     this.peerBase = 0x0a_00_00_00_00_00 + index * 0x1_00_00_00;
   }
@@ -140,6 +159,20 @@ export class EspNowMedium {
 
   register(c: EspNowConnection): void {
     this.byMac.set(c.mac, c);
+  }
+
+  /**
+   * The key a new client's station is paired with (its own, made from its MAC), or null on an
+   * unencrypted profile. The binding pairs it now; a pairing the binding refuses leaves the
+   * station with a key the hub's radio does not hold, so nothing it sends gets through.
+   */
+  pairStation(mac: number): Uint8Array | null {
+    if (!this.params.encrypted) return null;
+    const lmk = new Uint8Array(16);
+    for (let i = 0; i < 16; i++) lmk[i] = (Math.floor(mac / 2 ** ((i % 6) * 8)) + i * 37) & 0xff;
+    this.binding.pair({ mac, lmk });
+    this.paired.add(mac);
+    return lmk;
   }
 
   private attach(link: EspNowLink, hub: HubAttach): LinkSink {
@@ -172,6 +205,14 @@ export class EspNowMedium {
   upkeep(): void {
     this.air.sync();
     this.binding.tick();
+    // A station whose connection ended is unpaired once the binding closed its link (silence).
+    for (const mac of this.paired) {
+      const c = this.byMac.get(mac);
+      if (c && c.ended && this.binding.linkOf(mac) === undefined) {
+        this.binding.unpair(mac);
+        this.paired.delete(mac);
+      }
+    }
   }
 
 }
@@ -188,7 +229,8 @@ export class EspNowConnection extends Connection {
     this.mac = medium.newMac();
     medium.register(this);
     medium.air.sync();
-    this.peer = new SimPeer(medium.air, this.mac, medium.hubMac, { ackPeriodMs: medium.params.ackPeriodMs });
+    const lmk = medium.pairStation(this.mac);
+    this.peer = new SimPeer(medium.air, this.mac, medium.hubMac, lmk ? { ackPeriodMs: medium.params.ackPeriodMs, lmk } : { ackPeriodMs: medium.params.ackPeriodMs });
     const peer = this.peer;
     // The peer's radio events pass through here so that its frames reach the client library.
     peer.radio.setHandler({

@@ -40,6 +40,9 @@ export class ForwardingLink implements Link {
   lossRate(): number {
     return this.inner.lossRate();
   }
+  tierCeiling(): number {
+    return this.inner.tierCeiling();
+  }
   close(): void {
     this.inner.close();
   }

@@ -18,6 +18,7 @@
 // Framing: TCP frames carry the 2-byte length prefix (§2), bytes of the stream are what travel;
 // WebSocket messages travel whole, with a 2- or 4-byte header (6 or 8 from the client, masked).
 
+import { Tier } from '../../catalog/schema.js';
 import { lengthPrefixed, LengthPrefixReassembler } from '../../client/transport.js';
 import { LinkFraming, TcpLink, type LinkTransport } from '../../bindings/tcp/egress.js';
 import { type Task, US_PER_MS } from '../kernel.js';
@@ -38,6 +39,12 @@ export interface TcpParams {
   /** 0: the client reads at once. */
   readonly readerKbps: number;
   readonly rwndBytes: number;
+  /**
+   * 1: the network the client joins is open (an access point without a password): the link
+   * carries the observer tier ceiling, as the device's does unless `wifi_open_ceiling` says
+   * otherwise (docs/security.md "Wi-Fi"); 0: a WPA2 network, any tier.
+   */
+  readonly openNetwork: number;
 }
 
 export const TCP_DEFAULTS = Object.freeze({
@@ -51,6 +58,7 @@ export const TCP_DEFAULTS = Object.freeze({
   rtoMs: 200,
   readerKbps: 0,
   rwndBytes: 65535,
+  openNetwork: 0,
 });
 
 /** What a closing socket still takes from the link at once (bindings/tcp/node.ts NODE_SOCKET_LIMIT_BYTES). */
@@ -105,6 +113,7 @@ export class TcpConnection extends Connection implements LinkTransport, Task {
       framing: this.ws ? LinkFraming.MESSAGE : LinkFraming.LENGTH_PREFIX,
       binding: params.binding,
       queueBytes: params.queueBytes,
+      tierCeiling: params.openNetwork ? Tier.observer : Tier.maintainer,
     });
     this.link.start(this);
   }

@@ -141,6 +141,7 @@ class MemPair {
       stalledMs: () => 0,
       ackLag: () => self.acks.outstanding(),
       lossRate: () => NaN,
+      tierCeiling: () => 2,
       close: () => {
         self.hubClosed = true;
       },

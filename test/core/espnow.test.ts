@@ -143,8 +143,8 @@ class RecordingRadio implements Radio, RadioHandler {
   setHandler(h: RadioHandler): void {
     this.handler = h;
   }
-  addPeer(mac: number, encrypt: boolean): number {
-    return this.inner.addPeer(mac, encrypt);
+  addPeer(mac: number, lmk: Uint8Array | null): number {
+    return this.inner.addPeer(mac, lmk);
   }
   removePeer(mac: number): number {
     return this.inner.removePeer(mac);
@@ -184,7 +184,8 @@ function rig(o: { loss?: number; retries?: number; broadcast?: boolean; seed?: n
   const air = new SimAir({ prng: new Mulberry32(o.seed ?? 1), loss: o.loss ?? 0, retries: o.retries ?? 0 }, 1000);
   const core = new StubCore();
   const radio = new RecordingRadio(air.radio(HUB_MAC));
-  const opts = { clock: air, radio, attach: core.attach, broadcast: o.broadcast === true } as const;
+  // Stations speak unencrypted here (the binding's work is the subject; test/core/link-security.test.ts has the keys).
+  const opts = { clock: air, radio, attach: core.attach, broadcast: o.broadcast === true, allowUnencrypted: true } as const;
   const binding = new EspNowBinding(o.queueBytes ? { ...opts, queueBytes: o.queueBytes } : opts);
   return {
     air,
@@ -470,7 +471,7 @@ describe('bindings/espnow: duplicates (§13.3.3)', () => {
   it('a real Hub over an air that loses every MAC acknowledgement: one WELCOME, no NACK, one PONG per PING', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(5), loss: 0, ackLoss: 1, retries: 1 }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l) });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), allowUnencrypted: true });
     const peer = new SimPeer(air, peerMac(1), HUB_MAC);
     peer.send(enc({ type: FrameType.HELLO, version: 1, name: 'pendant', subWishes: [{ channelId: SAFETY.id, wishedRateHz: 10 }] }));
     const step = (ms: number): void => {
@@ -631,7 +632,7 @@ describe('bindings/espnow: the link over the simulated air', () => {
     equal(r.core.lost, 0);
     r.run(PEER_SILENCE_MS, 10);
     equal(r.core.lost, 1);
-    equal(r.radio.addPeer(peerMac(1), false), RadioStatus.OK, 'the radio forgot the peer (removePeer)');
+    equal(r.radio.addPeer(peerMac(1), null), RadioStatus.OK, 'the radio forgot the peer (removePeer)');
     ok(!link.canSend(10));
     ok(!link.send(f, SAMPLE_TAG, 0), 'a closed link takes nothing');
   });
@@ -887,16 +888,16 @@ describe('bindings/espnow: the link over the simulated air', () => {
     const air = new SimAir({ prng: new Mulberry32(1) });
     const radio = air.radio(1);
     let enc7 = 0;
-    for (let i = 0; i < 10; i++) if (radio.addPeer(100 + i, true) === RadioStatus.OK) enc7++;
+    for (let i = 0; i < 10; i++) if (radio.addPeer(100 + i, new Uint8Array(16)) === RadioStatus.OK) enc7++;
     equal(enc7, 7);
-    equal(radio.addPeer(100, true), RadioStatus.EXISTS);
+    equal(radio.addPeer(100, new Uint8Array(16)), RadioStatus.EXISTS);
   });
 
   it('malformed datagrams are counted and deliver nothing; a bare ESTOP datagram from a button reaches the core', () => {
     const r = rig();
     const button = r.air.radio(peerMac(9));
     button.setHandler({ sent() {}, received() {} });
-    button.addPeer(HUB_MAC, false);
+    button.addPeer(HUB_MAC, null);
     button.send(HUB_MAC, new Uint8Array([0x10, 0, 0, 9, 0xa1]), 5);
     r.run(10, 1);
     equal(r.binding.counters.malformed, 1);
@@ -1019,7 +1020,7 @@ describe('bindings/espnow: §10.6 broadcast segments', () => {
   it('a real Hub: three sim peers subscribed to imu at 10, 50 and 20 Hz hear it at 50 Hz, each push on air once', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(2), retries: 0 }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), broadcast: true });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), broadcast: true, allowUnencrypted: true });
     const peers: SimPeer[] = [];
     [10, 50, 20].forEach((hz, i) => {
       const p = new SimPeer(air, peerMac(i + 1), HUB_MAC);
@@ -1064,7 +1065,7 @@ describe('bindings/espnow: a real Hub end to end over the simulated air', () => 
   it('HELLO → WELCOME (mtu 246) → DATA, with the peer acknowledging and the link clear', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(9) }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l) });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), allowUnencrypted: true });
     const peer = new SimPeer(air, peerMac(1), HUB_MAC);
     peer.send(enc({ type: FrameType.HELLO, version: 1, name: 'scope', subWishes: [{ channelId: IMU.id, wishedRateHz: 100 }] }));
     const step = (ms: number): void => {
@@ -1101,7 +1102,7 @@ describe('bindings/espnow: a real Hub end to end over the simulated air', () => 
   it('a peer that falls silent makes its session STALE (§6.6), and a resume on the same MAC reattaches', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(9) }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l) });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), allowUnencrypted: true });
     const peer = new SimPeer(air, peerMac(1), HUB_MAC);
     peer.send(enc({ type: FrameType.HELLO, version: 1, name: 'scope' }));
     const step = (ms: number): void => {
@@ -1130,7 +1131,7 @@ describe('bindings/espnow: a real Hub end to end over the simulated air', () => 
   it('ESTOP from the hub reaches every peer ahead of their queues, one short datagram after another', () => {
     const fx = makeHub();
     const air = new SimAir({ prng: new Mulberry32(4) }, fx.clock.t);
-    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l) });
+    const binding = new EspNowBinding({ clock: air, radio: air.radio(HUB_MAC), attach: (l) => fx.hub.attach(l), allowUnencrypted: true });
     const peers = [1, 2, 3].map((i) => {
       const p = new SimPeer(air, peerMac(i), HUB_MAC);
       p.send(enc({ type: FrameType.HELLO, version: 1, name: `c${i}` }));

@@ -561,6 +561,7 @@ function fullInputs(now: number): { m: HealthMetrics; inputs: HealthInputs } {
     reclaims: 1,
     neverShedOverflows: 3,
     grantsAnnounced: 4567,
+    tierCapped: 89,
   };
   const bindings = ['tcp', 'ws', 'ble', 'espnow', 'tcp', 'ws', 'ble', 'espnow'];
   const links: LinkHealth[] = bindings.map((binding, slot) => ({ slot, binding, level: slot % 3, loss: binding === 'espnow' ? 0.123456 : NaN, occupancy: slot / 8 + 0.0123 }));
@@ -595,7 +596,7 @@ describe('hub/health: the report (metrics.version 1)', () => {
     ok(text.length < 4096, `report is ${text.length} bytes`);
     deepEqual(Object.keys(r.metrics), [
       'version', 'atMs', 'windowS', 'loopDelayMs', 'tickMs', 'intentEchoMs', 'egressWaitMs', 'pushes', 'nacks', 'sessions',
-      'parks', 'resumes', 'estops', 'reclaims', 'neverShedOverflows', 'grantsAnnounced', 'latched', 'admission', 'ladder',
+      'parks', 'resumes', 'estops', 'reclaims', 'neverShedOverflows', 'grantsAnnounced', 'tierCapped', 'latched', 'admission', 'ladder',
       'ackLag', 'ingress', 'egress', 'links', 'heap',
     ]);
     const metrics = r.metrics as Record<string, Record<string, unknown>>;

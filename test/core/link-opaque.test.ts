@@ -174,7 +174,7 @@ describe('links carry frames as opaque bytes (the tag says what they are)', func
         return RadioStatus.OK;
       },
     };
-    const binding = new EspNowBinding({ clock, radio, attach: (link) => hubOf(links).attach(link) });
+    const binding = new EspNowBinding({ clock, radio, attach: (link) => hubOf(links).attach(link), allowUnencrypted: true });
     const PEER = 0x240ac4000101;
     // The peer's first datagram opens its link (its one frame goes to the sink above).
     const hello = new Uint8Array(HEADER_BYTES + 2);

@@ -60,6 +60,9 @@ class FakeLink implements Link {
   lossRate(): number {
     return NaN;
   }
+  tierCeiling(): number {
+    return 2;
+  }
   close(): void {}
 }
 

@@ -93,7 +93,8 @@ class FakeConnection implements BleTransport {
   open = true;
 
   constructor(hub: Hub, clock: { now(): number }, private readonly device: FakeDevice, private readonly mtu: number) {
-    this.link = new BleLink(this, clock);
+    // A paired central (docs/security.md "BLE"): the operator's credential gives its tier.
+    this.link = new BleLink(this, clock, { tierCeiling: 2 });
     this.link.connect(hub.attach(this.link));
     this.write = new FakeCharacteristic((v) => {
       this.writes.push(v);

@@ -68,13 +68,15 @@ describe('device/config: the device configuration', () => {
     assert.equal(c.neverShedBytes, 1024);
     assert.equal(c.anonymousTier, Tier.observer);
     assert.equal(c.credentials, null);
-    assert.deepEqual(c.wifi, { mode: WifiMode.AP, ssid: 'robot-hub', password: 'robot-hub-setup', channel: 6, maxClients: 4 });
+    assert.deepEqual(c.wifi, { mode: WifiMode.AP, ssid: 'robot-hub', password: 'robot-hub-setup', channel: 6, maxClients: 4, openCeiling: Tier.observer });
+    assert.deepEqual(c.ble, { enabled: true, name: 'robot-hub', pairing: 'just-works', ceiling: Tier.maintainer });
+    assert.deepEqual(c.espnow, { enabled: true, broadcast: false, pmk: '', peers: [], allowUnencrypted: false, maxEncrypted: 7 });
     assert.equal(c.tcpPort, 7000);
     assert.equal(c.wsPort, 7001);
     assert.deepEqual(c.estop, { pin: 4, level: 1, pull: 'up', debounceMs: 50 });
     assert.deepEqual(c.stop, { pin: 13, level: 0 });
     assert.deepEqual(c.robotUart, { port: 1, transmit: 18, receive: 19, baud: 921600 });
-    for (const o of [c, c.wifi, c.ble, c.espnow, c.estop, c.stop, c.robotUart]) assert.ok(Object.isFrozen(o));
+    for (const o of [c, c.wifi, c.ble, c.espnow, c.espnow.peers, c.estop, c.stop, c.robotUart]) assert.ok(Object.isFrozen(o));
     assert.ok(Object.isFrozen(DEVICE_DEFAULTS));
   });
 

@@ -152,6 +152,7 @@ describe('simulator invariant checks (the tap)', () => {
     stalledMs: () => 0,
     ackLag: () => 0,
     lossRate: () => NaN,
+    tierCeiling: () => 2,
     close: () => undefined,
   };
   const ctx = { estopBoundMs: () => 10, impairedNow: () => false, idleDeliveryMs: () => 5, judgeable: () => true };

@@ -876,6 +876,9 @@ class ObserverLink implements Link {
   lossRate(): number {
     return NaN;
   }
+  tierCeiling(): number {
+    return 2;
+  }
   close(): void {
     this.closed = true;
   }
@@ -995,6 +998,9 @@ class CoreLink implements Link {
   }
   stalledMs(): number {
     return this.queued.length > 0 ? this.clock.now() - this.movedAt : 0;
+  }
+  tierCeiling(): number {
+    return 2;
   }
   close(): void {
     this.closed = true;
@@ -1570,7 +1576,7 @@ class FakeRadio implements Radio {
   setHandler(h: RadioHandler): void {
     this.handler = h;
   }
-  addPeer(mac: number, _encrypt: boolean): number {
+  addPeer(mac: number, _lmk: Uint8Array | null): number {
     if (this.peers.has(mac)) return RadioStatus.EXISTS;
     if (this.peers.size >= this.maxPeers) return RadioStatus.FULL;
     this.peers.set(mac, true);
@@ -1611,6 +1617,8 @@ class EspNowHarness implements Harness {
       attach: (link) => env.attach.attach(link),
       broadcast: env.rng.chance(0.5),
       queueBytes: env.rng.pick([1024, 600]),
+      // Stations not paired speak unencrypted (observer tier at most); some are paired (connect).
+      allowUnencrypted: true,
     });
   }
   tick(): void {
@@ -1640,6 +1648,8 @@ class EspNowHarness implements Harness {
   connect(rng: Prng, book: ReceiveBook): Endpoint {
     const env = this.env;
     const mac = this.nextMac++;
+    // Some stations are paired, with a key of their own (the binding may refuse: its encrypted peers are few).
+    if (rng.chance(0.3)) this.binding.pair({ mac, lmk: new Uint8Array(16).fill(mac & 0xff) });
     const reading = rng.pick([1, 1, 0.3, 0]);
     const cursor = new DatagramCursor();
     let seq = 0;

@@ -104,6 +104,11 @@ export class TestLink implements Link {
   lossRate(): number {
     return NaN;
   }
+  /** Link.tierCeiling: what the test says the link's protection allows (default maintainer, 2). */
+  ceiling = 2;
+  tierCeiling(): number {
+    return this.ceiling;
+  }
   close(): void {
     this.closed = true;
   }

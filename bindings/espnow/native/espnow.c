@@ -15,6 +15,12 @@
  * One datagram in flight: send() refuses with BUSY until the send callback of the previous one
  * has run (ESP-NOW answers a faster sender with ESP_ERR_ESPNOW_NO_MEM anyway).
  *
+ * Keys (docs/security.md "ESP-NOW"): the primary master key is set once, when the radio opens
+ * (esp_now_set_pmk); each paired station is added with `encrypt` and its local master key, and
+ * the radio decrypts its datagrams (and drops those that do not decrypt). A received datagram
+ * addressed to the broadcast address cannot have been encrypted: poll() marks it, so that the
+ * adapter drops one that claims a paired station's MAC.
+ *
  * Status codes returned to JS match RadioStatus in ../link.ts.
  */
 
@@ -54,12 +60,17 @@ enum {
 #define kPollEmpty (-1)
 #define kPollSent (0x10000)
 #define kPollSentFailed (0x10001)
+/* Or'ed into a datagram's length: it was addressed to the broadcast address. */
+#define kPollToBroadcast (0x100)
 
 typedef struct {
 	uint8_t mac[kMacBytes];
 	uint8_t length;
+	uint8_t toBroadcast;
 	uint8_t data[kDatagramMax];
 } EspNowDatagram;
+
+static const uint8_t kBroadcastMac[kMacBytes] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 typedef struct {
 	xsMachine *the;				/* NULL while closed: the callbacks then drop everything */
@@ -134,9 +145,11 @@ static void espnowReceived(const esp_now_recv_info_t *info, const uint8_t *data,
 {
 	EspNowRecord *r = &gEspNow;
 	uint8_t post = 0;
+	uint8_t toBroadcast;
 
 	if (!r->the || !info || !info->src_addr || !data)
 		return;
+	toBroadcast = (info->des_addr && (0 == memcmp(info->des_addr, kBroadcastMac, kMacBytes))) ? 1 : 0;
 
 	portENTER_CRITICAL(&gEspNowMux);
 	if ((length <= 0) || (length > kDatagramMax))
@@ -145,6 +158,7 @@ static void espnowReceived(const esp_now_recv_info_t *info, const uint8_t *data,
 		EspNowDatagram *slot = &r->ring[(r->head + r->count) % MODDEF_ESPNOW_RING];
 		memcpy(slot->mac, info->src_addr, kMacBytes);
 		slot->length = (uint8_t)length;
+		slot->toBroadcast = toBroadcast;
 		memcpy(slot->data, data, length);
 		r->count += 1;
 		if (!r->posted)
@@ -362,7 +376,8 @@ void xs_espnow_send(xsMachine *the)
 /*
  * poll(into) → the next event, oldest first, the send status before datagrams:
  *   -1 nothing; 0x10000 / 0x10001 the send status (ok / failed) for the MAC in into[0, 6);
- *   1..250 a datagram of that length from the MAC in into[0, 6), its bytes in into[6, 6 + length).
+ *   1..250 a datagram of that length from the MAC in into[0, 6), its bytes in into[6, 6 + length),
+ *   with 0x100 or'ed in when it was addressed to the broadcast address.
  */
 void xs_espnow_poll(xsMachine *the)
 {
@@ -387,7 +402,7 @@ void xs_espnow_poll(xsMachine *the)
 		EspNowDatagram *slot = &r->ring[r->head];
 		memcpy(into, slot->mac, kMacBytes);
 		memcpy(into + kMacBytes, slot->data, slot->length);
-		result = slot->length;
+		result = slot->length | (slot->toBroadcast ? kPollToBroadcast : 0);
 		r->head = (r->head + 1) % MODDEF_ESPNOW_RING;
 		r->count -= 1;
 	}

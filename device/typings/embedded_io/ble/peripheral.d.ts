@@ -8,20 +8,39 @@
 //     does reach xs_gattserverconnection_notify (it reads the callback when argc > 2);
 //   - `onUnsubscribe` has `this` and one argument like `onSubscribe` (the typing declares two);
 //   - `GATTServer.close()` always exists (the typing makes it optional);
+//   - the `security` option is what the ESP32 server reads (`GATTServerSecurityOptions`: `bond`,
+//     `immediate`, `authenticate`, `display`, `keyboard`, true or "yes/no"), not the typing's
+//     `ioCapabilities`; its presence alone turns on LE Secure Connections pairing; `onSecured`
+//     reports every completed encryption (a new pairing, or a bonded central's stored keys),
+//     `onPasskey` may also be called with "none";
 //   - the connection, characteristic, service and options interfaces are exported.
 // manifest.json hands mcconfig this file in place of the SDK's (device/typings/README.md).
 declare module 'embedded:io/bluetoothle/peripheral' {
-  import type { GATTSecurityOptions, GATTSecurityState } from 'embedded:io/bluetoothle/_common';
+  import type { GATTSecurityState } from 'embedded:io/bluetoothle/_common';
+
+  /**
+   * Pairing as the ESP32 server reads it: given at all, LE Secure Connections with these I/O
+   * capabilities (none: "Just Works"; `display`: the server picks a passkey and hands it to
+   * `onPasskey` with "display"; `display` and `keyboard: "yes/no"`: numeric comparison).
+   * `authenticate` (MITM protection) needs `display` or `keyboard`.
+   */
+  interface GATTServerSecurityOptions {
+    bond?: boolean;
+    immediate?: boolean;
+    authenticate?: boolean;
+    display?: boolean;
+    keyboard?: boolean | 'yes/no';
+  }
 
   interface GATTServerOptions {
     /** Preferred ATT MTU. */
     mtu?: number;
     services: GATTServerService[];
-    security?: GATTSecurityOptions;
+    security?: GATTServerSecurityOptions;
     onReady?(this: GATTServer): void;
     onConnect?(this: GATTServer, connection: GATTServerConnection): void;
     onDisconnect?(this: GATTServer, connection: GATTServerConnection): void;
-    onPasskey?(this: GATTServer, connection: GATTServerConnection, action: 'input' | 'display' | 'compareNumber' | 'outOfBand', data?: number | ArrayBuffer): void;
+    onPasskey?(this: GATTServer, connection: GATTServerConnection, action: 'none' | 'input' | 'display' | 'compareNumber' | 'outOfBand', data?: number | ArrayBuffer): void;
     onSecured?(this: GATTServer, connection: GATTServerConnection, state: GATTSecurityState): void;
     onWarning?(this: GATTServer, message: string): void;
   }
@@ -113,6 +132,7 @@ declare module 'embedded:io/bluetoothle/peripheral' {
     GATTServerConnection,
     GATTServerDescriptor,
     GATTServerOptions,
+    GATTServerSecurityOptions,
     GATTServerService,
   };
 }
