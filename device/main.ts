@@ -30,6 +30,8 @@ import { utf8ByteLength, utf8Write } from '../hub/utf8.js';
 import { CATALOG, CONFIG } from './boot.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
 import { openDeviceRobot } from './robot.js';
+import { openStopLineNative } from './stop-native.js';
+import { latchesAfterReset, NativeStopPath, ResetCause } from './stop-path.js';
 import { PreferenceStore } from './store.js';
 import { deviceHubWiring } from './wiring.js';
 
@@ -140,6 +142,13 @@ export default function main(): void {
   // 1. The stop line, driven to stop before anything else can fail.
   const robot = openDeviceRobot(config, CATALOG, clock);
 
+  // 1b. The native stop paths (docs/operations.md "Stops that do not need JavaScript"). The
+  //     module also says why the chip last reset and whether this build has the task watchdog.
+  const stopNative = attempt('stop-native', () => openStopLineNative());
+  const resetCause = stopNative ? stopNative.resetCause() : ResetCause.UNKNOWN;
+  log.event('reset-cause', resetCause);
+  log.event('watchdog-s', stopNative ? stopNative.watchdogSeconds() : 0);
+
   // 2. Credentials from the configuration replace the stored table when they differ.
   const creds = credentialsOf(config);
   if (creds) {
@@ -163,6 +172,9 @@ export default function main(): void {
     },
   );
   attempt('robot-uart', () => robot.connect(hub));
+  //    A reset nobody chose (a panic, a watchdog, a brown-out) comes up latched: the robot does
+  //    not resume after a crash until an operator has cleared (device/stop-path.ts).
+  if (latchesAfterReset(resetCause)) hub.estop(EstopSource.WATCHDOG);
 
   // 4. The ESTOP button. A press counts at once, from the edge or, should an edge be missed,
   //    from the tick's poll; a release only after the input has read released for the debounce
@@ -204,6 +216,28 @@ export default function main(): void {
     keep.push(button);
   } else hub.setButton(true);
 
+  // 4b. The native stop paths: the button's interrupt, and a guard on this loop's heartbeat,
+  //     drive the stop line without JavaScript; their trips latch the hub here as a press (or
+  //     the watchdog) would. Releases go through the native module from now on, which refuses
+  //     while a trip is not yet latched. The JavaScript path above stays as the second path.
+  let stopPath: NativeStopPath | null = null;
+  if (stopNative) {
+    const path = new NativeStopPath(stopNative, { buttonPressed: () => sampleButton(e.level), estop: (source) => hub.estop(source) });
+    stopPath = attempt('stop-native-line', () => {
+      stopNative.line(config.stop.pin, config.stop.level, () => {
+        try {
+          path.poll();
+        } catch {
+          log.event('stop-native-error');
+        }
+      });
+      robot.gateRelease(stopNative);
+      return path;
+    });
+    if (stopPath && button) attempt('stop-native-button', () => stopNative.watch(button, e.pin, e.level));
+    keep.push(stopNative);
+  }
+
   // 5. Nothing latched and the button up: the robot may move when commanded.
   if (!hub.latch.latched) robot.port.release();
 
@@ -242,7 +276,16 @@ export default function main(): void {
   // 7. The tick. A hub whose tick throws can no longer keep its deadman: it stops the robot.
   let tickErrors = 0;
   let linkErrors = 0;
+  if (stopPath) attempt('stop-guard', () => stopPath.native.guard(config.stop.guardMs));
   const ticker = Timer.repeat(() => {
+    // The native trips first, so that they latch before anything else runs; then the heartbeat.
+    if (stopPath) {
+      try {
+        stopPath.tick();
+      } catch {
+        log.event('stop-native-error');
+      }
+    }
     try {
       hub.tick();
     } catch {
