@@ -36,7 +36,8 @@ export const DEVICE_DEFAULTS = Object.freeze({
   anonymous_tier: 'observer',
   /**
    * `tier:token,tier:token`: when set, the hub's credential table (the UTF-8 bytes of each token)
-   * is replaced by this list at boot; when empty, the table kept in the Store stands.
+   * is replaced by this list at boot, and it must hold an operator or a maintainer; when empty,
+   * the table kept in the Store stands, and a first boot pairs (device/provision.ts).
    */
   credentials: '',
   /** `ap`: the hub is its own access point; `station`: it joins `wifi_ssid`. */
@@ -256,6 +257,8 @@ function parseCredentials(text: string, problems: string[]): CredentialText[] | 
     out.push(Object.freeze({ tier, token }));
   }
   if (entries.length > MAX_CREDENTIALS) problems.push(`credentials: ${entries.length} entries, at most ${MAX_CREDENTIALS}`);
+  // The list replaces the stored table: without an operator or maintainer nobody could clear a latch.
+  if (out.length > 0 && !out.some((c) => c.tier >= Tier.operator)) problems.push('credentials: no operator or maintainer entry: nobody could clear a latch');
   return out;
 }
 

@@ -22,13 +22,12 @@ import Listener from 'embedded:io/socket/listener';
 import TCP from 'embedded:io/socket/tcp';
 import { DeviceLinkKind, DeviceListener } from '../bindings/tcp/device.js';
 import { HttpDeviceServer } from '../bindings/tcp/http-device.js';
-import { CREDENTIALS_KEY, encodeCredentials, saveCredentials, type Credential } from '../hub/credentials.js';
 import { EstopSource } from '../hub/estop-frame.js';
 import { Hub } from '../hub/hub.js';
 import type { Clock, Log, Random } from '../hub/ports.js';
-import { utf8ByteLength, utf8Write } from '../hub/utf8.js';
 import { CATALOG, CONFIG } from './boot.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
+import { provisionCredentials, ProvisionSource } from './provision.js';
 import { openDeviceRobot } from './robot.js';
 import { openStopLineNative } from './stop-native.js';
 import { latchesAfterReset, NativeStopPath, ResetCause } from './stop-path.js';
@@ -73,23 +72,6 @@ const log: Log = Object.freeze({
 
 /** Objects whose callbacks the runtime calls: referenced here for the life of the program. */
 const keep: object[] = [];
-
-function credentialsOf(config: DeviceConfig): Credential[] | null {
-  if (!config.credentials) return null;
-  const out: Credential[] = [];
-  for (const c of config.credentials) {
-    const bytes = new Uint8Array(utf8ByteLength(c.token));
-    utf8Write(c.token, bytes, 0);
-    out.push({ tier: c.tier, credential: bytes });
-  }
-  return out;
-}
-
-function sameBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {
-  if (!a || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
 
 function startWifi(config: DeviceConfig): void {
   const w = config.wifi;
@@ -148,13 +130,6 @@ export default function main(): void {
   const resetCause = stopNative ? stopNative.resetCause() : ResetCause.UNKNOWN;
   log.event('reset-cause', resetCause);
   log.event('watchdog-s', stopNative ? stopNative.watchdogSeconds() : 0);
-
-  // 2. Credentials from the configuration replace the stored table when they differ.
-  const creds = credentialsOf(config);
-  if (creds) {
-    const stored = attempt('credentials-read', () => store.get(CREDENTIALS_KEY));
-    if (!sameBytes(stored ?? undefined, encodeCredentials(creds))) attempt('credentials-write', () => saveCredentials(store, creds));
-  }
 
   // 3. The hub; a latch persisted before the restart stops the robot again here.
   //    The tick period and the heap reading feed loop-delay admission and the heap rung.
@@ -270,6 +245,18 @@ export default function main(): void {
   }
   if (config.ble.enabled) {
     ble = attempt('ble', () => new BleBinding({ hub, clock, name: config.ble.name, link: { queue: { bytes: DEVICE_BLE_QUEUE_BYTES } }, onWarning: (m) => trace(`hub: ble: ${m}\n`) }));
+  }
+  // 6b. The credential table (device/provision.ts): the configured list, else the stored table,
+  //     else a pairing token of operator tier, drawn here, once a radio runs, because the ESP32's
+  //     RNG is truly random only then. The hub reads the table again. The pairing token is the
+  //     one credential ever printed: on the debug console, which needs the USB cable (a release
+  //     build prints nothing; docs/operations.md "The first operator credential").
+  const prov = attempt('credentials', () => provisionCredentials(store, config.credentials, random));
+  if (prov) {
+    hub.reloadCredentials();
+    log.event(`credentials-${prov.source}`, prov.entitled);
+    if (prov.source === ProvisionSource.PAIRED && !wifiUp && !ble) log.event('pairing-without-radio');
+    if (prov.pairingToken) trace(`hub: pairing operator ${prov.pairingToken}\n`);
   }
   log.event('ready', hub.latch.latched ? 1 : 0, config.slots);
 
