@@ -80,7 +80,7 @@ export const DEVICE_DEFAULTS = Object.freeze({
   /**
    * The native stop path's heartbeat guard: the stop line goes to stop when the JavaScript loop
    * has not ticked for this long (docs/operations.md "Stops that do not need JavaScript"). Below
-   * the task watchdog's 3 s, so the line is at stop before the chip resets.
+   * the task watchdog's 5 s, so the line is at stop before the chip resets.
    */
   stop_guard_ms: 1000,
   /** UART to the robot's real-time core (device/robot-link.ts framing); -1: none. */
@@ -150,7 +150,7 @@ export class DeviceConfigError extends Error {
 
 /**
  * stop_guard_ms: long enough for a flash write or a garbage collection to pass unnoticed, and
- * under the task watchdog's 3 s (device/sdkconfig), so the line is at stop before a reset.
+ * under the task watchdog's 5 s (device/sdkconfig), so the line is at stop before a reset.
  */
 export const STOP_GUARD_CONFIG_MIN_MS = 200;
 export const STOP_GUARD_CONFIG_MAX_MS = 2500;
