@@ -38,7 +38,8 @@ export const DEVICE_DEFAULTS = Object.freeze({
   anonymous_tier: 'observer',
   /**
    * `tier:token,tier:token`: when set, the hub's credential table (the UTF-8 bytes of each token)
-   * is replaced by this list at boot; when empty, the table kept in the Store stands.
+   * is replaced by this list at boot, and it must hold an operator or a maintainer; when empty,
+   * the table kept in the Store stands, and a first boot pairs (device/provision.ts).
    */
   credentials: '',
   /** `ap`: the hub is its own access point; `station`: it joins `wifi_ssid`. */
@@ -99,6 +100,12 @@ export const DEVICE_DEFAULTS = Object.freeze({
   stop_pin: 13,
   /** The level that means stop. 0: the line must be driven high to let the robot move, so a hub in reset or unpowered reads as stop. */
   stop_level: 0,
+  /**
+   * The native stop path's heartbeat guard: the stop line goes to stop when the JavaScript loop
+   * has not ticked for this long (docs/operations.md "Stops that do not need JavaScript"). Below
+   * the task watchdog's 5 s, so the line is at stop before the chip resets.
+   */
+  stop_guard_ms: 1000,
   /** UART to the robot's real-time core (device/robot-link.ts framing); -1: none. */
   robot_uart: 1,
   robot_uart_tx: 18,
@@ -171,7 +178,7 @@ export interface DeviceConfig {
     readonly maxEncrypted: number;
   };
   readonly estop: { readonly pin: number; readonly level: 0 | 1; readonly pull: PullName; readonly debounceMs: number };
-  readonly stop: { readonly pin: number; readonly level: 0 | 1 };
+  readonly stop: { readonly pin: number; readonly level: 0 | 1; readonly guardMs: number };
   /** null: no UART to the robot. */
   readonly robotUart: { readonly port: number; readonly transmit: number; readonly receive: number; readonly baud: number } | null;
 }
@@ -182,6 +189,13 @@ export class DeviceConfigError extends Error {
     this.name = 'DeviceConfigError';
   }
 }
+
+/**
+ * stop_guard_ms: long enough for a flash write or a garbage collection to pass unnoticed, and
+ * under the task watchdog's 5 s (device/sdkconfig), so the line is at stop before a reset.
+ */
+export const STOP_GUARD_CONFIG_MIN_MS = 200;
+export const STOP_GUARD_CONFIG_MAX_MS = 2500;
 
 /** Highest GPIO number of the ESP32 family (the S3 has 0–48). */
 export const MAX_GPIO = 48;
@@ -285,6 +299,8 @@ function parseCredentials(text: string, problems: string[]): CredentialText[] | 
     out.push(Object.freeze({ tier, token }));
   }
   if (entries.length > MAX_CREDENTIALS) problems.push(`credentials: ${entries.length} entries, at most ${MAX_CREDENTIALS}`);
+  // The list replaces the stored table: without an operator or maintainer nobody could clear a latch.
+  if (out.length > 0 && !out.some((c) => c.tier >= Tier.operator)) problems.push('credentials: no operator or maintainer entry: nobody could clear a latch');
   return out;
 }
 
@@ -388,6 +404,8 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
   const debounceMs = r.int('estop_debounce_ms', 0, 1000);
   const stopPin = r.int('stop_pin', 0, MAX_GPIO);
   const stopLevel = r.int('stop_level', 0, 1) as 0 | 1;
+  const guardMs = r.int('stop_guard_ms', STOP_GUARD_CONFIG_MIN_MS, STOP_GUARD_CONFIG_MAX_MS);
+  if (guardMs <= tickMs * 10) p.push(`stop_guard_ms: ${guardMs} ms is not more than ten ticks (tick_ms ${tickMs})`);
 
   const uartPort = r.int('robot_uart', -1, 2);
   const tx = r.int('robot_uart_tx', 0, MAX_GPIO);
@@ -429,7 +447,7 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
     ble: Object.freeze({ enabled: bleEnabled, name: bleName, pairing: blePairing, ceiling: Tier[bleCeiling] }),
     espnow: Object.freeze({ enabled: espnowEnabled, broadcast, pmk: pmk.toLowerCase(), peers: Object.freeze(espnowPeers), allowUnencrypted, maxEncrypted }),
     estop: Object.freeze({ pin: estopPin, level: estopLevel, pull: estopPull, debounceMs }),
-    stop: Object.freeze({ pin: stopPin, level: stopLevel }),
+    stop: Object.freeze({ pin: stopPin, level: stopLevel, guardMs }),
     robotUart: uartPort > 0 ? Object.freeze({ port: uartPort, transmit: tx, receive: rx, baud }) : null,
   });
 }

@@ -26,14 +26,15 @@ import Listener from 'embedded:io/socket/listener';
 import TCP from 'embedded:io/socket/tcp';
 import { DeviceLinkKind, DeviceListener } from '../bindings/tcp/device.js';
 import { HttpDeviceServer } from '../bindings/tcp/http-device.js';
-import { CREDENTIALS_KEY, encodeCredentials, saveCredentials, type Credential } from '../hub/credentials.js';
 import { EstopSource } from '../hub/estop-frame.js';
 import { Hub } from '../hub/hub.js';
 import type { Clock, Log, Random } from '../hub/ports.js';
-import { utf8ByteLength, utf8Write } from '../hub/utf8.js';
 import { CATALOG, CONFIG } from './boot.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
+import { provisionCredentials, ProvisionSource } from './provision.js';
 import { openDeviceRobot } from './robot.js';
+import { openStopLineNative } from './stop-native.js';
+import { latchesAfterReset, NativeStopPath, ResetCause } from './stop-path.js';
 import { PreferenceStore } from './store.js';
 import { deviceHubWiring, espnowKeys, wifiTierCeiling } from './wiring.js';
 
@@ -75,23 +76,6 @@ const log: Log = Object.freeze({
 
 /** Objects whose callbacks the runtime calls: referenced here for the life of the program. */
 const keep: object[] = [];
-
-function credentialsOf(config: DeviceConfig): Credential[] | null {
-  if (!config.credentials) return null;
-  const out: Credential[] = [];
-  for (const c of config.credentials) {
-    const bytes = new Uint8Array(utf8ByteLength(c.token));
-    utf8Write(c.token, bytes, 0);
-    out.push({ tier: c.tier, credential: bytes });
-  }
-  return out;
-}
-
-function sameBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {
-  if (!a || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
 
 function startWifi(config: DeviceConfig): void {
   const w = config.wifi;
@@ -144,12 +128,12 @@ export default function main(): void {
   // 1. The stop line, driven to stop before anything else can fail.
   const robot = openDeviceRobot(config, CATALOG, clock);
 
-  // 2. Credentials from the configuration replace the stored table when they differ.
-  const creds = credentialsOf(config);
-  if (creds) {
-    const stored = attempt('credentials-read', () => store.get(CREDENTIALS_KEY));
-    if (!sameBytes(stored ?? undefined, encodeCredentials(creds))) attempt('credentials-write', () => saveCredentials(store, creds));
-  }
+  // 1b. The native stop paths (docs/operations.md "Stops that do not need JavaScript"). The
+  //     module also says why the chip last reset and whether this build has the task watchdog.
+  const stopNative = attempt('stop-native', () => openStopLineNative());
+  const resetCause = stopNative ? stopNative.resetCause() : ResetCause.UNKNOWN;
+  log.event('reset-cause', resetCause);
+  log.event('watchdog-s', stopNative ? stopNative.watchdogSeconds() : 0);
 
   // 3. The hub; a latch persisted before the restart stops the robot again here.
   //    The tick period and the heap reading feed loop-delay admission and the heap rung.
@@ -167,6 +151,9 @@ export default function main(): void {
     },
   );
   attempt('robot-uart', () => robot.connect(hub));
+  //    A reset nobody chose (a panic, a watchdog, a brown-out) comes up latched: the robot does
+  //    not resume after a crash until an operator has cleared (device/stop-path.ts).
+  if (latchesAfterReset(resetCause)) hub.estop(EstopSource.WATCHDOG);
 
   // 4. The ESTOP button. A press counts at once, from the edge or, should an edge be missed,
   //    from the tick's poll; a release only after the input has read released for the debounce
@@ -207,6 +194,28 @@ export default function main(): void {
     sampleButton(button.read());
     keep.push(button);
   } else hub.setButton(true);
+
+  // 4b. The native stop paths: the button's interrupt, and a guard on this loop's heartbeat,
+  //     drive the stop line without JavaScript; their trips latch the hub here as a press (or
+  //     the watchdog) would. Releases go through the native module from now on, which refuses
+  //     while a trip is not yet latched. The JavaScript path above stays as the second path.
+  let stopPath: NativeStopPath | null = null;
+  if (stopNative) {
+    const path = new NativeStopPath(stopNative, { buttonPressed: () => sampleButton(e.level), estop: (source) => hub.estop(source) });
+    stopPath = attempt('stop-native-line', () => {
+      stopNative.line(config.stop.pin, config.stop.level, () => {
+        try {
+          path.poll();
+        } catch {
+          log.event('stop-native-error');
+        }
+      });
+      robot.gateRelease(stopNative);
+      return path;
+    });
+    if (stopPath && button) attempt('stop-native-button', () => stopNative.watch(button, e.pin, e.level));
+    keep.push(stopNative);
+  }
 
   // 5. Nothing latched and the button up: the robot may move when commanded.
   if (!hub.latch.latched) robot.port.release();
@@ -268,12 +277,33 @@ export default function main(): void {
         }),
     );
   }
+  // 6b. The credential table (device/provision.ts): the configured list, else the stored table,
+  //     else a pairing token of operator tier, drawn here, once a radio runs, because the ESP32's
+  //     RNG is truly random only then. The hub reads the table again. The pairing token is the
+  //     one credential ever printed: on the debug console, which needs the USB cable (a release
+  //     build prints nothing; docs/operations.md "The first operator credential").
+  const prov = attempt('credentials', () => provisionCredentials(store, config.credentials, random));
+  if (prov) {
+    hub.reloadCredentials();
+    log.event(`credentials-${prov.source}`, prov.entitled);
+    if (prov.source === ProvisionSource.PAIRED && !wifiUp && !ble) log.event('pairing-without-radio');
+    if (prov.pairingToken) trace(`hub: pairing operator ${prov.pairingToken}\n`);
+  }
   log.event('ready', hub.latch.latched ? 1 : 0, config.slots);
 
   // 7. The tick. A hub whose tick throws can no longer keep its deadman: it stops the robot.
   let tickErrors = 0;
   let linkErrors = 0;
+  if (stopPath) attempt('stop-guard', () => stopPath.native.guard(config.stop.guardMs));
   const ticker = Timer.repeat(() => {
+    // The native trips first, so that they latch before anything else runs; then the heartbeat.
+    if (stopPath) {
+      try {
+        stopPath.tick();
+      } catch {
+        log.event('stop-native-error');
+      }
+    }
     try {
       hub.tick();
     } catch {

@@ -12,26 +12,18 @@ import Serial from 'embedded:io/serial';
 import type { CatalogIndex } from '../catalog/index.js';
 import type { Clock } from '../hub/ports.js';
 import type { DeviceConfig } from './config.js';
-import { RobotInbound, RobotLink, type RobotHub, type RobotTx, type StopLine } from './robot-link.js';
+import { RobotInbound, RobotLink, type RobotHub, type RobotTx } from './robot-link.js';
+import { GatedStopLine, type ReleaseGate } from './stop-path.js';
 
 /** The ESP32's UART FIFO (SOC_UART_FIFO_LEN): what a new port can take before its first report. */
 const UART_FIFO_BYTES = 128;
 /** Received bytes read per onReadable (the receive FIFO is also 128 bytes). */
 const RX_BYTES = 128;
 
-class GpioStopLine implements StopLine {
-  private readonly out: Digital;
-  private readonly stopLevel: 0 | 1;
-
-  constructor(pin: number, stopLevel: 0 | 1) {
-    this.stopLevel = stopLevel;
-    // initialValue is driven before the pin becomes an output: it never glitches to "run".
-    this.out = new Digital({ pin, mode: Digital.Output, initialValue: stopLevel });
-  }
-
-  set(stopped: boolean): void {
-    this.out.write(stopped ? this.stopLevel : this.stopLevel === 0 ? 1 : 0);
-  }
+/** The stop line on a GPIO output; its releases go through the native stop path once armed (gateRelease). */
+function openStopLine(pin: number, stopLevel: 0 | 1): GatedStopLine {
+  // initialValue is driven before the pin becomes an output: it never glitches to "run".
+  return new GatedStopLine(new Digital({ pin, mode: Digital.Output, initialValue: stopLevel }), stopLevel);
 }
 
 class UartTx implements RobotTx {
@@ -70,8 +62,8 @@ export interface DeviceRobot {
  * The stop line (driven to stop at once) and, when configured, the UART. The inbound side
  * needs the hub, which needs the port first: call `connect(hub)` once the hub exists.
  */
-export function openDeviceRobot(config: DeviceConfig, catalog: CatalogIndex, clock: Clock): DeviceRobot & { connect(hub: RobotHub): void } {
-  const line = new GpioStopLine(config.stop.pin, config.stop.level);
+export function openDeviceRobot(config: DeviceConfig, catalog: CatalogIndex, clock: Clock): DeviceRobot & { connect(hub: RobotHub): void; gateRelease(gate: ReleaseGate): void } {
+  const line = openStopLine(config.stop.pin, config.stop.level);
   const uart = config.robotUart;
   const tx = uart ? new UartTx() : null;
   const port = new RobotLink({ line, tx });
@@ -81,6 +73,10 @@ export function openDeviceRobot(config: DeviceConfig, catalog: CatalogIndex, clo
     port,
     get inbound(): RobotInbound | null {
       return inbound;
+    },
+    /** Releases from now on go through `gate` (the native stop path), which refuses while a trip is pending. */
+    gateRelease(gate: ReleaseGate): void {
+      line.gate = gate;
     },
     connect(hub: RobotHub): void {
       if (!uart || !tx) return;

@@ -74,7 +74,7 @@ describe('device/config: the device configuration', () => {
     assert.equal(c.tcpPort, 7000);
     assert.equal(c.wsPort, 7001);
     assert.deepEqual(c.estop, { pin: 4, level: 1, pull: 'up', debounceMs: 50 });
-    assert.deepEqual(c.stop, { pin: 13, level: 0 });
+    assert.deepEqual(c.stop, { pin: 13, level: 0, guardMs: 1000 });
     assert.deepEqual(c.robotUart, { port: 1, transmit: 18, receive: 19, baud: 921600 });
     for (const o of [c, c.wifi, c.ble, c.espnow, c.espnow.peers, c.estop, c.stop, c.robotUart]) assert.ok(Object.isFrozen(o));
     assert.ok(Object.isFrozen(DEVICE_DEFAULTS));
