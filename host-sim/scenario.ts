@@ -420,7 +420,7 @@ export function validateScenario(x: unknown, catalog: CatalogIndex, source = 'sc
 }
 
 function linkBounds(binding: BindingName, k: string, dflt: number): { min?: number; max?: number; int?: boolean; gt?: number; dflt: number } {
-  if (k === 'lossRate' || k === 'eventLossRate') return { min: 0, max: 1, dflt };
+  if (k === 'lossRate' || k === 'eventLossRate' || k === 'completionLossRate') return { min: 0, max: 1, dflt };
   if (k === 'retries') return { min: 0, max: 15, int: true, dflt };
   if (k === 'attMtu') return { min: 23, max: 517, int: true, dflt };
   if (k === 'connIntervalMs') return { min: 7.5, max: 4000, dflt };
