@@ -2,7 +2,7 @@
 // per telemetry sample (then copies the bytes to each subscriber); decoding is what it does for
 // every client frame (BUNDLE being the frequent one) and what every client does per DATA frame.
 import { CborWriter } from '../hub/cbor.js';
-import { decodeFrame, encodeData, encodeFrame, FrameType, MAX_HUB_FRAME_BYTES, type DataFrame, type Frame } from '../hub/frames.js';
+import { decodeFrame, encodeData, encodeFrame, FrameDecoder, FrameType, MAX_HUB_FRAME_BYTES, type DataFrame, type Frame } from '../hub/frames.js';
 import type { OpBench } from './case.js';
 
 export const IMU_CHANNEL = 10;
@@ -53,12 +53,14 @@ export function encodeDataBench(): OpBench {
 
 export function decodeDataBench(): OpBench {
   const buf = new Uint8Array(256);
+  // The decoder a client keeps (FrameDecoder), as the hub's ingress keeps its own.
+  const decoder = new FrameDecoder();
   let len = 0;
   let sink = 0;
   return {
     kind: 'op',
     name: 'codec.decode-data',
-    title: 'decodeFrame: that DATA frame (validated, into a Frame object)',
+    title: 'FrameDecoder.decode: that DATA frame (validated, into a Frame object)',
     issue: 2,
     op: 'frame',
     item: 'frame',
@@ -73,7 +75,7 @@ export function decodeDataBench(): OpBench {
     },
     run(n) {
       for (let i = 0; i < n; i++) {
-        const f = decodeFrame(buf, 0, len);
+        const f = decoder.decode(buf, 0, len);
         sink += f.type;
       }
       return n;
@@ -83,12 +85,13 @@ export function decodeDataBench(): OpBench {
 
 export function decodeBundleBench(): OpBench {
   const buf = new Uint8Array(256);
+  const decoder = new FrameDecoder();
   let len = 0;
   let sink = 0;
   return {
     kind: 'op',
     name: 'codec.decode-bundle',
-    title: 'decodeFrame: a 1-sample cmd_vel BUNDLE (the frequent client frame)',
+    title: 'FrameDecoder.decode: a 1-sample cmd_vel BUNDLE (the frequent client frame)',
     issue: 2,
     op: 'frame',
     item: 'frame',
@@ -103,7 +106,7 @@ export function decodeBundleBench(): OpBench {
     },
     run(n) {
       for (let i = 0; i < n; i++) {
-        const f = decodeFrame(buf, 0, len);
+        const f = decoder.decode(buf, 0, len);
         sink += f.type;
       }
       return n;

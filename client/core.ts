@@ -24,7 +24,7 @@ import {
   type EstopFrame,
 } from '../hub/estop-frame.js';
 import {
-  decodeFrame,
+  FrameDecoder,
   encodeFrame,
   FRAME_DIRECTION,
   FrameError,
@@ -327,6 +327,7 @@ export class HubClient implements HubClientHandlers {
   private readonly random: RandomSource;
   private readonly cfg: Config;
   private readonly w = new CborWriter(new Uint8Array(2 * MAX_HUB_FRAME_BYTES));
+  private readonly decoder = new FrameDecoder();
   private readonly sampleW = new CborWriter(new Uint8Array(2 * MAX_FRAME_BYTES));
 
   private st: ClientState = 'closed';
@@ -1265,7 +1266,7 @@ export class HubClient implements HubClientHandlers {
     }
     let f: Frame;
     try {
-      f = decodeFrame(bytes, 0, bytes.length, MAX_HUB_FRAME_BYTES);
+      f = this.decoder.decode(bytes, 0, bytes.length, MAX_HUB_FRAME_BYTES);
     } catch (e) {
       if (e instanceof FrameError || e instanceof CborError) {
         this.badFrame(`undecodable frame: ${e.message}`);
@@ -1457,7 +1458,7 @@ export class HubClient implements HubClientHandlers {
       encodeFrame(f, w);
       const limit = this.frameLimit();
       if (w.pos > limit) return new HubClientError(ClientErrorCode.REFUSED, `a frame of ${w.pos} bytes (the limit is ${limit}): not sent`);
-      decodeFrame(w.buf, 0, w.pos, limit);
+      this.decoder.decode(w.buf, 0, w.pos, limit);
     } catch (e) {
       return new HubClientError(ClientErrorCode.REFUSED, `not a valid frame, not sent: ${describe(e)}`);
     }

@@ -16,66 +16,21 @@
 import Digital from 'embedded:io/digital';
 import Instrumentation from 'instrumentation';
 import Preference from 'preference';
-import Time from 'time';
 import Timer from 'timer';
 import WiFi from 'wifi';
 import { BleBinding } from '../bindings/ble/device.js';
 import { createDeviceEspNow, WifiInterface, type DeviceRadio } from '../bindings/espnow/device.js';
 import type { EspNowBinding } from '../bindings/espnow/link.js';
-import Listener from 'embedded:io/socket/listener';
-import TCP from 'embedded:io/socket/tcp';
-import { DeviceLinkKind, DeviceListener } from '../bindings/tcp/device.js';
-import { HttpDeviceServer } from '../bindings/tcp/http-device.js';
 import { EstopSource } from '../hub/estop-frame.js';
-import { Hub } from '../hub/hub.js';
-import type { Clock, Log, Random } from '../hub/ports.js';
 import { CATALOG, CONFIG } from './boot.js';
-import { DEVICE_BLE_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
+import { DEVICE_BLE_QUEUE_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
 import { provisionCredentials, ProvisionSource } from './provision.js';
 import { openDeviceRobot } from './robot.js';
+import { attempt, keep, log, openNetworkListeners, random, tickEvery, TicksClock } from './runtime.js';
 import { openStopLineNative } from './stop-native.js';
 import { latchesAfterReset, NativeStopPath, ResetCause } from './stop-path.js';
 import { PreferenceStore } from './store.js';
-import { deviceHubWiring, espnowKeys, wifiTierCeiling } from './wiring.js';
-
-/**
- * Monotonic integer milliseconds over Time.ticks, which on the ESP32 is a uint32 count of
- * FreeRTOS ticks in ms (CONFIG_FREERTOS_HZ=1000) read as an int32: the unsigned difference of
- * two readings is the time between them, so the clock never jumps back at the wraps (24.8 days
- * to negative, 49.7 days to zero) as long as it is read at least once per 49.7 days (every tick).
- */
-class TicksClock implements Clock {
-  private last = Time.ticks;
-  private ms = this.last >>> 0;
-
-  now(): number {
-    const t = Time.ticks;
-    this.ms += (t - this.last) >>> 0;
-    this.last = t;
-    return this.ms;
-  }
-}
-
-/**
- * Resume tokens from the hardware RNG. XS on the ESP32 implements Math.random with c_rand(),
- * which xs/platforms/esp/xsHost.h defines as esp_random() & 0x7fffffff: true random numbers
- * while Wi-Fi or Bluetooth is running (the hub always runs one), 31 bits per call.
- */
-const random: Random = Object.freeze({
-  fill(into: Uint8Array): void {
-    for (let i = 0; i < into.length; i++) into[i] = Math.floor(Math.random() * 256);
-  },
-});
-
-/** Structured log lines on the debug console (xsbug or serial). Never payloads or credentials. */
-const log: Log = Object.freeze({
-  event(code: string, a?: number, b?: number): void {
-    trace(a === undefined ? `hub: ${code}\n` : b === undefined ? `hub: ${code} ${a}\n` : `hub: ${code} ${a} ${b}\n`);
-  },
-});
-
-/** Objects whose callbacks the runtime calls: referenced here for the life of the program. */
-const keep: object[] = [];
+import { createDeviceHub, espnowKeys, wifiTierCeiling } from './wiring.js';
 
 function startWifi(config: DeviceConfig): void {
   const w = config.wifi;
@@ -110,16 +65,6 @@ function startWifi(config: DeviceConfig): void {
   keep.push(station);
 }
 
-/** Runs one start-up step; a failure is logged and the hub carries on without that part. */
-function attempt<T>(what: string, step: () => T): T | null {
-  try {
-    return step();
-  } catch (e) {
-    trace(`hub: ${what} failed: ${e instanceof Error ? e.message : String(e)}\n`);
-    return null;
-  }
-}
-
 export default function main(): void {
   const config = CONFIG;
   const clock = new TicksClock();
@@ -128,8 +73,8 @@ export default function main(): void {
   // 1. The stop line, driven to stop before anything else can fail.
   const robot = openDeviceRobot(config, CATALOG, clock);
 
-  // 1b. The native stop paths (docs/operations.md "Stops that do not need JavaScript"). The
-  //     module also says why the chip last reset and whether this build has the task watchdog.
+  // 2. The native stop paths (docs/operations.md "Stops that do not need JavaScript"). The
+  //    module also says why the chip last reset and whether this build has the task watchdog.
   const stopNative = attempt('stop-native', () => openStopLineNative());
   const resetCause = stopNative ? stopNative.resetCause() : ResetCause.UNKNOWN;
   log.event('reset-cause', resetCause);
@@ -137,19 +82,7 @@ export default function main(): void {
 
   // 3. The hub; a latch persisted before the restart stops the robot again here.
   //    The tick period and the heap reading feed loop-delay admission and the heap rung.
-  const wiring = deviceHubWiring(config.tickMs, Instrumentation);
-  const hub = new Hub(
-    { clock, random, store, robot: robot.port, catalog: CATALOG, log, heap: wiring.heap },
-    {
-      hubId: config.hubId,
-      slots: config.slots,
-      deadmanMs: config.deadmanMs,
-      neverShedBytes: config.neverShedBytes,
-      maxFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES,
-      anonymousTier: config.anonymousTier,
-      tickPeriodMs: wiring.tickPeriodMs,
-    },
-  );
+  const hub = createDeviceHub({ clock, random, store, robot: robot.port, catalog: CATALOG, log }, config, Instrumentation);
   attempt('robot-uart', () => robot.connect(hub));
   //    A reset nobody chose (a panic, a watchdog, a brown-out) comes up latched: the robot does
   //    not resume after a crash until an operator has cleared (device/stop-path.ts).
@@ -230,13 +163,7 @@ export default function main(): void {
   if (wifiUp) {
     const tierCeiling = wifiTierCeiling(config);
     if (config.wifi.password === '') log.event('wifi-open', tierCeiling);
-    if (config.tcpPort) attempt('tcp', () => keep.push(new DeviceListener({ hub, clock, port: config.tcpPort, kind: DeviceLinkKind.TCP, maxConnections: config.tcpMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log, tierCeiling })));
-    if (config.wsPort) attempt('websocket', () => keep.push(new DeviceListener({ hub, clock, port: config.wsPort, kind: DeviceLinkKind.WS, maxConnections: config.wsMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log, tierCeiling })));
-    if (config.httpPort) {
-      attempt('http', () =>
-        keep.push(new HttpDeviceServer({ Listener, TCP, port: config.httpPort, clock, source: hub, log, ...(config.operationsToken ? { token: config.operationsToken } : {}) })),
-      );
-    }
+    openNetworkListeners(hub, clock, config, tierCeiling);
     if (config.espnow.enabled) {
       const e = config.espnow;
       espnow = attempt('espnow', () => {
@@ -291,43 +218,30 @@ export default function main(): void {
   }
   log.event('ready', hub.latch.latched ? 1 : 0, config.slots);
 
-  // 7. The tick. A hub whose tick throws can no longer keep its deadman: it stops the robot.
-  let tickErrors = 0;
-  let linkErrors = 0;
+  // 7. The tick: the native trips first, so that they latch before anything else runs (then the
+  //    heartbeat the guard watches), the hub, then the button's poll and the radios' upkeep.
+  //    A hub whose tick throws can no longer keep its deadman: it stops the robot.
   if (stopPath) attempt('stop-guard', () => stopPath.native.guard(config.stop.guardMs));
-  const ticker = Timer.repeat(() => {
-    // The native trips first, so that they latch before anything else runs; then the heartbeat.
-    if (stopPath) {
-      try {
-        stopPath.tick();
-      } catch {
-        log.event('stop-native-error');
-      }
-    }
-    try {
-      hub.tick();
-    } catch {
-      tickErrors++;
-      log.event('tick-error', tickErrors);
-      if (!hub.latch.latched) {
-        try {
-          hub.estop(EstopSource.WATCHDOG);
-        } catch {
-          robot.port.stop(EstopSource.WATCHDOG);
-        }
-      }
-    }
-    try {
+  tickEvery(
+    config.tickMs,
+    hub,
+    robot.port,
+    () => {
       if (button) sampleButton(button.read());
       if (ble) ble.tick();
       if (espnow) {
         espnow.radio.drain();
         espnow.binding.tick();
       }
-    } catch {
-      linkErrors++;
-      if ((linkErrors & (linkErrors - 1)) === 0) log.event('link-tick-error', linkErrors);
-    }
-  }, config.tickMs);
-  keep.push(ticker);
+    },
+    stopPath
+      ? () => {
+          try {
+            stopPath.tick();
+          } catch {
+            log.event('stop-native-error');
+          }
+        }
+      : null,
+  );
 }

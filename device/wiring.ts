@@ -1,13 +1,18 @@
-// What the device entry hands the hub besides its bindings: the tick period, for loop-delay
+// What the device entries (device/main.ts, device/main-lin.ts) hand the hub besides its bindings:
+// its configuration, the credentials of the build's configuration, the tick period, for loop-delay
 // admission and health, and a heap reading, for admission and the ladder's heap rung
 // (docs/operations.md "Health, admission and overload"); and what it hands the bindings of the
 // configuration's link security (docs/security.md): the Wi-Fi links' tier ceiling and the paired
 // ESP-NOW stations with their keys. Platform-free, so that a Node test can drive it with a fake
-// of Moddable's `instrumentation` module and a resolved configuration.
+// of Moddable's `instrumentation` module, a resolved configuration and a real Hub.
 import { Tier } from '../catalog/schema.js';
-import type { HeapUsed } from '../hub/ports.js';
+import { CREDENTIALS_KEY, encodeCredentials, saveCredentials, type Credential } from '../hub/credentials.js';
+import { Hub } from '../hub/hub.js';
+import type { HubPorts } from '../hub/hub-config.js';
+import type { HeapUsed, Store } from '../hub/ports.js';
+import { utf8ByteLength, utf8Write } from '../hub/utf8.js';
 import { parseHexKey, type EspNowPairing } from '../bindings/espnow/pairing.js';
-import type { DeviceConfig } from './config.js';
+import { DEVICE_MAX_HUB_FRAME_BYTES, type DeviceConfig } from './config.js';
 
 /** The part of Moddable's `instrumentation` module the wiring reads. */
 export interface InstrumentationApi {
@@ -76,4 +81,60 @@ export function espnowKeys(config: DeviceConfig): { pmk: Uint8Array | undefined;
   const peers: EspNowPairing[] = [];
   for (const p of e.peers) peers.push({ mac: p.mac, lmk: keyBytes(p.lmk), tierCeiling: p.tierCeiling });
   return { pmk: e.pmk === '' ? undefined : keyBytes(e.pmk), peers };
+}
+
+/**
+ * The hub of a device entry: the configuration's identity, slots, deadman, never-shed queues,
+ * anonymous tier and frame size, the tick period the entry's timer runs at, and the heap port
+ * over `instrumentation` (a release build: none that reads, see instrumentedHeap).
+ */
+export function createDeviceHub(ports: Omit<HubPorts, 'heap'>, config: DeviceConfig, instrumentation: InstrumentationApi | undefined): Hub {
+  const wiring = deviceHubWiring(config.tickMs, instrumentation);
+  return new Hub(wiring.heap ? { ...ports, heap: wiring.heap } : ports, {
+    hubId: config.hubId,
+    slots: config.slots,
+    deadmanMs: config.deadmanMs,
+    neverShedBytes: config.neverShedBytes,
+    maxFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES,
+    anonymousTier: config.anonymousTier,
+    tickPeriodMs: wiring.tickPeriodMs,
+  });
+}
+
+/** The configuration's `credentials` as the hub keeps them (the UTF-8 bytes of each token); null: none configured. */
+export function configuredCredentials(config: DeviceConfig): Credential[] | null {
+  if (!config.credentials) return null;
+  const out: Credential[] = [];
+  for (const c of config.credentials) {
+    const bytes = new Uint8Array(utf8ByteLength(c.token));
+    utf8Write(c.token, bytes, 0);
+    out.push({ tier: c.tier, credential: bytes });
+  }
+  return out;
+}
+
+function sameBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {
+  if (!a || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * Credentials from the configuration replace the stored table when they differ (a write to NVS
+ * only then); none configured keeps the table in the Store. Before the hub is made, which reads
+ * the table. Returns whether it wrote; throws what the Store's write throws.
+ */
+export function storeConfiguredCredentials(store: Store, config: DeviceConfig): boolean {
+  const creds = configuredCredentials(config);
+  if (!creds) return false;
+  let stored: Uint8Array | undefined;
+  try {
+    stored = store.get(CREDENTIALS_KEY);
+  } catch {
+    // Unreadable: written afresh.
+    stored = undefined;
+  }
+  if (sameBytes(stored, encodeCredentials(creds))) return false;
+  saveCredentials(store, creds);
+  return true;
 }

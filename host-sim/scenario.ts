@@ -420,7 +420,7 @@ export function validateScenario(x: unknown, catalog: CatalogIndex, source = 'sc
 }
 
 function linkBounds(binding: BindingName, k: string, dflt: number): { min?: number; max?: number; int?: boolean; gt?: number; dflt: number } {
-  if (k === 'lossRate' || k === 'eventLossRate') return { min: 0, max: 1, dflt };
+  if (k === 'lossRate' || k === 'eventLossRate' || k === 'completionLossRate') return { min: 0, max: 1, dflt };
   if (k === 'retries') return { min: 0, max: 15, int: true, dflt };
   // Link security (docs/security.md): 0 or 1.
   if (k === 'openNetwork' || k === 'paired' || k === 'encrypted') return { min: 0, max: 1, int: true, dflt };

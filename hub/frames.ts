@@ -12,4 +12,4 @@
 
 export * from './frame-types.js';
 export { encodeData, encodeFrame } from './frame-encode.js';
-export { decodeFrame } from './frame-decode.js';
+export { decodeFrame, FrameDecoder } from './frame-decode.js';

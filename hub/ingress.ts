@@ -14,7 +14,7 @@ import { ESTOP_MAGIC, ESTOP_NACK_FRAME_TYPE, EstopFrameError, EstopKind, EstopSo
 import { Fast, FastReader } from './fast-frames.js';
 import { catalogChunk, sendHealth } from './chunks.js';
 import type { Conn } from './conn.js';
-import { decodeFrame } from './frame-decode.js';
+import { FrameDecoder } from './frame-decode.js';
 import { FRAME_DIRECTION, FrameError, FrameType, FROM_CLIENT, GoodbyeReason, MAX_FRAME_BYTES, peekFrameType, type Frame } from './frame-types.js';
 import { GovernorVerdict } from './governor.js';
 import type { Hub } from './hub.js';
@@ -58,6 +58,8 @@ function finiteValues(block: SampleBlock): boolean {
 
 export class Ingress {
   private readonly fast: FastReader;
+  /** The validating decoder for every frame the fast readers do not take. */
+  private readonly decoder = new FrameDecoder();
 
   constructor(private readonly hub: Hub) {
     // The fast reader keeps samples as wide as a publication of the catalog takes: [t, fields…].
@@ -136,7 +138,7 @@ export class Ingress {
       }
       let f: Frame;
       try {
-        f = decodeFrame(bytes, start, end);
+        f = this.decoder.decode(bytes, start, end);
       } catch (e) {
         if (e instanceof FrameError) this.malformed(conn, e.nack, e.frameType, now);
         else if (e instanceof CborError) this.malformed(conn, Nack.MALFORMED, undefined, now);

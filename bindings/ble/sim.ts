@@ -3,6 +3,12 @@
 // connection events every `intervalMs`, each carrying up to `perEvent` notifications hub →
 // client and up to `perEvent` writes client → hub; the client side is a reassembler and a
 // fragmenter, as a client library has. Platform-free; deterministic for a given seed.
+//
+// The stack is modelled as the SDK's GATT server behaves on the ESP32: one notification in
+// flight, completed through BleLink.notified at the connection event that carries it (status 0)
+// or fails it (SIM_STATUS_NO_BUFFERS), so the queue's depth is driven by completions. A share
+// of completions may be lost (`completionLossRate`): the notification goes out but its callback
+// never comes, and the link's completion timeout (BLE_NOTIFY_TIMEOUT_MS) stands in for it.
 
 import type { Clock } from '../../hub/ports.js';
 import type { HubAttach } from '../link.js';
@@ -18,6 +24,8 @@ export interface SimBleOptions {
   readonly perEvent?: number;
   /** Seed of the drop decisions (default 1). */
   readonly seed?: number;
+  /** Share of notifications sent whose completion callback never comes (default 0). */
+  readonly completionLossRate?: number;
   /** Hub → client reassembly limits (default CLIENT_REASSEMBLY). */
   readonly clientLimits?: ReassemblyLimits;
   /** The hub side's link options. */
@@ -53,6 +61,10 @@ export class SimBleConnection implements BleTransport {
   writesDelivered = 0;
   /** Notifications a stalled event completed with SIM_STATUS_NO_BUFFERS. */
   notificationsFailed = 0;
+  /** Share of notifications sent whose completion never comes (the link's timeout stands in). */
+  completionLossRate: number;
+  /** Notifications sent whose completion was lost. */
+  completionsLost = 0;
   /** The link was closed by the hub (park or session close). */
   closedByHub = false;
   private readonly clock: Clock;
@@ -74,6 +86,7 @@ export class SimBleConnection implements BleTransport {
     this.perEvent = options.perEvent ?? 4;
     this.attMtu = options.attMtu ?? 247;
     this.rng = (options.seed ?? 1) >>> 0 || 1;
+    this.completionLossRate = options.completionLossRate ?? 0;
     if (!(this.intervalMs > 0)) throw new RangeError('SimBleConnection: intervalMs must be > 0');
     if (!(this.perEvent >= 1)) throw new RangeError('SimBleConnection: perEvent must be ≥ 1');
     this.nextEvent = clock.now() + this.intervalMs;
@@ -180,6 +193,11 @@ export class SimBleConnection implements BleTransport {
       this.flightLength = 0;
       this.notificationsDelivered++;
       if (!(this.dropRate > 0 && this.random() < this.dropRate)) this.client.push(this.flight, 0, n, t);
+      if (this.completionLossRate > 0 && this.random() < this.completionLossRate) {
+        // Sent, but the callback never comes: nothing more goes until the link times it out.
+        this.completionsLost++;
+        break;
+      }
       this.link.notified(0);
     }
     if (this.stalled) return;

@@ -779,49 +779,56 @@ export function encodeBitmapAck(w: CborWriter, base: number, bitmap: number): vo
   w.uint(bitmap >>> 0);
 }
 
-// Where the last readUint ended.
-let uintEnd = 0;
+/**
+ * A bitmap ACK read by parseBitmapAck, into an object its caller owns (the binding keeps one), so
+ * that reading one allocates nothing and the module keeps no state of its own (preloaded, a
+ * module-level object would stay in RAM unfrozen; docs/performance.md).
+ */
+export class BitmapAck {
+  base = 0;
+  bitmap = 0;
+  /** Where the last unsigned integer head read ended (readUint). */
+  at = 0;
+}
 
 /**
  * Reads a CBOR unsigned integer head at buf[pos] without allocating: the value, or −1 when the
- * byte there is no unsigned integer of at most 32 bits within `end`.
+ * byte there is no unsigned integer of at most 32 bits within `end`. Where the head ended goes
+ * to `into.at`.
  */
-export function readUint(buf: Uint8Array, pos: number, end: number): number {
+export function readUint(buf: Uint8Array, pos: number, end: number, into: BitmapAck): number {
   if (pos >= end) return -1;
   const h = buf[pos] as number;
   if (h >> 5 !== 0) return -1;
   const ai = h & 0x1f;
   if (ai < 24) {
-    uintEnd = pos + 1;
+    into.at = pos + 1;
     return ai;
   }
   if (ai === 24) {
     if (pos + 2 > end) return -1;
-    uintEnd = pos + 2;
+    into.at = pos + 2;
     return buf[pos + 1] as number;
   }
   if (ai === 25) {
     if (pos + 3 > end) return -1;
-    uintEnd = pos + 3;
+    into.at = pos + 3;
     return ((buf[pos + 1] as number) << 8) | (buf[pos + 2] as number);
   }
   if (ai === 26) {
     if (pos + 5 > end) return -1;
-    uintEnd = pos + 5;
+    into.at = pos + 5;
     return (((buf[pos + 1] as number) << 24) | ((buf[pos + 2] as number) << 16) | ((buf[pos + 3] as number) << 8) | (buf[pos + 4] as number)) >>> 0;
   }
   return -1;
 }
 
-/** The last bitmap ACK parsed by parseBitmapAck. */
-export const parsedAck = { base: 0, bitmap: 0 };
-
 /**
  * Recognises the canonical bitmap ACK {0: 12, 29: base, 30: bitmap} in buf[start, end) without
- * allocating (results in `parsedAck`). Anything else, including a valid ACK in another form,
- * returns false and goes to the core's full decoder.
+ * allocating (results in `into`; untouched when false). Anything else, including a valid ACK in
+ * another form, returns false and goes to the core's full decoder.
  */
-export function parseBitmapAck(buf: Uint8Array, start: number, end: number): boolean {
+export function parseBitmapAck(buf: Uint8Array, start: number, end: number, into: BitmapAck): boolean {
   if (end - start < 7 || buf[start] !== 0xa3 || buf[start + 1] !== Key.TYPE || buf[start + 2] !== FrameType.ACK) return false;
   // Every ESP-NOW ACK takes this path: the form encodeBitmapAck writes (the keys' one-byte heads,
   // each number in its shortest head) is read inline; anything else the long way below, which
@@ -854,19 +861,19 @@ export function parseBitmapAck(buf: Uint8Array, start: number, end: number): boo
         if (left === 3) bitmap = ((buf[p + 1] as number) << 8) | (buf[p + 2] as number);
       } else if (h === 24 && left === 2) bitmap = buf[p + 1] as number;
       if (bitmap >= 0) {
-        parsedAck.base = base;
-        parsedAck.bitmap = bitmap;
+        into.base = base;
+        into.bitmap = bitmap;
         return true;
       }
     }
   }
-  if (readUint(buf, start + 3, end) !== Key.ACK_BASE) return false;
-  const base = readUint(buf, uintEnd, end);
+  if (readUint(buf, start + 3, end, into) !== Key.ACK_BASE) return false;
+  const base = readUint(buf, into.at, end, into);
   if (base < 0 || base > SEQ_MASK) return false;
-  if (readUint(buf, uintEnd, end) !== Key.ACK_BITMAP) return false;
-  const bitmap = readUint(buf, uintEnd, end);
-  if (bitmap < 0 || uintEnd !== end) return false;
-  parsedAck.base = base;
-  parsedAck.bitmap = bitmap;
+  if (readUint(buf, into.at, end, into) !== Key.ACK_BITMAP) return false;
+  const bitmap = readUint(buf, into.at, end, into);
+  if (bitmap < 0 || into.at !== end) return false;
+  into.base = base;
+  into.bitmap = bitmap;
   return true;
 }

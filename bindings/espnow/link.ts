@@ -33,8 +33,8 @@ import {
   ESTOP_SLOTS,
   HEADER_BYTES,
   MAX_DATAGRAM_FRAME,
+  BitmapAck,
   parseBitmapAck,
-  parsedAck,
   SeqWindow,
 } from './datagram.js';
 import { PairingTable, type EspNowPairing } from './pairing.js';
@@ -423,6 +423,8 @@ export class EspNowBinding implements RadioHandler {
   private readonly bcast: Egress | null;
   private readonly bcastLevel: WatermarkDetector | null;
   private readonly cursor = new DatagramCursor();
+  /** The bitmap ACK last read (parseBitmapAck). */
+  private readonly ack = new BitmapAck();
   // The one datagram in flight: its stream's datagram area holds it; its stream (a link, or the
   // broadcast stream), its length, when it left.
   private tx: Uint8Array = new Uint8Array(0);
@@ -892,9 +894,9 @@ export class EspNowBinding implements RadioHandler {
       }
       const start = HEADER_BYTES + 1;
       // §13.3: the bitmap ACK is the binding's own signal; the core needs only the stream form.
-      if (parseBitmapAck(data, start, length)) {
+      if (parseBitmapAck(data, start, length, this.ack)) {
         const loss = link.loss;
-        if (loss.ack(parsedAck.base, parsedAck.bitmap, now) !== link.lvl) {
+        if (loss.ack(this.ack.base, this.ack.bitmap, now) !== link.lvl) {
           link.dirty = true;
           this.wakeAt = -Infinity;
         } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
@@ -916,7 +918,7 @@ export class EspNowBinding implements RadioHandler {
       // Acknowledgements alone do not open a transport: they are echoes of one that was closed.
       let opens = false;
       while (c.next()) {
-        if (!parseBitmapAck(data, c.start, c.end)) {
+        if (!parseBitmapAck(data, c.start, c.end, this.ack)) {
           opens = true;
           break;
         }
@@ -939,8 +941,8 @@ export class EspNowBinding implements RadioHandler {
     }
     const sink = l.sink;
     while (c.next()) {
-      if (parseBitmapAck(data, c.start, c.end)) {
-        this.fed(l, l.loss.ack(parsedAck.base, parsedAck.bitmap, now), l.loss.quietUntil);
+      if (parseBitmapAck(data, c.start, c.end, this.ack)) {
+        this.fed(l, l.loss.ack(this.ack.base, this.ack.bitmap, now), l.loss.quietUntil);
         continue;
       }
       if (sink) sink.frame(data, c.start, c.end);

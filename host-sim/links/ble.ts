@@ -7,11 +7,14 @@
 // `eventLossRate` (the notification in flight completes with an error and is retried, no write
 // goes: the link layer's retransmission as the host sees it); a stall or partition loses every
 // event; after `supervisionTimeoutMs` without a good event both sides drop the connection (§6.6).
-// Frames reach the client `latencyMs` (host stack) after their event.
+// Frames reach the client `latencyMs` (host stack) after their event. Each notification's
+// completion comes at its event and frees the queue for the next, as the SDK's GATT server
+// calls notify's callback on the device; with `completionLossRate` a completion is lost and the
+// link's completion timeout (BLE_NOTIFY_TIMEOUT_MS) stands in for it.
 
 import { Tier } from '../../catalog/schema.js';
 import { fragmentCount } from '../../bindings/ble/fragment.js';
-import { BLE_NOTIFY_RETRY_MS } from '../../bindings/ble/link.js';
+import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS } from '../../bindings/ble/link.js';
 import { SimBleConnection } from '../../bindings/ble/sim.js';
 import { type Task, US_PER_MS } from '../kernel.js';
 import { Connection, type ConnectionEnv } from './connection.js';
@@ -25,6 +28,8 @@ export interface BleParams {
   /** The notification queue's capacity in notifications (the §10.3 denominator). */
   readonly queueNotifications: number;
   readonly eventLossRate: number;
+  /** Share of notifications whose completion callback never comes (the stack losing it). */
+  readonly completionLossRate: number;
   readonly latencyMs: number;
   readonly supervisionTimeoutMs: number;
   /**
@@ -41,6 +46,7 @@ export const BLE_DEFAULTS = Object.freeze({
   perEvent: 4,
   queueNotifications: 16,
   eventLossRate: 0,
+  completionLossRate: 0,
   latencyMs: 2,
   supervisionTimeoutMs: 4000,
   paired: 1,
@@ -84,6 +90,9 @@ export class BleConnection extends Connection implements Task {
         intervalMs: params.connIntervalMs,
         attMtu: params.attMtu,
         perEvent: params.perEvent,
+        completionLossRate: params.completionLossRate,
+        // Drawn only when completions are lost, so that other runs keep their random sequence.
+        ...(params.completionLossRate > 0 ? { seed: 1 + Math.floor(env.kernel.rng.float() * 0x7fffffff) } : {}),
         link: { queue: { notifications: params.queueNotifications }, tierCeiling: params.paired ? Tier.maintainer : Tier.observer },
       },
       true,
@@ -202,7 +211,9 @@ export class BleConnection extends Connection implements Task {
    */
   estopBoundMs(): number {
     const p = this.params;
-    return 2 * (p.connIntervalMs + p.latencyMs) + (this.lossRate > 0 ? 2 * p.connIntervalMs + 20 : 0);
+    // A lost completion holds the notification in flight, and the ESTOP behind it, until the
+    // link's completion timeout.
+    return 2 * (p.connIntervalMs + p.latencyMs) + (this.lossRate > 0 ? 2 * p.connIntervalMs + 20 : 0) + (p.completionLossRate > 0 ? BLE_NOTIFY_TIMEOUT_MS + p.connIntervalMs : 0);
   }
 
   /**

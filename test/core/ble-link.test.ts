@@ -496,6 +496,52 @@ describe('BLE: queue depth drives the §10.3 detector', () => {
   });
 });
 
+describe('BLE: the simulated stack drives the queue by completions', () => {
+  it('completes each notification at the connection event that carries it: the queue drains by completions, never by the timeout', () => {
+    const clock = new VirtualClock();
+    const sim = new SimBleConnection(clock, { attMtu: 23, intervalMs: 30, perEvent: 4 });
+    for (let i = 0; i < 12; i++) ok(sim.link.send(frameOf(19, i), KEEP, 0));
+    ok(sim.link.queue.inFlight, 'the first one is with the stack at once');
+    equal(sim.link.queue.depth(20), 11);
+    clock.advance(30);
+    sim.advance();
+    deepEqual([sim.notificationsDelivered, sim.link.queue.counters.completed, sim.link.queue.depth(20)], [4, 4, 7], 'one event: four completions, four gone from the queue');
+    clock.advance(60);
+    sim.advance();
+    equal(sim.notificationsDelivered, 12);
+    ok(!sim.link.queue.inFlight);
+    equal(sim.link.counters.unconfirmed, 0);
+    equal(sim.completionsLost, 0);
+    equal(sim.received.frames.length, 12);
+  });
+
+  it('a lost completion holds the queue until the completion timeout, which counts it unconfirmed and lets the next one go', () => {
+    const clock = new VirtualClock();
+    const sim = new SimBleConnection(clock, { attMtu: 23, intervalMs: 30, perEvent: 4, completionLossRate: 1 });
+    const t0 = clock.now();
+    for (let i = 0; i < 3; i++) ok(sim.link.send(frameOf(19, i), KEEP, 0));
+    while (clock.now() < t0 + BLE_NOTIFY_TIMEOUT_MS - 10) {
+      clock.advance(10);
+      sim.advance();
+    }
+    deepEqual([sim.notificationsDelivered, sim.completionsLost, sim.link.counters.unconfirmed], [1, 1, 0], 'sent at the first event; its completion never came');
+    ok(sim.link.queue.inFlight, 'the queue waits for it');
+    equal(sim.link.queue.depth(20), 2);
+    clock.advance(10);
+    sim.advance();
+    equal(sim.link.counters.unconfirmed, 1, 'the timeout stands in for the lost completion');
+    ok(sim.link.queue.inFlight, 'and the next notification is with the stack');
+    equal(sim.link.queue.depth(20), 1);
+    // Completions come again: the rest goes at the next event.
+    sim.completionLossRate = 0;
+    clock.advance(30);
+    sim.advance();
+    deepEqual([sim.notificationsDelivered, sim.link.counters.unconfirmed], [3, 1]);
+    ok(!sim.link.queue.inFlight);
+    deepEqual(sim.received.frames.map((f) => f[0]), [0, 1, 2], 'every frame once, in order');
+  });
+});
+
 describe('BLE: ESTOP write-ahead', () => {
   it('overtakes a full queue: it goes right after the notification in flight, between two fragments of a frame', () => {
     const clock = new VirtualClock();

@@ -27,8 +27,8 @@ import {
   FrameQueue,
   HEADER_BYTES,
   MAX_DATAGRAM_FRAME,
+  BitmapAck,
   parseBitmapAck,
-  parsedAck,
   RETRANSMIT_LIMIT,
   seqNewer,
   SEQ_MASK,
@@ -375,8 +375,9 @@ describe('bindings/espnow: datagram packing', () => {
     const c = new DatagramCursor();
     equal(c.open(o, len), DatagramError.OK);
     deepEqual([c.flags, c.seq, c.ackBase, c.ackBitmap], [DatagramFlag.BROADCAST_ACK, 12, 65534, 0xffffffff]);
-    ok(c.next() && parseBitmapAck(o, c.start, c.end));
-    deepEqual([parsedAck.base, parsedAck.bitmap], [300, 4294967291]);
+    const parsed = new BitmapAck();
+    ok(c.next() && parseBitmapAck(o, c.start, c.end, parsed));
+    deepEqual([parsed.base, parsed.bitmap], [300, 4294967291]);
   });
 
   it('the cursor refuses a malformed datagram whole and reads bare ESTOP and CBOR frames', () => {
@@ -414,12 +415,18 @@ describe('bindings/espnow: the ACK bitmask (§13.3)', () => {
     const mine = w.subarray().slice();
     equal(hex(mine), 'a3000c181d19012c181e1afffffffb');
     equal(hex(enc({ type: FrameType.ACK, ackBase: 300, ackBitmap: 4294967291 })), hex(mine));
-    ok(parseBitmapAck(mine, 0, mine.length));
-    equal(parsedAck.base, 300);
-    equal(parsedAck.bitmap, 4294967291);
+    const parsed = new BitmapAck();
+    ok(parseBitmapAck(mine, 0, mine.length, parsed));
+    equal(parsed.base, 300);
+    equal(parsed.bitmap, 4294967291);
     const stream = enc({ type: FrameType.ACK, acked: 5 });
-    ok(!parseBitmapAck(stream, 0, stream.length), 'the stream form goes to the core');
-    ok(!parseBitmapAck(mine, 0, mine.length - 1), 'truncated');
+    ok(!parseBitmapAck(stream, 0, stream.length, parsed), 'the stream form goes to the core');
+    ok(!parseBitmapAck(mine, 0, mine.length - 1, parsed), 'truncated');
+    // The long way: an ACK whose base is not in its shortest head.
+    const long = Uint8Array.from([0xa3, 0x00, 0x0c, 0x18, 0x1d, 0x1a, 0, 0, 0x01, 0x2c, 0x18, 0x1e, 0x07]);
+    ok(parseBitmapAck(long, 0, long.length, parsed));
+    deepEqual([parsed.base, parsed.bitmap, parsed.at], [300, 7, long.length]);
+    ok(!parseBitmapAck(long, 0, long.length - 1, parsed), 'a head past the end');
   });
 
   it('the tracker: bit i ⇔ datagram base − i received, across the 16-bit wrap; duplicates and late arrivals', () => {

@@ -135,9 +135,9 @@ describe('bench harness (quick mode)', function () {
     }
   });
 
-  it('sees the allocation decodeFrame makes (the meter is live, not stuck at 0)', function () {
+  it('sees the allocation FrameDecoder.decode makes (the meter is live, not stuck at 0)', function () {
     const c = report.cases['codec.decode-data'] as OpReport;
-    assert.ok((c.xs?.slotsPerOp ?? 0) >= 2, `decodeFrame measured ${c.xs?.slotsPerOp} slots per frame`);
+    assert.ok((c.xs?.slotsPerOp ?? 0) >= 2, `FrameDecoder.decode measured ${c.xs?.slotsPerOp} slots per frame`);
   });
 
   it('gives the retained-heap case every step and the 8 × 16 total, all finite', function () {

@@ -1,6 +1,8 @@
 // The device build's manifest, checked without a Moddable SDK: what mcconfig would only find
 // out on the build machine, or the device only at runtime (docs/architecture.md "The device runtime").
-//   - the manifest parses, targets esp32 and refuses every other platform;
+// Each check runs for both targets the manifest builds: esp32 (the device) and lin (the SDK's
+// Linux simulator, docs/operations.md "The Linux simulator target").
+//   - the manifest parses, targets esp32 and lin and refuses every other platform;
 //   - every module it lists exists, with the kind of file its name promises;
 //   - every import the device code makes resolves, the way XS resolves it (against the
 //     importing module's *name*), to a module the manifest lists: an unlisted one would be
@@ -57,6 +59,9 @@ const SDK_PRELOADED = new Set(['mc/config', 'timer', 'time', 'preference', 'cryp
 const SDK_ESP32_XS_BYTES = 78848 + 4928 * 16 + 512 * 16;
 const SLOT_BYTES = 16;
 
+/** Simulator modules the lin target may list: platform-free, they run the simulated robot. */
+const LIN_SIMULATOR_MODULES: readonly string[] = ['host-sim/kernel', 'host-sim/robot'];
+
 // ------------------------------------------------------------------------------ the manifests
 
 interface ModuleEntry {
@@ -68,8 +73,14 @@ interface ModuleEntry {
   manifest: string;
 }
 
+type Platform = 'esp32' | 'lin';
+const PLATFORMS: readonly Platform[] = ['esp32', 'lin'];
+
 interface Manifests {
+  platform: Platform;
   root: Json;
+  /** The root's `creation` with its platform's merged over it (mcmanifest.js mergePlatform). */
+  creation: Json;
   /** Every manifest of the project read (the root and its ./ includes). */
   files: string[];
   modules: Map<string, ModuleEntry>;
@@ -92,11 +103,11 @@ function stem(file: string): string {
   return b.slice(0, b.length - extOf(b).length);
 }
 
-/** mcmanifest.js matchPlatform for goal "esp32": the esp32 entry, or "...". */
-function esp32Part(platforms: unknown): Json | undefined {
+/** mcmanifest.js matchPlatform for a bare platform ("esp32", "lin"): its entry, "platform/*", or "...". */
+function platformPart(platforms: unknown, platform: Platform): Json | undefined {
   if (!platforms || typeof platforms !== 'object') return undefined;
   const p = platforms as Record<string, Json>;
-  return p['esp32'] ?? p['esp32/*'] ?? p['...'];
+  return p[platform] ?? p[`${platform}/*`] ?? p['...'];
 }
 
 function asList(v: unknown): string[] {
@@ -105,9 +116,9 @@ function asList(v: unknown): string[] {
   return [];
 }
 
-/** Reads the root manifest and the project's own included manifests as mcconfig would for esp32. */
-function loadManifests(rootFile: string, root?: Json): Manifests {
-  const out: Manifests = { root: {}, files: [], modules: new Map(), typings: new Map(), preload: [], excluded: [], sdkIncludes: [], problems: [] };
+/** Reads the root manifest and the project's own included manifests as mcconfig would for `platform`. */
+function loadManifests(rootFile: string, root?: Json, platform: Platform = 'esp32'): Manifests {
+  const out: Manifests = { platform, root: {}, creation: {}, files: [], modules: new Map(), typings: new Map(), preload: [], excluded: [], sdkIncludes: [], problems: [] };
   const visit = (file: string, given?: Json): void => {
     let json: Json;
     try {
@@ -116,10 +127,13 @@ function loadManifests(rootFile: string, root?: Json): Manifests {
       out.problems.push(`${relative(repo, file)}: ${(e as Error).message}`);
       return;
     }
-    if (out.files.length === 0) out.root = json;
+    const part = platformPart(json['platforms'], platform) ?? {};
+    if (out.files.length === 0) {
+      out.root = json;
+      out.creation = { ...((json['creation'] as Json | undefined) ?? {}), ...((part['creation'] as Json | undefined) ?? {}) };
+    }
     out.files.push(file);
     const dir = dirname(file);
-    const part = esp32Part(json['platforms']) ?? {};
     for (const inc of [...asList(json['include']), ...asList(part['include'])]) {
       if (inc.startsWith('$(')) out.sdkIncludes.push(inc);
       else visit(resolve(dir, inc));
@@ -373,7 +387,7 @@ export function preloadWrites(text: string): string[] {
       // The declaration itself is no use.
       const rest = code.slice(0, m.index) + ' '.repeat(m[0].length) + code.slice(m.index + m[0].length);
       if (re.test(rest)) {
-        problems.push(`module-scope ${ctor} '${id}' meets ${what}: preloaded, it is read-only on the device (make it on first use, as hub/frame-fields.ts does)`);
+        problems.push(`module-scope ${ctor} '${id}' meets ${what}: preloaded, it is read-only on the device (keep it in an object made at run time, as hub/frame-fields.ts FieldReader is)`);
         break;
       }
     }
@@ -394,15 +408,46 @@ export function preloadWrites(text: string): string[] {
   return problems;
 }
 
+/**
+ * Module-scope state the XS linker warns about in a preloaded module (`no const`, `not frozen`):
+ * a `let` or `var`, and an object or array literal, Map or Set not passed through Object.freeze.
+ * Preloaded, each would stay in RAM as an alias of the flash copy; state belongs in an object the
+ * owner makes at run time (hub/frame-fields.ts FieldReader). `scripts/check-moddable.mjs` holds
+ * the real linker to the same rule; this is the check that needs no SDK.
+ */
+export function preloadState(text: string): string[] {
+  const code = codeOnly(text);
+  const problems: string[] = [];
+  let depth = 0;
+  const scopeOf: number[] = [];
+  for (let i = 0; i < code.length; i++) {
+    scopeOf.push(depth);
+    if (code[i] === '{') depth++;
+    else if (code[i] === '}') depth--;
+  }
+  const lets = /\b(let|var)\s+([A-Za-z_$][\w$]*)/g;
+  for (let m = lets.exec(code); m; m = lets.exec(code)) {
+    if (scopeOf[m.index] === 0) problems.push(`module-scope ${m[1]} '${m[2]}': the linker keeps it in RAM (no const); keep state in an object made at run time`);
+  }
+  const objects = /\bconst\s+([A-Za-z_$][\w$]*)\s*(?::[^=;]+)?=\s*(\{|\[|new\s+(?:Map|Set|WeakMap|WeakSet|Object|Array)\b)/g;
+  for (let m = objects.exec(code); m; m = objects.exec(code)) {
+    if (scopeOf[m.index] === 0) problems.push(`module-scope object '${m[1]}' is not frozen: preloaded, it stays in RAM; freeze it, or keep it in an object made at run time`);
+  }
+  return problems;
+}
+
 // ------------------------------------------------------------------------------ the checks
 
 function checkPlatforms(root: Json): string[] {
   const p = root['platforms'] as Record<string, Json> | undefined;
   if (!p || typeof p !== 'object') return ['no "platforms"'];
   const problems: string[] = [];
-  const esp32 = p['esp32'];
-  if (!esp32 || typeof esp32 !== 'object') problems.push('no "esp32" platform');
-  else if ('error' in esp32) problems.push('the "esp32" platform is an error');
+  for (const name of PLATFORMS) {
+    const part = p[name];
+    if (!part || typeof part !== 'object') problems.push(`no "${name}" platform`);
+    else if ('error' in part) problems.push(`the "${name}" platform is an error`);
+    else if (typeof (part['creation'] as Json | undefined)?.['main'] !== 'string') problems.push(`the "${name}" platform names no creation.main`);
+  }
   const other = p['...'];
   if (!other || typeof other['error'] !== 'string' || (other['error'] as string).length === 0) problems.push('no "..." platform whose value is an error');
   return problems;
@@ -421,8 +466,8 @@ function checkTypescript(root: Json): string[] {
 }
 
 function checkCreation(m: Manifests): string[] {
-  const c = m.root['creation'] as Json | undefined;
-  if (!c) return ['no "creation"'];
+  const c = m.creation;
+  if (Object.keys(c).length === 0) return ['no "creation"'];
   const problems: string[] = [];
   const chunk = c['chunk'] as Json | undefined;
   const heap = c['heap'] as Json | undefined;
@@ -453,15 +498,21 @@ function checkModules(m: Manifests): string[] {
       problems.push(`module "${mod.name}" is ${file}: its name does not mirror its folder, so its relative imports would resolve elsewhere on the device`);
     }
     if (/\/(sim|node)$/.test(mod.name) || mod.name.startsWith('host-sim/') || mod.name.startsWith('client/') || mod.name.startsWith('test/')) {
-      problems.push(`module "${mod.name}" is host code`);
+      // The Linux simulator target runs the simulator's robot on its kernel (device/sim-robot.ts).
+      if (!(m.platform === 'lin' && LIN_SIMULATOR_MODULES.includes(mod.name))) problems.push(`module "${mod.name}" is host code`);
     }
   }
   return problems;
 }
 
-function checkIncludes(m: Manifests): string[] {
+/** Every SDK module the entry's code imports comes from an SDK manifest the build includes. */
+function checkIncludes(m: Manifests, g: Graph): string[] {
   const problems: string[] = [];
-  const need = new Set(Object.values(SDK_MODULES).filter((x): x is string => x !== null));
+  const need = new Set<string>();
+  for (const spec of g.sdkImports.keys()) {
+    const inc = SDK_MODULES[spec];
+    if (typeof inc === 'string') need.add(inc);
+  }
   for (const inc of need) if (!m.sdkIncludes.includes(inc)) problems.push(`the SDK manifest ${inc} is not included`);
   return problems;
 }
@@ -531,7 +582,9 @@ function checkPreload(m: Manifests, g: Graph): string[] {
   for (const name of preloaded) {
     const mod = m.modules.get(name);
     if (!mod || mod.kind !== 'ts') continue;
-    for (const p of preloadWrites(readFileSync(mod.files[0] as string, 'utf8'))) problems.push(`${name}: ${p}`);
+    const text = readFileSync(mod.files[0] as string, 'utf8');
+    for (const p of preloadWrites(text)) problems.push(`${name}: ${p}`);
+    for (const p of preloadState(text)) problems.push(`${name}: ${p}`);
   }
   return problems;
 }
@@ -561,11 +614,14 @@ function checkTypingOverrides(m: Manifests): string[] {
   return problems;
 }
 
-function checkAll(root?: Json): string[] {
-  const m = loadManifests(ROOT_MANIFEST, root);
-  const main = typeof (m.root['creation'] as Json | undefined)?.['main'] === 'string' ? ((m.root['creation'] as Json)['main'] as string) : 'main';
-  const g = walk(m, main);
-  return [...checkPlatforms(m.root), ...checkTypescript(m.root), ...checkCreation(m), ...checkModules(m), ...checkIncludes(m), ...checkImports(m, g), ...checkPreload(m, g), ...checkTypingOverrides(m)];
+function mainOf(m: Manifests): string {
+  return typeof m.creation['main'] === 'string' ? (m.creation['main'] as string) : 'main';
+}
+
+function checkAll(platform: Platform, root?: Json): string[] {
+  const m = loadManifests(ROOT_MANIFEST, root, platform);
+  const g = walk(m, mainOf(m));
+  return [...checkPlatforms(m.root), ...checkTypescript(m.root), ...checkCreation(m), ...checkModules(m), ...checkIncludes(m, g), ...checkImports(m, g), ...checkPreload(m, g), ...checkTypingOverrides(m)];
 }
 
 function rootCopy(): Json {
@@ -579,11 +635,14 @@ describe('device build: manifest.json', () => {
     assert.doesNotThrow(() => JSON.parse(readFileSync(ROOT_MANIFEST, 'utf8')));
   });
 
-  it('targets esp32 and refuses every other platform with an error', () => {
+  it('targets esp32 and lin, each with its entry, and refuses every other platform with an error', () => {
     assert.deepEqual(checkPlatforms(rootCopy()), []);
     const broken = rootCopy();
     delete (broken['platforms'] as Json)['...'];
-    assert.deepEqual(checkPlatforms(broken), ['no "..." platform whose value is an error']);
+    delete ((broken['platforms'] as Record<string, Json>)['lin'] as Json)['creation'];
+    assert.deepEqual(checkPlatforms(broken), ['the "lin" platform names no creation.main', 'no "..." platform whose value is an error']);
+    assert.equal(mainOf(loadManifests(ROOT_MANIFEST, undefined, 'esp32')), 'device/main');
+    assert.equal(mainOf(loadManifests(ROOT_MANIFEST, undefined, 'lin')), 'device/main-lin');
   });
 
   it('makes mcconfig’s tsc strict, ES2022 and stop on the first type error', () => {
@@ -596,32 +655,38 @@ describe('device build: manifest.json', () => {
   });
 
   it('sizes the XS heaps within the SDK’s ESP32 figures, and names an entry the runtime can call', () => {
-    const m = loadManifests(ROOT_MANIFEST);
-    assert.deepEqual(checkCreation(m), []);
+    for (const platform of PLATFORMS) assert.deepEqual(checkCreation(loadManifests(ROOT_MANIFEST, undefined, platform)), [], platform);
     const broken = rootCopy();
     ((broken['creation'] as Json)['chunk'] as Json)['initial'] = 200000;
-    (broken['creation'] as Json)['main'] = 'main';
+    (((broken['platforms'] as Record<string, Json>)['esp32'] as Json)['creation'] as Json)['main'] = 'main';
     assert.equal(checkCreation(loadManifests(ROOT_MANIFEST, broken)).length, 2);
   });
 
   it('lists only files that exist, each one kind of source, named after its path', () => {
     const m = loadManifests(ROOT_MANIFEST);
     assert.deepEqual(checkModules(m), []);
+    assert.deepEqual(checkModules(loadManifests(ROOT_MANIFEST, undefined, 'lin')), []);
     assert.ok(m.modules.has('hub/hub') && m.modules.get('hub/hub')?.kind === 'ts');
     assert.equal(m.modules.get('espnow')?.kind, 'c', 'the ESP-NOW native module (bindings/espnow/manifest.json) is a C file');
     const broken = rootCopy();
     (broken['modules'] as Json)['device/nothing'] = './device/nothing';
     (broken['modules'] as Json)['store'] = './device/store';
+    (broken['modules'] as Json)['host-sim/robot'] = './host-sim/robot';
     const problems = checkModules(loadManifests(ROOT_MANIFEST, broken));
     assert.ok(problems.some((p) => p.includes('"device/nothing"') && p.includes('no file')), problems.join('\n'));
     assert.ok(problems.some((p) => p.includes('"store"') && p.includes('does not mirror')), problems.join('\n'));
+    assert.ok(problems.some((p) => p === 'module "host-sim/robot" is host code'), 'on esp32 the simulator is host code');
   });
 
-  it('includes the SDK manifest of every SDK module the device code imports', () => {
-    assert.deepEqual(checkIncludes(loadManifests(ROOT_MANIFEST)), []);
+  it('includes the SDK manifest of every SDK module the entry’s code imports', () => {
+    for (const platform of PLATFORMS) {
+      const m = loadManifests(ROOT_MANIFEST, undefined, platform);
+      assert.deepEqual(checkIncludes(m, walk(m, mainOf(m))), [], platform);
+    }
     const broken = rootCopy();
     broken['include'] = asList(broken['include']).filter((i) => !i.includes('crypt'));
-    assert.deepEqual(checkIncludes(loadManifests(ROOT_MANIFEST, broken)), ['the SDK manifest $(MODDABLE)/modules/crypt/digest/manifest.json is not included']);
+    const m = loadManifests(ROOT_MANIFEST, broken);
+    assert.deepEqual(checkIncludes(m, walk(m, 'device/main')), ['the SDK manifest $(MODDABLE)/modules/crypt/digest/manifest.json is not included']);
   });
 
   it('lists every module the device code imports, under the name XS resolves the import to', () => {
@@ -629,7 +694,7 @@ describe('device build: manifest.json', () => {
     const g = walk(m, 'device/main');
     assert.deepEqual(checkImports(m, g), []);
     // The entry reaches every device adapter and the core.
-    for (const name of ['bindings/tcp/device', 'bindings/ble/device', 'bindings/espnow/device', 'hub/hub', 'catalog/default', 'device/store']) {
+    for (const name of ['bindings/tcp/device', 'bindings/ble/device', 'bindings/espnow/device', 'hub/hub', 'catalog/default', 'device/store', 'device/robot', 'device/runtime', 'device/wiring']) {
       assert.ok(g.reached.has(name), `${name} is reached from device/main`);
     }
     const broken = rootCopy();
@@ -639,6 +704,23 @@ describe('device build: manifest.json', () => {
     assert.ok(problems.some((p) => p.includes('"bindings/tcp/framing"') && p.includes('does not list')), problems.join('\n'));
   });
 
+  it('builds lin from the same core and Wi-Fi bindings, with a simulated robot and no BLE, ESP-NOW, GPIO or UART', () => {
+    const m = loadManifests(ROOT_MANIFEST, undefined, 'lin');
+    const g = walk(m, 'device/main-lin');
+    assert.deepEqual(checkImports(m, g), []);
+    for (const name of ['bindings/tcp/device', 'bindings/tcp/http-device', 'hub/hub', 'catalog/default', 'device/boot', 'device/store', 'device/runtime', 'device/wiring', 'device/sim-robot', 'host-sim/robot']) {
+      assert.ok(g.reached.has(name), `${name} is reached from device/main-lin`);
+    }
+    for (const name of [...m.modules.keys()]) assert.ok(!/^bindings\/(ble|espnow)\/|^device\/(main|robot|robot-link)$|^espnow$/.test(name), `${name} is not built for lin`);
+    for (const spec of ['embedded:io/digital', 'embedded:io/serial', 'embedded:io/bluetoothle/peripheral', 'wifi']) assert.ok(!g.sdkImports.has(spec), `lin imports no ${spec}`);
+    const warning = ((rootCopy()['platforms'] as Record<string, Json>)['lin'] as Json)['warning'];
+    assert.match(String(warning), /BLE and ESP-NOW are not built for lin/, 'the lin build says what it leaves out');
+    // The device keeps every module it had.
+    const esp = loadManifests(ROOT_MANIFEST, undefined, 'esp32');
+    for (const name of ['device/main', 'device/robot', 'device/robot-link', 'bindings/ble/device', 'bindings/ble/link', 'bindings/espnow/device', 'bindings/espnow/link', 'espnow']) assert.ok(esp.modules.has(name), `esp32 lists ${name}`);
+    assert.ok(esp.sdkIncludes.includes('$(MODDABLE)/modules/io/ble/server/manifest.json') && !m.sdkIncludes.includes('$(MODDABLE)/modules/io/ble/server/manifest.json'), 'the GATT server on esp32 only');
+  });
+
   it('resolves relative imports against module names, as XS does', () => {
     assert.equal(xsResolve('bindings/tcp/device', '../../hub/ports.js'), 'hub/ports');
     assert.equal(xsResolve('device/main', './boot.js'), 'device/boot');
@@ -646,10 +728,12 @@ describe('device build: manifest.json', () => {
     assert.equal(xsResolve('main', '../hub/hub.js'), '../hub/hub');
   });
 
-  it('preloads real modules, all of hub/ and catalog/, and everything they import', () => {
-    const m = loadManifests(ROOT_MANIFEST);
-    const g = walk(m, 'device/main');
-    assert.deepEqual(checkPreload(m, g), []);
+  it('preloads real modules, all of hub/ and catalog/, and everything they import', function () {
+    this.timeout(20000);
+    for (const platform of PLATFORMS) {
+      const m = loadManifests(ROOT_MANIFEST, undefined, platform);
+      assert.deepEqual(checkPreload(m, walk(m, mainOf(m))), [], platform);
+    }
     const broken = rootCopy();
     const list = asList(broken['preload']);
     broken['preload'] = [...list.filter((n) => n !== 'hub/shed' && n !== 'device/config'), 'hub/nothing', 'catalog/*'];
@@ -665,13 +749,17 @@ describe('device build: manifest.json', () => {
     const m = loadManifests(ROOT_MANIFEST);
     assert.deepEqual(checkTypingOverrides(m), []);
     assert.deepEqual([...m.typings.keys()].sort(), ['embedded:io/bluetoothle/peripheral', 'embedded:io/socket/listener', 'embedded:io/socket/tcp']);
+    const lin = loadManifests(ROOT_MANIFEST, undefined, 'lin');
+    assert.deepEqual(checkTypingOverrides(lin), []);
+    assert.deepEqual([...lin.typings.keys()].sort(), ['embedded:io/socket/listener', 'embedded:io/socket/tcp']);
     const broken = rootCopy();
     (broken['modules'] as Json)['~'] = asList((broken['modules'] as Json)['~']).filter((x) => !x.endsWith('/listener'));
     assert.equal(checkTypingOverrides(loadManifests(ROOT_MANIFEST, broken)).length, 1);
   });
 
-  it('passes every check together', () => {
-    assert.deepEqual(checkAll(), []);
+  it('passes every check together, for esp32 and for lin', () => {
+    assert.deepEqual(checkAll('esp32'), []);
+    assert.deepEqual(checkAll('lin'), []);
   });
 });
 
@@ -692,9 +780,19 @@ describe('device build: preload safety of module-scope data', () => {
     assert.deepEqual(preloadWrites('const EMPTY = new Uint8Array(0);\nexport function f() { return EMPTY; }\n'), []);
     assert.deepEqual(preloadWrites('const TABLE = new Uint8Array([1, 2]);\nexport function f(i: number) { return TABLE[i] === 1; }\n'), []);
     assert.deepEqual(preloadWrites('let seen: Uint32Array | undefined;\nexport function f() { if (!seen) seen = new Uint32Array(8); seen[0] = 1; }\n'), []);
+    assert.deepEqual(preloadWrites('export class R { readonly seen = new Uint32Array(8); f() { this.seen[0] = 1; } }\n'), []);
     assert.deepEqual(preloadWrites('export function f() { const b = new Uint8Array(4); b[0] = 1; return b; }\n'), []);
     // Text inside strings and comments is not code.
     assert.deepEqual(preloadWrites("const B = new Uint8Array(4);\n// B[0] = 1\nexport const s = 'B[0] = 1';\n"), []);
+  });
+
+  it('finds module-scope state the linker keeps in RAM: a let or var, an unfrozen object', () => {
+    const p = preloadState('let seen: Uint32Array | undefined;\nvar n = 0;\nexport const parsed = { base: 0 };\nconst list: number[] = [];\nconst byId = new Map<number, number>();\nexport function f() { let x = 1; const o = { x }; return o; }\n');
+    assert.equal(p.length, 5, p.join('\n'));
+    assert.match(p[0] as string, /let 'seen'.*no const/);
+    assert.match(p[1] as string, /var 'n'/);
+    assert.match(p[2] as string, /'parsed' is not frozen/);
+    assert.deepEqual(preloadState("export const K = Object.freeze({ a: 1 });\nconst T = Object.freeze([1, 2]);\nexport class C { x = 0; y = []; }\nexport function g() { let a = 0; return a; }\n"), []);
   });
 
   it('finds an assignment to a static property of a class', () => {

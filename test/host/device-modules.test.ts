@@ -31,8 +31,16 @@ import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BleLink } from '../../bindi
 import { FragmentPosition, header } from '../../bindings/ble/fragment.js';
 import { FrameType } from '../../hub/frames.js';
 import { tagOf } from '../../hub/ports.js';
-import { makeHub, VirtualClock } from '../lib/hub-fixture.js';
-import { deviceHubWiring, HEAP_COUNTERS, type InstrumentationApi } from '../../device/wiring.js';
+import { credentialStore, makeHub, MemoryStore, RecordingRobot, SeededRandom, TestClient, VirtualClock } from '../lib/hub-fixture.js';
+import { configuredCredentials, createDeviceHub, deviceHubWiring, HEAP_COUNTERS, storeConfiguredCredentials, type InstrumentationApi } from '../../device/wiring.js';
+import { AdmissionReason } from '../../hub/admission.js';
+import { DEFAULT_HEAP_LIMIT_BYTES } from '../../hub/admission.js';
+import { LadderRung, LadderTrigger } from '../../hub/ladder.js';
+import { LOAD_PERIOD_MS } from '../../hub/hub.js';
+import { PROTOCOL_VERSION, type NackFrame } from '../../hub/frames.js';
+import { DEVICE_MAX_HUB_FRAME_BYTES } from '../../device/config.js';
+import { SimulatedRobot, SimStopLine } from '../../device/sim-robot.js';
+import type { DataFrame } from '../../hub/frames.js';
 
 // ------------------------------------------------------------------------------ configuration
 
@@ -550,13 +558,199 @@ describe('device/wiring: what the device entry hands the hub', () => {
     assert.equal(deviceHubWiring(20, undefined).heap, undefined);
   });
 
-  it('is what device/main.ts gives the Hub: its heap port and tickPeriodMs', () => {
-    const main = readFileSync(new URL('../../../device/main.ts', import.meta.url), 'utf8');
-    assert.match(main, /const wiring = deviceHubWiring\(config\.tickMs, Instrumentation\)/);
-    const ctor = /new Hub\(([\s\S]*?)\n {2}\);/.exec(main);
-    assert.ok(ctor, 'main.ts constructs the Hub');
-    assert.match(ctor[1] as string, /heap: wiring\.heap/);
-    assert.match(ctor[1] as string, /tickPeriodMs: wiring\.tickPeriodMs/);
+  it('is what both device entries give the Hub: createDeviceHub with the instrumentation module', () => {
+    for (const entry of ['main.ts', 'main-lin.ts']) {
+      const text = readFileSync(new URL(`../../../device/${entry}`, import.meta.url), 'utf8');
+      assert.match(text, /import Instrumentation from 'instrumentation';/, entry);
+      assert.match(text, /const hub = createDeviceHub\(\{ clock, random, store, robot[^}]*\}, config, Instrumentation\);/, entry);
+      assert.ok(!/new Hub\(/.test(text), `${entry} makes its hub only through createDeviceHub`);
+    }
+  });
+});
+
+/** The hub a device entry makes (device/wiring.ts createDeviceHub), on a virtual clock. */
+function deviceHub(instrumentation: InstrumentationApi | undefined, raw: Record<string, unknown> = {}, store: MemoryStore = credentialStore()): { hub: ReturnType<typeof createDeviceHub>; clock: VirtualClock; store: MemoryStore } {
+  const clock = new VirtualClock();
+  const hub = createDeviceHub({ clock, random: new SeededRandom(5), store, robot: new RecordingRobot(), catalog: loadCatalog(DEFAULT_CATALOG) }, resolveDeviceConfig(raw), instrumentation);
+  return { hub, clock, store };
+}
+
+/** The health report's heap.usedBytes. */
+function heapUsed(hub: ReturnType<typeof createDeviceHub>): number {
+  return (hub.healthReport().metrics as unknown as { heap: { usedBytes: number } }).heap.usedBytes;
+}
+
+/** A HELLO from a new client: the NACK code and its retry hint, or 'welcome'. */
+function hello(hub: ReturnType<typeof createDeviceHub>): [number, number] | 'welcome' {
+  const c = new TestClient(hub);
+  c.send({ type: FrameType.HELLO, version: PROTOCOL_VERSION, name: 'late' });
+  for (const f of c.take()) {
+    if (f.type === FrameType.WELCOME) return 'welcome';
+    if (f.type === FrameType.NACK) return [(f as NackFrame).code, (f as NackFrame).retryAfterMs ?? -1];
+  }
+  return assert.fail('neither WELCOME nor NACK');
+}
+
+describe('device/wiring: the hub the device entries make (createDeviceHub)', () => {
+  it('takes the configuration: identity, slots, deadman, never-shed queues, anonymous tier, the device frame size and the tick period', () => {
+    const { hub } = deviceHub(undefined, { hub_id: 'arm-7', slots: '4', deadman_ms: 300, never_shed_bytes: 2048, anonymous_tier: 'none', tick_ms: 20 });
+    const c = hub.config;
+    assert.deepEqual(
+      [c.hubId, c.slots, c.deadmanMs, c.neverShedBytes, c.anonymousTier, c.maxFrameBytes, c.tickPeriodMs],
+      ['arm-7', 4, 300, 2048, -1, DEVICE_MAX_HUB_FRAME_BYTES, 20],
+    );
+  });
+
+  it('runs loop-delay admission at the tick period: a tick 300 ms after the last at 10 ms refuses HELLO (event loop)', () => {
+    const { hub, clock } = deviceHub(undefined);
+    assert.equal(hub.config.tickPeriodMs, DEVICE_DEFAULTS.tick_ms);
+    clock.t = 5000;
+    hub.tick();
+    clock.t = 5100; // 90 ms late: within the 250 ms allowed
+    hub.tick();
+    assert.equal(hello(hub), 'welcome');
+    clock.t = 5400; // 290 ms late
+    hub.tick();
+    const r = hello(hub);
+    assert.ok(Array.isArray(r) && r[0] === Nack.HUB_PRESSURE, `refused: ${JSON.stringify(r)}`);
+    assert.equal(hub.admission.refusals[AdmissionReason.EVENT_LOOP], 1);
+    // A hub told no period (the core's default) would have admitted it: the wiring is what turns it on.
+    const clock2 = new VirtualClock();
+    const plain = makeHub({}, credentialStore(), clock2).hub;
+    clock2.t = 5000;
+    plain.tick();
+    clock2.t = 5400;
+    plain.tick();
+    assert.equal(hello(plain), 'welcome');
+  });
+
+  it('reads the heap through instrumentation: above the limit HELLO is refused (memory) and the ladder climbs on its heap rung', () => {
+    const instr = new FakeInstrumentation(HEAP_COUNTERS);
+    instr.values.set(1, 60_000);
+    instr.values.set(2, 30_000);
+    const { hub, clock } = deviceHub(instr);
+    assert.equal(hello(hub), 'welcome', '90,000 bytes: under the limit');
+    assert.equal(heapUsed(hub), 90_000);
+    instr.values.set(1, DEFAULT_HEAP_LIMIT_BYTES); // with the slot heap: above the limit
+    clock.advance(LOAD_PERIOD_MS);
+    hub.tick();
+    const r = hello(hub);
+    assert.ok(Array.isArray(r) && r[0] === Nack.HUB_PRESSURE, `refused: ${JSON.stringify(r)}`);
+    assert.ok(hub.admission.refusals[AdmissionReason.MEMORY] === 1 || hub.admission.refusals[AdmissionReason.LADDER] === 1);
+    assert.equal(hub.ladder.rung, LadderRung.PARK_LOWEST, 'heap ratio above 1: the top rung');
+    assert.equal(hub.ladder.state.trigger, LadderTrigger.HEAP);
+    assert.equal(heapUsed(hub), DEFAULT_HEAP_LIMIT_BYTES + 30_000);
+  });
+
+  it('in a release build (the counters read undefined) the heap never refuses and reads -1; loop-delay admission still runs', () => {
+    const release = new FakeInstrumentation(HEAP_COUNTERS);
+    const { hub, clock } = deviceHub(release);
+    clock.advance(LOAD_PERIOD_MS);
+    hub.tick();
+    assert.equal(heapUsed(hub), -1);
+    assert.equal(hub.ladder.rung, LadderRung.CALM);
+    assert.equal(hello(hub), 'welcome');
+    clock.advance(400);
+    hub.tick();
+    const r = hello(hub);
+    assert.ok(Array.isArray(r) && r[0] === Nack.HUB_PRESSURE, `refused: ${JSON.stringify(r)}`);
+    assert.equal(hub.admission.refusals[AdmissionReason.EVENT_LOOP], 1);
+  });
+
+  it('writes the configured credentials to the Store when they differ, once, and keeps the stored table when none are configured', () => {
+    const store = new MemoryStore();
+    let writes = 0;
+    const counting = { get: (k: string) => store.get(k), set: (k: string, v: Uint8Array) => { writes++; store.set(k, v); }, delete: (k: string) => store.delete(k) };
+    const config = resolveDeviceConfig({ credentials: 'operator:op-key,maintainer:mx-key' });
+    assert.equal(storeConfiguredCredentials(counting, config), true);
+    assert.equal(storeConfiguredCredentials(counting, config), false, 'the same table: no second write to NVS');
+    assert.equal(writes, 1);
+    assert.deepEqual(decodeCredentials(store.get(CREDENTIALS_KEY)), configuredCredentials(config));
+    assert.deepEqual(configuredCredentials(config)?.map((c) => c.tier), [Tier.operator, Tier.maintainer]);
+    assert.equal(storeConfiguredCredentials(counting, resolveDeviceConfig({})), false);
+    assert.equal(writes, 1, 'none configured: the stored table stands');
+    // An unreadable record is written afresh.
+    const broken = { get: (): Uint8Array => { throw new Error('nvs read'); }, set: (k: string, v: Uint8Array) => store.set(k, v), delete: () => {} };
+    assert.equal(storeConfiguredCredentials(broken, resolveDeviceConfig({ credentials: 'operator:other' })), true);
+    // The hub made after it grants the configured tier, as the entries make it.
+    const fresh = new MemoryStore();
+    storeConfiguredCredentials(fresh, config);
+    const { hub } = deviceHub(undefined, {}, fresh);
+    const c = new TestClient(hub);
+    assert.equal(c.hello({ credential: new TextEncoder().encode('op-key') }).tier, Tier.operator);
+  });
+});
+
+// ------------------------------------------------------------------------------ the lin target's robot
+
+/** A Log that keeps its event codes. */
+function eventLog(): { codes: string[]; event(code: string): void } {
+  const codes: string[] = [];
+  return { codes, event: (code: string) => void codes.push(code) };
+}
+
+describe('device/sim-robot: the robot and stop line of the Linux simulator target', () => {
+  it('holds the line at stop from construction; a stop sets the line and stops the robot, a release frees the line', () => {
+    const line = new SimStopLine();
+    assert.equal(line.stopped, true);
+    const clock = new VirtualClock();
+    const log = eventLog();
+    const robot = new SimulatedRobot(loadCatalog(DEFAULT_CATALOG), clock, { log });
+    assert.equal(robot.line.stopped, true, 'stop before anything else');
+    robot.release();
+    assert.deepEqual([robot.line.stopped, log.codes], [false, ['stop-line-run']]);
+    robot.stop(EstopSource.CLIENT);
+    assert.equal(robot.line.stopped, true);
+    assert.equal(robot.robot.isStopped, true);
+    assert.equal(robot.robot.stats.stops, 1);
+    robot.stop(EstopSource.DEADMAN);
+    assert.deepEqual(log.codes, ['stop-line-run', 'stop-line-stop'], 'one change of level, logged once');
+    assert.equal(robot.line.changes, 2);
+  });
+
+  it('streams the catalog’s telemetry into the hub the entry makes, stamped with the hub’s clock, and a client ESTOP stops it', () => {
+    const clock = new VirtualClock();
+    clock.t = 1_700_000;
+    const catalog = loadCatalog(DEFAULT_CATALOG);
+    const robot = new SimulatedRobot(catalog, clock);
+    const hub = createDeviceHub({ clock, random: new SeededRandom(9), store: new MemoryStore(), robot, catalog }, resolveDeviceConfig({}), undefined);
+    robot.start(hub);
+    assert.ok(!hub.latch.latched);
+    robot.release();
+    const imu = (catalog.byName('imu') as { id: number }).id;
+    const client = new TestClient(hub);
+    client.hello({ subWishes: [{ channelId: imu, wishedRateHz: 50 }] });
+    client.take();
+    for (let i = 0; i < 100; i++) {
+      clock.advance(10);
+      hub.tick();
+      robot.advance(clock.now());
+    }
+    const data = client.take(FrameType.DATA) as DataFrame[];
+    assert.ok(data.length >= 45 && data.length <= 51, `${data.length} imu samples in 1 s at 50 Hz`);
+    for (const f of data) assert.ok(f.t > 1_700_000 && f.t <= clock.now(), `t ${f.t} on the hub's clock`);
+    assert.equal((data[0] as DataFrame).values.length, 6);
+    client.estop(1);
+    assert.ok(hub.latch.latched);
+    assert.equal(robot.line.stopped, true);
+    assert.equal(robot.robot.isStopped, true);
+  });
+
+  it('stays stopped when the hub restores a latch from the Store', () => {
+    const store = new MemoryStore();
+    const clock = new VirtualClock();
+    const catalog = loadCatalog(DEFAULT_CATALOG);
+    const first = new SimulatedRobot(catalog, clock);
+    const hub1 = createDeviceHub({ clock, random: new SeededRandom(9), store, robot: first, catalog }, resolveDeviceConfig({}), undefined);
+    first.release();
+    new TestClient(hub1).estop(3);
+    assert.ok(hub1.latch.latched);
+    // A restart: the entry makes the robot (line at stop), then the hub, and releases only when nothing latched.
+    const again = new SimulatedRobot(catalog, clock);
+    const hub2 = createDeviceHub({ clock, random: new SeededRandom(9), store, robot: again, catalog }, resolveDeviceConfig({}), undefined);
+    assert.ok(hub2.latch.latched);
+    assert.equal(again.line.stopped, true);
+    assert.equal(again.robot.isStopped, true, 'the restored latch stopped the robot');
   });
 });
 

@@ -122,7 +122,7 @@ describe('tidy: the platform-free core', () => {
 // with a tag saying what it is, so no binding decodes a frame and the core never asks which
 // binding a link belongs to. test/core/link-opaque.test.ts holds the same from the other side:
 // every binding carries frames of random bytes unchanged.
-const DECODERS = /\b(?:decodeFrame|peekFrameType|decodeValue|decodeData|CborReader|FastReader|decodeEstop)\b/;
+const DECODERS = /\b(?:decodeFrame|FrameDecoder|FieldReader|peekFrameType|decodeValue|decodeData|CborReader|FastReader|decodeEstop)\b/;
 const BINDING_BRANCH = /\.binding\s*[!=]==|[!=]==\s*[\w.]*\.binding\b|switch\s*\([^)]*\.binding\s*\)/;
 
 describe('tidy: the egress layers', () => {
