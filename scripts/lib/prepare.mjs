@@ -38,10 +38,10 @@ export function ensureChromium(log = (line) => console.log(`  ${line}`)) {
   return null;
 }
 
-/** Debian's python3 and the packages the Python client's suite needs (clients/python, docs/client.md "Python"). */
+/** Debian's python3 and the packages the Python client's suite needs (clients/python, docs/client.md "Python"); mypy checks its type hints. */
 export const PYTHON_PATH = '/usr/bin/python3';
-export const PYTHON_PACKAGES = ['python3', 'python3-cbor2', 'python3-websockets', 'python3-pytest', 'python3-pytest-asyncio'];
-const PYTHON_MODULES = ['cbor2', 'websockets', 'pytest', 'pytest_asyncio'];
+export const PYTHON_PACKAGES = ['python3', 'python3-cbor2', 'python3-websockets', 'python3-pytest', 'python3-pytest-asyncio', 'python3-mypy'];
+const PYTHON_MODULES = ['cbor2', 'websockets', 'pytest', 'pytest_asyncio', 'mypy'];
 
 function pythonReady() {
   if (!existsSync(PYTHON_PATH)) return `${PYTHON_PATH} is missing`;

@@ -83,6 +83,13 @@ describe('Python client (clients/python) under pytest, against the simulator on 
     return;
   }
 
+  it('robot_hub and its tests type-check under mypy --strict (the package ships py.typed)', function () {
+    this.timeout(180000);
+    const r = spawnSync(PYTHON, ['-m', 'mypy', 'robot_hub', 'tests'], { cwd: pkg, env: { ...ENV, MYPY_CACHE_DIR: '/dev/null' }, encoding: 'utf8', timeout: 170000 });
+    assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /^Success: no issues found/m);
+  });
+
   it(`pytest collected the suite (${ids.length} cases) and exited 0`, function () {
     assert.ok(ids.length >= 150, `${ids.length} cases`);
     assert.match(output, /\(pytest exit 0\)$/, output.slice(-4000));

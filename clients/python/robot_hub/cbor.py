@@ -183,4 +183,5 @@ def normalize(v: Any) -> Any:
 
 def encode(v: Any) -> bytes:
     """Canonical CBOR (§3.2): shortest heads, ascending integer keys, shortest exact floats."""
-    return cbor2.dumps(normalize(v), canonical=True)
+    out: bytes = cbor2.dumps(normalize(v), canonical=True)
+    return out

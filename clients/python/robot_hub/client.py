@@ -18,8 +18,9 @@ import collections
 import json
 import random
 import time
+import weakref
 from dataclasses import dataclass, field
-from typing import (Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Generic, List, Optional,
+from typing import (Any, Awaitable, Callable, Deque, Dict, Generic, List, Optional,
                     Sequence, Set, TypeVar, Union)
 
 from .estop import (ESTOP_FLAG_LATCHED, EstopFrame, EstopFrameError, EstopKind, EstopSource,
@@ -157,43 +158,67 @@ class PublicationStats:
     rate_limited: int = 0
 
 
+class Feed(Generic[T]):
+    """An async iterator over one of the client's feeds. It takes items from the moment it is
+    made (not from its first ``__anext__``), keeps at most ``depth`` of them, and drops the oldest
+    when its reader falls behind (counted in ``lost``): a slow reader never slows the session. It
+    ends when the client closes. Drop it, or call :meth:`close`, to stop taking items."""
+
+    def __init__(self, owner: "_Broadcast[T]", depth: int) -> None:
+        self._owner = owner
+        self._queue: Deque[Optional[T]] = collections.deque()
+        self._wake = asyncio.Event()
+        self._depth = depth
+        self.lost = 0
+
+    def _put(self, item: Optional[T]) -> None:
+        if len(self._queue) >= self._depth:
+            self._queue.popleft()
+            self.lost += 1
+        self._queue.append(item)
+        self._wake.set()
+
+    def __aiter__(self) -> "Feed[T]":
+        return self
+
+    async def __anext__(self) -> T:
+        while not self._queue:
+            self._wake.clear()
+            await self._wake.wait()
+        item = self._queue.popleft()
+        if item is None:
+            self.close()
+            raise StopAsyncIteration
+        return item
+
+    def close(self) -> None:
+        self._owner.feeds.discard(self)
+
+
 class _Broadcast(Generic[T]):
-    """Fan-out to async iterators. Each has its own bounded queue; a reader that falls behind
-    loses the oldest items (counted), never slows the session."""
+    """Fan-out to :class:`Feed` iterators; feeds nobody holds any more are forgotten."""
 
     def __init__(self, depth: int) -> None:
         self.depth = depth
-        self.queues: Set[asyncio.Queue[Optional[T]]] = set()
-        self.lost = 0
+        self.feeds: "weakref.WeakSet[Feed[T]]" = weakref.WeakSet()
 
     def put(self, item: T) -> None:
-        for q in self.queues:
-            if q.full():
-                q.get_nowait()
-                self.lost += 1
-            q.put_nowait(item)
+        for f in list(self.feeds):
+            f._put(item)
 
     def end(self) -> None:
-        for q in self.queues:
-            if q.full():
-                q.get_nowait()
-            q.put_nowait(None)
+        for f in list(self.feeds):
+            f._put(None)
 
-    async def iterate(self, first: Optional[T] = None, closed: bool = False) -> AsyncIterator[T]:
-        q: asyncio.Queue[Optional[T]] = asyncio.Queue(self.depth)
+    def iterate(self, first: Optional[T] = None, closed: bool = False) -> Feed[T]:
+        f: Feed[T] = Feed(self, self.depth)
         if first is not None:
-            q.put_nowait(first)
+            f._put(first)
         if closed:
-            q.put_nowait(None)
-        self.queues.add(q)
-        try:
-            while True:
-                item = await q.get()
-                if item is None:
-                    return
-                yield item
-        finally:
-            self.queues.discard(q)
+            f._put(None)
+        else:
+            self.feeds.add(f)
+        return f
 
 
 @dataclass
@@ -360,7 +385,8 @@ class HubClient:
         if self._first is not None and not self._first.done():
             self._first.set_exception(err)
         self._fail_pending(err, include_requests=True)
-        for b in (*self._data.values(), self._grant_feed, self._estop_feed, self._nack_feed, self._state_feed):
+        feeds: List[_Broadcast[Any]] = [*self._data.values(), self._grant_feed, self._estop_feed, self._nack_feed, self._state_feed]
+        for b in feeds:
             b.end()
 
     def _fail_pending(self, err: BaseException, include_requests: bool) -> None:
@@ -737,27 +763,27 @@ class HubClient:
 
     # ------------------------------------------------------------ iterators
 
-    def data(self, channel_id: Optional[int] = None) -> AsyncIterator[Data]:
+    def data(self, channel_id: Optional[int] = None) -> Feed[Data]:
         """DATA frames of one channel (or of every channel), as they arrive. ``gap`` is set when
         what came before is missing; ``seq`` jumps show what shedding or a resume left out."""
         b = self._data.get(channel_id)
         if b is None:
             b = self._data[channel_id] = _Broadcast(self._queue_depth)
-        return b.iterate(closed=self.state == "closed" and self._closing)
+        return b.iterate(closed=self._closing)
 
-    def grant_updates(self) -> AsyncIterator[Grants]:
+    def grant_updates(self) -> Feed[Grants]:
         """The current grants first, then every GRANT (answered or unsolicited) and WELCOME."""
         return self._grant_feed.iterate(Grants(dict(self.grants.sub), dict(self.grants.pub)), self._closing)
 
-    def estop_states(self) -> AsyncIterator[EstopState]:
+    def estop_states(self) -> Feed[EstopState]:
         """The ESTOP state now, then every ESTOP frame (a latch in force when the client joins or
         resumes arrives right after WELCOME, §11.2)."""
         return self._estop_feed.iterate(EstopState(self.latched, self.last_estop), self._closing)
 
-    def nacks(self) -> AsyncIterator[NackFrame]:
+    def nacks(self) -> Feed[NackFrame]:
         return self._nack_feed.iterate(None, self._closing)
 
-    def states(self) -> AsyncIterator[str]:
+    def states(self) -> Feed[str]:
         return self._state_feed.iterate(self.state, self._closing)
 
     # ------------------------------------------------------------ requests

@@ -13,6 +13,7 @@ from typing import Deque, Optional, Protocol
 from urllib.parse import urlparse
 
 import websockets
+import websockets.client
 import websockets.exceptions
 
 from .frames import MAX_HUB_FRAME_BYTES
@@ -88,7 +89,7 @@ class WsTransport:
     """WebSocket: one binary message per frame. A text message is not a frame of ours: it is
     handed on as an empty frame, which the client counts as bad."""
 
-    def __init__(self, ws: "websockets.WebSocketClientProtocol") -> None:
+    def __init__(self, ws: websockets.client.WebSocketClientProtocol) -> None:
         self._ws = ws
         self._queue: Deque[bytes] = collections.deque()
         self._ready = asyncio.Event()
@@ -97,7 +98,7 @@ class WsTransport:
 
     @classmethod
     async def open(cls, url: str) -> "WsTransport":
-        ws = await websockets.connect(  # type: ignore[attr-defined]
+        ws = await websockets.client.connect(
             url, max_size=MAX_HUB_FRAME_BYTES, compression=None, ping_interval=None, close_timeout=1
         )
         return cls(ws)
