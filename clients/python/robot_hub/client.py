@@ -289,6 +289,8 @@ class HubClient:
         self.publications: Dict[int, PublicationStats] = {}
         self.error: Optional[BaseException] = None
         self.channel_seq: Dict[int, int] = {}
+        #: The last 16 waits before a reconnect, in seconds (the backoff of §6.6).
+        self.reconnect_delays: List[float] = []
 
         self._token: Optional[bytes] = None
         self._tr: Optional[Transport] = None
@@ -416,7 +418,7 @@ class HubClient:
                 if not welcomed_once or not self.reconnect:
                     self._finish(HubError("TRANSPORT", f"cannot open {self.url}: {e}"))
                     return
-                await asyncio.sleep(self._jitter(delay))
+                await self._backoff(delay)
                 delay = min(delay * 2, self.backoff_max)
                 continue
             self.counters.connects += 1
@@ -438,8 +440,14 @@ class HubClient:
             if self.welcome is None and not welcomed_once and outcome == "lost":
                 self._finish(HubError("TRANSPORT", f"{self.url} closed before WELCOME"))
                 return
-            await asyncio.sleep(self._jitter(delay))
+            await self._backoff(delay)
             delay = min(delay * 2, self.backoff_max)
+
+    async def _backoff(self, step: float) -> None:
+        d = self._jitter(step)
+        self.reconnect_delays.append(d)
+        del self.reconnect_delays[:-16]
+        await asyncio.sleep(d)
 
     def _jitter(self, step: float) -> float:
         """Each delay is drawn in [½, 1] of its step (docs/client.md)."""

@@ -13,6 +13,7 @@ import pytest
 from robot_hub import Nack, PubWish, SubWish
 from robot_hub.client import HubClient, HubError, connect
 from robot_hub.estop import EstopKind, EstopSource
+from robot_hub.transport import Transport, open_transport
 
 T = TypeVar("T")
 WAIT = 10.0
@@ -90,6 +91,7 @@ async def test_publish_on_a_publication_channel(hub_url: str, operator: bytes) -
         assert hub.send(cmd_vel, [[hub.now_ms(), 0.1, 0.0]]) == 1
         n = (await within(take(nacks, 1), "NOT_OWNER"))[0]
         assert n.code == Nack.NOT_OWNER and n.channel_id == cmd_vel
+        assert hub.publications[cmd_vel].nacked == 1 and hub.publications[cmd_vel].sent == 1
         assert (await within(hub.take_control(), "take_control")).result == 0
         assert (await within(hub.arm(), "arm")).result == 0
         before = hub.publications[cmd_vel].nacked
@@ -170,6 +172,30 @@ async def test_resume_after_the_transport_drops(hub_url: str) -> None:
         assert hub.grants.sub[10].granted_rate_hz == 20, "grants re-stated"
         frames = await within(take(data, 10), "data after the resume")
         assert frames[-1].seq > frames[0].seq
+
+
+async def test_resume_backs_off_while_the_hub_is_unreachable(hub_url: str) -> None:
+    """After a loss the client retries with waits doubling from 100 ms, each drawn in [½, 1] of
+    its step; here the first two reopenings fail (as a hub out of reach would), the third resumes."""
+    opened = 0
+
+    async def factory() -> Transport:
+        nonlocal opened
+        opened += 1
+        if opened in (2, 3):
+            raise ConnectionRefusedError("the hub is out of reach")
+        return await open_transport(hub_url)
+
+    async with HubClient(hub_url, name="py-backoff", transport=factory) as hub:
+        sid = hub.session_id
+        states = hub.states()
+        hub.drop_transport()
+        assert (await within(take(states, 3), "stale, then active")) == ["active", "stale", "active"]
+        assert hub.session_id == sid and hub.counters.resumes == 1 and opened == 4
+        d = hub.reconnect_delays
+        assert len(d) == 3, d
+        for wait, step in zip(d, (0.1, 0.2, 0.4)):
+            assert step / 2 <= wait <= step, f"{wait} s for a {step} s step"
 
 
 async def test_pings_keep_an_idle_session(tcp_url: str) -> None:
