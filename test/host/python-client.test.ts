@@ -42,7 +42,14 @@ describe('Python client (clients/python) under pytest, against the simulator on 
     const catalog = loadCatalog(DEFAULT_CATALOG);
     const calm = loadNamedScenario('calm', catalog);
     dash = await startDashboard({
-      scenario: { ...calm, name: 'python-client', clients: [], events: [], durationMs: 3_600_000 },
+      scenario: {
+        ...calm,
+        name: 'python-client',
+        credentials: { ...calm.credentials, 'maint-key': 'maintainer' },
+        clients: [],
+        events: [],
+        durationMs: 3_600_000,
+      },
       port: 0,
       tcpPort: 0,
       wsPort: 0,
@@ -53,6 +60,7 @@ describe('Python client (clients/python) under pytest, against the simulator on 
       HUB_TCP: `tcp://127.0.0.1:${dash.tcp.port}`,
       HUB_WS: `ws://127.0.0.1:${dash.ws.port}/`,
       HUB_OPERATOR_CREDENTIAL: 'operator-key', // the calm scenario's operator credential
+      HUB_MAINTAINER_CREDENTIAL: 'maint-key', // added above: the health report is for maintainers
     };
     // Asynchronous: the simulator runs on this process's event loop while pytest talks to it.
     const code = await new Promise<number | null>((ok) => {

@@ -6,6 +6,7 @@ the client's PINGs and ACKs alone. Rates are measured on the hub's own timestamp
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import AsyncIterator, Awaitable, Callable, List, TypeVar
 
 import pytest
@@ -172,6 +173,36 @@ async def test_resume_after_the_transport_drops(hub_url: str) -> None:
         assert hub.grants.sub[10].granted_rate_hz == 20, "grants re-stated"
         frames = await within(take(data, 10), "data after the resume")
         assert frames[-1].seq > frames[0].seq
+
+
+async def test_an_unknown_session_is_opened_anew(hub_url: str) -> None:
+    """A resume the hub answers UNKNOWN_SESSION (its token void, as after the hub restarted)
+    opens a new session on the same transport, with the wishes as they stand (§6.6)."""
+    async with connect(hub_url, name="py-renew", subscriptions=[SubWish(10, 10)]) as hub:
+        await within(hub.subscribe([SubWish(11, 5)]), "subscribe")
+        old = hub.session_id
+        nacks = hub.nacks()
+        hub._token = bytes(16)  # a token this hub never issued
+        hub.drop_transport()
+        n = (await within(take(nacks, 1), "UNKNOWN_SESSION"))[0]
+        assert n.code == Nack.UNKNOWN_SESSION
+        await until("a new session", lambda: hub.state == "active" and hub.session_id != old)
+        assert hub.counters.new_sessions == 2 and hub.counters.resumes == 0 and hub.counters.connects == 2
+        assert sorted(hub.grants.sub) == [10, 11], "the wishes as they stand now"
+        assert hub.grants.sub[11].granted_rate_hz == 5
+
+
+async def test_acks_keep_the_hubs_ack_lag_small(hub_url: str, maintainer: bytes) -> None:
+    """The stream ACK counts every frame received on the transport (§5.12, §13.2): the hub's
+    own ack-lag reading of the session, in its health report, stays within one ACK period."""
+    async with connect(hub_url, name="py-acks", credential=maintainer, subscriptions=[SubWish(10, 200)]) as hub:
+        assert hub.tier == 2
+        await within(take(hub.data(10), 300), "300 imu samples")
+        report = json.loads(await within(hub.health(), "health"))
+        lag = report["metrics"]["ackLag"]
+        assert lag["sessions"] == 1 and lag["measured"] == 1, lag
+        assert 0 <= lag["max"] <= 2 * hub.ack_every_frames, lag
+        assert hub.counters.acks_sent >= 300 // hub.ack_every_frames
 
 
 async def test_resume_backs_off_while_the_hub_is_unreachable(hub_url: str) -> None:
