@@ -12,6 +12,7 @@ import { loadCatalog } from '../../catalog/index.js';
 import { DEFAULT_CATALOG } from '../../catalog/default.js';
 import { startDashboard, type Dashboard } from '../../host-sim/dashboard/server.js';
 import { loadNamedScenario } from '../../host-sim/scenario.js';
+import { Nack } from '../../hub/nack.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const pkg = join(repo, 'clients', 'python');
@@ -96,6 +97,13 @@ describe('Python client (clients/python) under pytest, against the simulator on 
     const r = spawnSync(PYTHON, ['-m', 'mypy', 'robot_hub', 'tests'], { cwd: pkg, env: { ...ENV, MYPY_CACHE_DIR: '/dev/null' }, encoding: 'utf8', timeout: 170000 });
     assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /^Success: no issues found/m);
+  });
+
+  it('the hub refused no frame of the Python client as MALFORMED or TOO_LARGE (the client checks its frames first)', function () {
+    const nacks = dash.live.sim.hub.counters.nacks;
+    assert.equal(nacks[Nack.MALFORMED], 0);
+    assert.equal(nacks[Nack.TOO_LARGE], 0);
+    assert.ok((nacks[Nack.NOT_OWNER] ?? 0) >= 2, 'the suite drew NACKs of other kinds, so the counters were read');
   });
 
   it(`pytest collected the suite (${ids.length} cases) and exited 0`, function () {

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import math
 import random
 import time
 import weakref
@@ -152,8 +153,13 @@ class _Bucket:
 
 @dataclass
 class PublicationStats:
+    """Per publication: samples sent, refused by the client's own meter (or while not active),
+    invalid (not ``[t, one finite number per catalog field]``, never sent), and the NACKs the hub
+    sent anyway (``rate_limited``: RATE_LIMITED; ``nacked``: every other code)."""
+
     sent: int = 0
     refused: int = 0
+    invalid: int = 0
     nacked: int = 0
     rate_limited: int = 0
 
@@ -542,6 +548,12 @@ class HubClient:
         limit = self.welcome.mtu if self.welcome is not None and self._active_here else MAX_FRAME_BYTES
         if len(b) > min(limit, MAX_FRAME_BYTES):
             raise HubError("REFUSED", f"a frame of {len(b)} bytes is over the session's mtu ({limit})")
+        # A frame the hub would refuse MALFORMED or TOO_LARGE is refused here instead, so that it
+        # never counts toward the hub's misbehaviour limit (§12.5).
+        try:
+            decode_frame(b, MAX_FRAME_BYTES)
+        except FrameError as e:
+            raise HubError("REFUSED", f"the hub would refuse this {FrameType(f.type).name}: {e}") from None
         tr.send(b)
         return True
 
@@ -865,7 +877,13 @@ class HubClient:
         at the granted rate: a bundle the bucket cannot pay for is refused here, whole, and never
         sent; nothing is queued for later. Returns the number of samples sent."""
         st = self.publications.setdefault(channel_id, PublicationStats())
-        rows = [list(s) for s in samples]
+        rows: List[List[float]] = []
+        for sample in samples:
+            row = self._valid_sample(channel_id, sample)
+            if row is None:
+                st.invalid += 1
+            else:
+                rows.append(row)
         if self.state != "active" or self._tr is None or channel_id not in self.grants.pub:
             st.refused += len(rows)
             return 0
@@ -891,6 +909,23 @@ class HubClient:
             sent += len(chunk)
         st.sent += sent
         return sent
+
+    def _valid_sample(self, channel_id: int, sample: Sequence[float]) -> Optional[List[float]]:
+        """``[t, v1, …]``: t an unsigned integer (ms), then finite numbers, as many as the
+        catalog's fields when the catalog is known (§6.7); None when it is not."""
+        row = list(sample)
+        if not row or len(row) > 33 or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in row):
+            return None
+        t = row[0]
+        if not math.isfinite(t) or t < 0 or t != int(t):
+            return None
+        row[0] = int(t)
+        if not all(math.isfinite(x) for x in row[1:]):
+            return None
+        info = self.catalog.channels.get(channel_id) if self.catalog is not None else None
+        if info is not None and len(row) - 1 != len(info.fields):
+            return None
+        return row
 
     async def intent(self, channel_id: int, args: Optional[Sequence[Arg]] = None) -> Echo:
         """INTENT (§9.3): the ECHO whatever its result (0: done). Raises :class:`HubError` NACK

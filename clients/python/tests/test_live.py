@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import AsyncIterator, Awaitable, Callable, List, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, List, TypeVar
 
 import pytest
 
@@ -93,6 +93,13 @@ async def test_publish_on_a_publication_channel(hub_url: str, operator: bytes) -
         n = (await within(take(nacks, 1), "NOT_OWNER"))[0]
         assert n.code == Nack.NOT_OWNER and n.channel_id == cmd_vel
         assert hub.publications[cmd_vel].nacked == 1 and hub.publications[cmd_vel].sent == 1
+        # Samples the hub would refuse MALFORMED are refused here and never sent (§6.7, §12.5).
+        bad: List[List[Any]] = [[hub.now_ms(), float("nan"), 0.0], [hub.now_ms(), 0.1], [-1, 0.1, 0.0], [1.5, 0.1, 0.0], [hub.now_ms(), "x", 0.0]]
+        assert hub.send(cmd_vel, bad) == 0
+        assert hub.publications[cmd_vel].invalid == 5 and hub.publications[cmd_vel].sent == 1
+        with pytest.raises(HubError) as refused:
+            await hub.intent(cat.id("set_mode"), list(range(17)))
+        assert refused.value.code == "REFUSED", "17 args: MALFORMED at the hub, so never sent"
         assert (await within(hub.take_control(), "take_control")).result == 0
         assert (await within(hub.arm(), "arm")).result == 0
         before = hub.publications[cmd_vel].nacked
