@@ -420,7 +420,7 @@ class HubClient:
         while not self._closing:
             try:
                 tr = await asyncio.wait_for(self._open(), self.request_timeout)
-            except (OSError, asyncio.TimeoutError, Exception) as e:  # noqa: BLE001 - any failure to open
+            except Exception as e:  # any failure to open: refused, unreachable, timed out, a bad address
                 if not welcomed_once or not self.reconnect:
                     self._finish(HubError("TRANSPORT", f"cannot open {self.url}: {e}"))
                     return

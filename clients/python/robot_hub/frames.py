@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import cbor
 
@@ -545,8 +545,6 @@ FRAME_KEYS: Dict[int, frozenset[int]] = {
     18: frozenset({37, 43, 44}),
 }
 
-_NAME_BY_KEY = {k: n for n, k in KEYS.items() if n != "samples"}
-
 
 def _build(t: int, f: Dict[int, Any]) -> Frame:
     def need(k: int) -> Any:
@@ -626,7 +624,3 @@ def decode_frame(buf: bytes, max_bytes: int = MAX_HUB_FRAME_BYTES) -> Frame:
 
 def is_frame_from_hub(f: Frame) -> bool:
     return int(f.type) in FROM_HUB
-
-
-def grant_lists(f: Union[Welcome, Grant]) -> tuple[Optional[Sequence[SubGrant]], Optional[Sequence[PubGrant]]]:
-    return f.sub_grants, f.pub_grants
