@@ -38,6 +38,42 @@ export function ensureChromium(log = (line) => console.log(`  ${line}`)) {
   return null;
 }
 
+/** Debian's python3 and the packages the Python client's suite needs (clients/python, docs/client.md "Python"); mypy checks its type hints. */
+export const PYTHON_PATH = '/usr/bin/python3';
+export const PYTHON_PACKAGES = ['python3', 'python3-cbor2', 'python3-websockets', 'python3-pytest', 'python3-pytest-asyncio', 'python3-mypy'];
+const PYTHON_MODULES = ['cbor2', 'websockets', 'pytest', 'pytest_asyncio', 'mypy'];
+
+function pythonReady() {
+  if (!existsSync(PYTHON_PATH)) return `${PYTHON_PATH} is missing`;
+  const r = spawnSync(PYTHON_PATH, ['-c', `import ${PYTHON_MODULES.join(', ')}`], { encoding: 'utf8', timeout: 60000 });
+  return r.status === 0 ? null : `${PYTHON_PATH} cannot import ${PYTHON_MODULES.join(', ')}: ${(r.stderr || '').trim().split('\n').pop()}`;
+}
+
+function pythonVersions() {
+  const code = `import sys, cbor2, websockets, pytest, pytest_asyncio as a; print(sys.version.split()[0], 'pytest', pytest.__version__, 'pytest-asyncio', a.__version__, 'websockets', websockets.__version__)`;
+  const r = spawnSync(PYTHON_PATH, ['-c', code], { encoding: 'utf8', timeout: 60000 });
+  return r.status === 0 ? r.stdout.trim() : 'versions unknown';
+}
+
+/**
+ * Finds Debian's python3 with cbor2, websockets, pytest and pytest-asyncio, or installs Debian's
+ * packages when running as root (PyPI is not used: the Python suite runs on what Debian ships).
+ * Returns null when they are there, otherwise the reason they are not, which fails `npm test`.
+ */
+export function ensurePython(log = (line) => console.log(`  ${line}`)) {
+  const missing = pythonReady();
+  if (missing === null) return null;
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  const cmd = `apt-get install -y ${PYTHON_PACKAGES.join(' ')}`;
+  if (!root) return `${missing}, and this is not root, so they cannot be installed here; run \`${cmd}\` as root (Debian's packages), then npm test again`;
+  if (!existsSync('/usr/bin/apt-get')) return `${missing}, and there is no apt-get to install Debian's ${PYTHON_PACKAGES.join(', ')} with`;
+  log(`Python: ${missing}; installing Debian's ${PYTHON_PACKAGES.join(' ')} (for test/host/python-client.test.ts)`);
+  if (!sh('apt-get', ['update'])) return `apt-get update failed, so ${PYTHON_PACKAGES.join(', ')} could not be installed`;
+  if (!sh('apt-get', ['install', '-y', '--no-install-recommends', ...PYTHON_PACKAGES])) return `${cmd} failed`;
+  const still = pythonReady();
+  return still === null ? null : `${cmd} succeeded but ${still}`;
+}
+
 export async function prepareEnvironment() {
   const notes = [];
   const extraChecks = [];
@@ -52,6 +88,18 @@ export async function prepareEnvironment() {
       cmd: process.execPath,
       args: ['-e', `console.error(${JSON.stringify(`Chromium for the dashboard suite: ${missing}`)}); process.exit(1)`],
       label: `Chromium at ${CHROMIUM_PATH} (dashboard suite)`,
+    });
+  }
+  const noPython = ensurePython();
+  if (noPython === null) {
+    notes.push(`Python: ${PYTHON_PATH} (${pythonVersions()})`);
+  } else {
+    notes.push(`Python: MISSING: ${noPython}`);
+    // As for Chromium: a failing check with the reason; the Python client's suite also fails on its own.
+    extraChecks.push({
+      cmd: process.execPath,
+      args: ['-e', `console.error(${JSON.stringify(`Python for the Python client's suite: ${noPython}`)}); process.exit(1)`],
+      label: `Debian's python3 with ${PYTHON_MODULES.join(', ')} (Python client suite)`,
     });
   }
   return { notes, extraChecks };
