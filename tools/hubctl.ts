@@ -6,8 +6,13 @@
 
 import { Tier, type CatalogIndex, type ChannelInfo, type HubClient, EstopKind, nackName, type DataFrame } from '../client/index.js';
 import { CHANNEL_CLASS_NAMES, DIRECTION_NAMES, PRIORITY_NAMES, STREAM_KIND_NAMES, TIER_NAMES, Direction } from '../catalog/schema.js';
+import { loadCatalog } from '../catalog/index.js';
+import { DEFAULT_CATALOG } from '../catalog/default.js';
+import { loadNamedScenario } from '../host-sim/scenario.js';
 import { nodeClock } from '../client/node.js';
 import { closeQuietly, describe, httpGet, makeClient, open, parseHubUrl, sleep, tierName, ToolError, type HubAddress } from './connect.js';
+import { estopSourceName, FileSink, McapRecorder, readRecording } from './mcap.js';
+import { planPlayback, startReplay } from './replay.js';
 
 const USAGE = `usage: hubctl COMMAND [options]
 
@@ -34,6 +39,12 @@ commands (the tier each needs is the session's, set by --credential):
   health                 the health report: maintainer tier over the session (HEALTH), or
                          --http URL (GET /health, or /api/operations/health when
                          HUB_OPERATIONS_TOKEN is set)
+  record --out FILE.mcap record DATA, grants, NACKs and ESTOPs to MCAP (--channels a,b,…, default
+                         every channel the tier may subscribe; --rate HZ, default each ceiling;
+                         --duration S, default until Ctrl-C)
+  replay FILE.mcap       play a recording into the simulator's dashboard (no --hub; --port N,
+                         --tcp-port N, --ws-port N, default 8080/7000/7001, 0: any free port;
+                         --lead S before the first sample, default 2; --repeat to play it again)
 
 options:
   --hub URL              tcp://HOST:PORT or ws://HOST:PORT[/PATH] (the simulator: tcp://127.0.0.1:7000)
@@ -42,7 +53,7 @@ options:
   --name N               the session's name (default hubctl)
   --http URL             health and sessions over HTTP, e.g. http://192.168.4.1:80`;
 
-const COMMANDS = ['channels', 'grants', 'sessions', 'echo', 'rate', 'estop', 'clear', 'health'] as const;
+const COMMANDS = ['channels', 'grants', 'sessions', 'echo', 'rate', 'estop', 'clear', 'health', 'record', 'replay'] as const;
 type Command = (typeof COMMANDS)[number];
 
 interface Args {
@@ -56,6 +67,13 @@ interface Args {
   rate?: number;
   count?: number;
   durationS?: number;
+  out?: string;
+  channels?: string[];
+  port: number;
+  tcpPort: number;
+  wsPort: number;
+  leadS: number;
+  repeat: boolean;
 }
 
 function num(flag: string, v: string | undefined, min: number): number {
@@ -68,7 +86,7 @@ function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv): Args | null
   if (argv.length === 0 || argv[0] === '-h' || argv[0] === '--help' || argv[0] === 'help') return null;
   const command = argv[0] as Command;
   if (!COMMANDS.includes(command)) throw new ToolError(`unknown command ${JSON.stringify(argv[0])}`, 2);
-  const a: Args = { command, json: false, name: 'hubctl' };
+  const a: Args = { command, json: false, name: 'hubctl', port: 8080, tcpPort: 7000, wsPort: 7001, leadS: 2, repeat: false };
   if (env['HUB_CREDENTIAL'] !== undefined && env['HUB_CREDENTIAL'] !== '') a.credential = env['HUB_CREDENTIAL'];
   for (let i = 1; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -86,6 +104,13 @@ function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv): Args | null
       case '--rate': a.rate = num(arg, value(), 0.001); break;
       case '--count': a.count = num(arg, value(), 1); break;
       case '--duration': a.durationS = num(arg, value(), 0.001); break;
+      case '--out': a.out = value(); break;
+      case '--channels': a.channels = value().split(',').map((s) => s.trim()).filter((s) => s !== ''); break;
+      case '--port': a.port = num(arg, value(), 0); break;
+      case '--tcp-port': a.tcpPort = num(arg, value(), 0); break;
+      case '--ws-port': a.wsPort = num(arg, value(), 0); break;
+      case '--lead': a.leadS = num(arg, value(), 0); break;
+      case '--repeat': a.repeat = true; break;
       case '-h':
       case '--help':
         return null;
@@ -94,11 +119,12 @@ function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv): Args | null
         a.target = arg;
     }
   }
-  const needsTarget = command === 'echo' || command === 'rate';
-  if (needsTarget && a.target === undefined) throw new ToolError(`${command} needs a CHANNEL (name or id)`, 2);
+  const needsTarget = command === 'echo' || command === 'rate' || command === 'replay';
+  if (needsTarget && a.target === undefined) throw new ToolError(`${command} needs ${command === 'replay' ? 'a FILE.mcap' : 'a CHANNEL (name or id)'}`, 2);
   if (!needsTarget && a.target !== undefined) throw new ToolError(`unknown argument ${JSON.stringify(a.target)}`, 2);
   const httpOk = (command === 'health' || command === 'sessions') && a.http !== undefined;
-  if (a.hub === undefined && !httpOk) throw new ToolError(`${command} needs --hub tcp://HOST:PORT or ws://HOST:PORT`, 2);
+  if (command !== 'replay' && a.hub === undefined && !httpOk) throw new ToolError(`${command} needs --hub tcp://HOST:PORT or ws://HOST:PORT`, 2);
+  if (command === 'record' && a.out === undefined) throw new ToolError('record needs --out FILE.mcap', 2);
   return a;
 }
 
@@ -272,7 +298,6 @@ async function healthReport(a: Args): Promise<{ report: Record<string, unknown>;
 type Obj = Record<string, unknown>;
 const obj = (x: unknown): Obj => (typeof x === 'object' && x !== null ? (x as Obj) : {});
 const n = (x: unknown): number => (typeof x === 'number' ? x : NaN);
-const ESTOP_SOURCES = ['client', 'hub-button', 'deadman', 'watchdog', 'robot'];
 const BINDINGS = ['other', 'tcp', 'ws', 'ble', 'espnow'];
 const RUNGS = ['calm', 'thin', 'reduce_rates', 'pause_non_essential', 'refuse_joins', 'park_lowest'];
 const TRIGGERS = ['none', 'tick', 'heap', 'egress', 'sustained'];
@@ -467,8 +492,8 @@ async function estop(a: Args, out: Output): Promise<number> {
     const ok = await Promise.race([seen, sleep(5000).then(() => client.latched)]);
     const e = client.lastEstop;
     out.emit(
-      () => (ok ? `ESTOP latched on ${hub.url}${e ? ` (source ${ESTOP_SOURCES[e.source] ?? String(e.source)}, hub sequence ${e.seq})` : ''}; clear it with hubctl clear (operator tier, control owner)` : `ESTOP sent to ${hub.url}, but no latch was announced within 5 s`),
-      { latched: ok, ...(e ? { seq: e.seq, source: ESTOP_SOURCES[e.source] ?? String(e.source), origin: e.origin } : {}) },
+      () => (ok ? `ESTOP latched on ${hub.url}${e ? ` (source ${estopSourceName(e.source)}, hub sequence ${e.seq})` : ''}; clear it with hubctl clear (operator tier, control owner)` : `ESTOP sent to ${hub.url}, but no latch was announced within 5 s`),
+      { latched: ok, ...(e ? { seq: e.seq, source: estopSourceName(e.source), origin: e.origin } : {}) },
     );
     return ok ? 0 : 1;
   } finally {
@@ -507,7 +532,80 @@ async function clear(a: Args, out: Output): Promise<number> {
   }
 }
 
-const RUN: Record<Command, (a: Args, out: Output) => Promise<number>> = { channels, grants, sessions, echo, rate, estop, clear, health };
+async function record(a: Args, out: Output): Promise<number> {
+  let rec: McapRecorder | null = null;
+  const { client, catalog } = await session(a, {
+    reconnect: true,
+    handlers: {
+      onData: (id, f) => rec?.data(id, f),
+      onGrant: () => rec?.grants(client.grants, client.pubGrants),
+      onNack: (nk) => rec?.nack(nk),
+      onEstop: (e) => rec?.estop(e),
+    },
+  });
+  const tier = client.tier;
+  try {
+    const chosen = a.channels !== undefined ? a.channels.map((c) => channelOf(catalog, c)) : catalog.channels.filter((c) => c.direction === Direction.telemetry && c.subscribeTier <= tier);
+    const sink = await FileSink.create(a.out as string);
+    rec = new McapRecorder(sink, catalog, chosen, () => nodeClock.now());
+    const w = client.welcome;
+    await rec.start({ hubId: w?.hubId ?? '', hubUrl: (a.hub as HubAddress).url, tier, catalogName: catalog.catalog.name, catalogHash: catalog.hashHex });
+    // The grants of the WELCOME (none wished yet), so the file starts with the session's state.
+    rec.grants(client.grants, client.pubGrants);
+    if (client.lastEstop !== null) rec.estop(client.lastEstop);
+    const answer = await client.subscribe(chosen.map((c) => ({ channelId: c.id, wishedRateHz: a.rate !== undefined ? Math.min(a.rate, c.maxRateHz) : c.maxRateHz })));
+    for (const r of answer.refused) process.stderr.write(`hubctl: ${catalog.byId(r.channelId)?.name ?? r.channelId} refused: ${nackName(r.code) ?? r.code}\n`);
+    if (!a.json) out.line(`recording ${chosen.map((c) => c.name).join(', ')} from ${(a.hub as HubAddress).url} to ${a.out}${a.durationS !== undefined ? ` for ${a.durationS} s` : ''}; Ctrl-C stops`);
+    await interrupted(a.durationS !== undefined ? a.durationS * 1000 : undefined);
+  } finally {
+    await closeQuietly(client);
+  }
+  const r = rec as McapRecorder | null;
+  if (r === null) return 1;
+  await r.finish();
+  const counts = Object.fromEntries([...r.counts.entries()].sort());
+  out.emit(() => `wrote ${a.out}: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}`, { out: a.out, messages: counts });
+  return 0;
+}
+
+async function replay(a: Args, out: Output): Promise<number> {
+  const path = a.target as string;
+  let rec;
+  try {
+    rec = await readRecording(path);
+  } catch (e) {
+    throw new ToolError(`${path} is not a recording this tool can read: ${describe(e)}`);
+  }
+  const catalog = loadCatalog(DEFAULT_CATALOG);
+  const plan = planPlayback(rec, catalog, a.leadS * 1000);
+  if (plan.samples.length === 0) throw new ToolError(`${path} holds no telemetry the simulator can play (${[...plan.skipped.entries()].map(([t, s]) => `${t}: ${s.why}`).join('; ') || 'no messages'})`);
+  const dash = await startReplay({
+    scenario: loadNamedScenario('replay', catalog),
+    plan,
+    leadMs: a.leadS * 1000,
+    repeat: a.repeat,
+    port: a.port,
+    tcpPort: a.tcpPort,
+    wsPort: a.wsPort,
+    say: (s) => out.line(s),
+  });
+  const byTopic = new Map<number, number>();
+  for (const s of plan.samples) byTopic.set(s.channelId, (byTopic.get(s.channelId) ?? 0) + 1);
+  out.line(`replaying ${path} (${plan.samples.length} samples over ${(plan.spanMs / 1000).toFixed(1)} s${a.repeat ? ', repeating' : ''}) in the simulator, scenario replay`);
+  out.line(`  channels         ${[...byTopic.entries()].sort((x, y) => x[0] - y[0]).map(([id, k]) => `${catalog.byId(id)?.name} ${k}`).join(', ')}`);
+  for (const [t, s] of plan.skipped) out.line(`  not played       ${t} (${s.count}): ${s.why}`);
+  out.line(`  dashboard        ${dash.url}`);
+  if (dash.tcp && dash.ws) {
+    out.line(`  hub over TCP     ${dash.tcp.host}:${dash.tcp.port}`);
+    out.line(`  hub over WS      ${dash.ws.url}`);
+  }
+  out.line('  Ctrl-C stops');
+  await interrupted(undefined);
+  await dash.close();
+  return 0;
+}
+
+const RUN: Record<Command, (a: Args, out: Output) => Promise<number>> = { channels, grants, sessions, echo, rate, estop, clear, health, record, replay };
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   let args: Args | null;

@@ -459,7 +459,7 @@ describe('simulator: the ESTOP bound after a BLE fault heals', function () {
 describe('simulator: the scenario library', function () {
   this.timeout(300000);
 
-  it('holds the ten named scenarios', () => {
+  it('holds the eleven named scenarios', () => {
     assert.deepEqual(scenarioNames(), [
       'calm',
       'congested-ble',
@@ -470,6 +470,7 @@ describe('simulator: the scenario library', function () {
       'lossy-espnow',
       'overload',
       'reconnect-ble-to-wifi',
+      'replay',
       'slow-tcp-reader',
     ]);
   });
