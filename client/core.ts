@@ -1094,7 +1094,7 @@ export class HubClient implements HubClientHandlers {
     return index;
   }
 
-  /** The health report (JSON text, `metrics.version: 1`); operator tier and above. */
+  /** The health report (JSON text, `metrics.version: 1`); maintainer tier only (§5.18). */
   async health(): Promise<string> {
     const [text] = await this.fetchText(FrameType.HEALTH);
     return text;

@@ -1,16 +1,19 @@
-// npm run -s sim -- --scenario NAME [--seed N] [--json]
-// npm run -s sim -- --scenario-file PATH [--seed N] [--json]
+// npm run -s sim -- --scenario NAME [--seed N] [--json | --report FILE]
+// npm run -s sim -- --scenario-file PATH [--seed N] [--json | --report FILE]
 // npm run -s sim -- --list
 //
-// Runs one scenario headless, as fast as the host allows, and prints ONE JSON report on stdout
-// (the same bytes for the same scenario and seed: docs/simulator.md "The report"). Progress goes
-// to stderr when a run takes more than a second of wall time. Without --json a short summary is
-// printed instead. Exit status: 0 when every invariant held, 1 when one was violated, 2 on a
-// usage or scenario error; a failing run prints the seed that replays it.
+// Runs one scenario headless, as fast as the host allows. With --json it prints ONE JSON report
+// on stdout (the same bytes for the same scenario and seed: docs/simulator.md "The report");
+// otherwise the report in words (host-sim/summary.ts), and with --report FILE the JSON goes to
+// FILE beside it. Progress goes to stderr when a run takes more than a second of wall time.
+// Exit status: 0 when every invariant held, 1 when one was violated, 2 on a usage or scenario
+// error; a failing run prints the seed that replays it.
 
 import { loadCatalog } from '../catalog/index.js';
 import { DEFAULT_CATALOG } from '../catalog/default.js';
-import { reportJson, type Report } from './report.js';
+import { writeFileSync } from 'node:fs';
+import { reportJson } from './report.js';
+import { reportSummary } from './summary.js';
 import { loadNamedScenario, loadScenarioFile, ScenarioError, scenarioNames, type Scenario } from './scenario.js';
 import { Simulation } from './sim.js';
 import { ArgReader, notAFlag, seedOf, UsageError } from './args.js';
@@ -21,9 +24,11 @@ interface Args {
   seed?: number;
   json: boolean;
   list: boolean;
+  /** Where the JSON report goes beside the summary. */
+  report?: string;
 }
 
-const USAGE = 'usage: sim (--scenario NAME | --scenario-file PATH) [--seed N] [--json] | --list';
+const USAGE = 'usage: sim (--scenario NAME | --scenario-file PATH) [--seed N] [--json | --report FILE] | --list';
 
 function parse(argv: readonly string[]): Args {
   const a: Args = { json: false, list: false };
@@ -45,25 +50,16 @@ function parse(argv: readonly string[]): Args {
       case '--list':
         a.list = true;
         break;
+      case '--report':
+        a.report = r.value(arg);
+        break;
       default:
         notAFlag(arg);
     }
   }
   if (!a.list && (a.scenario === undefined) === (a.file === undefined)) throw new UsageError('give exactly one of --scenario and --scenario-file');
+  if (a.json && a.report !== undefined) throw new UsageError('--json prints the report; --report FILE writes it beside the summary: give one');
   return a;
-}
-
-function summary(r: Report): string {
-  const inv = r['invariants'] as Record<string, { count: number }>;
-  const hub = r['hub'] as Record<string, unknown>;
-  const sc = r['scenario'] as Record<string, unknown>;
-  const lines = [
-    `scenario ${String(sc['name'])} seed ${String(sc['seed'])}: ${r['ok'] ? 'all invariants held' : 'INVARIANT VIOLATED'}`,
-    `  delivered ${String(hub['delivered'])}, decimated ${String(hub['decimated'])}, conflated ${String(hub['conflated'])}, shed ${String(hub['shedDrops'])}, egress drops ${String(hub['egressDrops'])}`,
-    `  parks ${String(hub['parks'])}, resumes ${String(hub['resumes'])}, estops ${String(hub['estops'])}`,
-  ];
-  for (const [k, v] of Object.entries(inv)) if (v.count > 0) lines.push(`  ${k}: ${v.count}`);
-  return lines.join('\n') + '\n';
 }
 
 async function main(): Promise<number> {
@@ -110,7 +106,8 @@ async function main(): Promise<number> {
     process.stderr.write(tty ? `${line}\r` : `${line}\n`);
   });
   if (shown && tty) process.stderr.write('\n');
-  process.stdout.write(args.json ? reportJson(report) : summary(report));
+  if (args.report !== undefined) writeFileSync(args.report, reportJson(report));
+  process.stdout.write(args.json ? reportJson(report) : reportSummary(report));
   if (!report['ok']) {
     process.stderr.write(`sim: invariant violated; replay with --scenario${args.file !== undefined ? `-file ${args.file}` : ` ${scenario.name}`} --seed ${sim.seed}\n`);
     return 1;

@@ -13,7 +13,7 @@ import { WATCH_INVARIANTS } from './invariants.js';
 import type { EstopCause, Simulation } from './sim.js';
 import type { Samples } from './stats.js';
 
-export const REPORT_SCHEMA = 'robot-hub-sim-report/1';
+export const REPORT_SCHEMA = 'robot-hub-sim-report/2';
 
 /** The report as built (plain JSON data). */
 export type Report = Record<string, unknown>;
@@ -42,6 +42,10 @@ export const INVARIANTS = Object.freeze([
 export type InvariantName = (typeof INVARIANTS)[number];
 
 const ESTOP_SOURCES = ['client', 'hub-button', 'deadman', 'watchdog', 'robot'];
+/** GOODBYE reasons (§5.15) by code, for the closes timeline. */
+const GOODBYE_REASONS = ['normal', 'shutdown', 'misbehaving', 'evicted', 'resumed-elsewhere'];
+/** The ladder's rungs (docs/operations.md "Health, admission and overload"). */
+export const LADDER_RUNGS = ['calm', 'thin', 'reduce_rates', 'pause_non_essential', 'refuse_joins', 'park_lowest'];
 
 function summary(s: Samples): Record<string, number | null> {
   const x = s.summary();
@@ -75,7 +79,7 @@ function subReport(sim: Simulation, s: SubStats, id: number): Record<string, unk
     dropped: s.dropped,
     age: summary(s.ages),
     eventAge: summary(s.eventAges),
-    grants: s.grants.map(([t, session, hz, p]) => [t, session, hz, p < 0 ? 'unsubscribed' : (PRIORITY_NAMES[p] ?? p)]),
+    grants: s.grants.map(([t, session, hz, p]) => ({ tMs: t, session, grantedHz: hz, priority: p < 0 ? 'unsubscribed' : (PRIORITY_NAMES[p] ?? p) })),
   };
 }
 
@@ -88,7 +92,7 @@ function clientReport(sim: Simulation, c: SimClient): Record<string, unknown> {
     link: c.spec.link,
     credential: c.spec.credential,
     sessions: c.sessionIds.slice(),
-    states: c.states.map(([t, s]) => [t, s]),
+    states: c.states.map(([t, s]) => ({ tMs: t, state: s })),
     connections: c.connections.map((x) => x.id),
     subscriptions: subs,
     nacks: mapObj(c.nacks),
@@ -138,7 +142,7 @@ function linkReports(sim: Simulation): Record<string, unknown> {
       closeCause: conn.closeCause || null,
       framesToClient: conn.framesToClient,
       lostUp: conn.lostUp,
-      faults: conn.faults().map(([a, b]) => [ms(a), Number.isFinite(b) ? ms(b) : null]),
+      faults: conn.faults().map(([a, b]) => ({ fromMs: ms(a), toMs: Number.isFinite(b) ? ms(b) : null })),
       readerLimited: conn.readerLimited(),
     };
     if (conn.taps.length === 0) out[conn.id] = { ...common, attached: false };
@@ -148,7 +152,7 @@ function linkReports(sim: Simulation): Record<string, unknown> {
         ...common,
         attached: true,
         closedByHub: tap.closedByHub,
-        levels: tap.levels.map(([t, l]) => [t, l]),
+        levels: tap.levels.map(([t, l]) => ({ tMs: t, level: l })),
         maxLevel: tap.levels.reduce((m, [, l]) => (l > m ? l : m), 0),
         framesHanded: st.frames,
         bytesHanded: st.bytes,
@@ -358,7 +362,7 @@ function hubReport(sim: Simulation): Record<string, unknown> {
     binding: s.binding || null,
     tier: TIER_NAMES[s.tier] ?? s.tier,
     level: s.level,
-    grants: Object.fromEntries(s.subs.map((g) => [channelName(sim, g.channelId), [g.grantedHz, PRIORITY_NAMES[g.priority] ?? g.priority]])),
+    grants: Object.fromEntries(s.subs.map((g) => [channelName(sim, g.channelId), { grantedHz: g.grantedHz, priority: PRIORITY_NAMES[g.priority] ?? g.priority }])),
   }));
   return {
     rows,
@@ -381,8 +385,8 @@ function hubReport(sim: Simulation): Record<string, unknown> {
     controlOwner: sim.hub.controlOwner,
     sessionsAtEnd: sessions,
     // The hub-wide ladder and admission over time (docs/operations.md "Health, admission and overload").
-    ladder: sim.ladderTimeline.map(([t, r]) => [t, r]),
-    admission: sim.admissionTimeline.map(([t, o]) => [t, o]),
+    ladder: sim.ladderTimeline.map(([t, r]) => ({ tMs: t, rung: r, name: LADDER_RUNGS[r] ?? String(r) })),
+    admission: sim.admissionTimeline.map(([t, o]) => ({ tMs: t, admitting: o === 1 })),
   };
 }
 
@@ -416,7 +420,7 @@ export function buildReport(sim: Simulation): Report {
   for (const c of sim.clients) clients[c.name] = clientReport(sim, c);
   const sessions: Record<string, string> = {};
   for (const c of sim.clients) for (const id of c.sessionIds) sessions[String(id)] = c.name;
-  const timeline = (code: string): unknown[] => sim.log.filter((r) => r.code === code).map((r) => [r.tMs, r.a ?? 0]);
+  const timeline = (code: string): unknown[] => sim.log.filter((r) => r.code === code).map((r) => ({ tMs: r.tMs, session: r.a ?? 0 }));
   return {
     schema: REPORT_SCHEMA,
     scenario: { name: sim.scenario.name, description: sim.scenario.description, seed: sim.seed, durationMs: sim.scenario.durationMs },
@@ -428,7 +432,7 @@ export function buildReport(sim: Simulation): Report {
     parks: timeline('session-park'),
     resumes: timeline('session-resume'),
     stale: timeline('session-stale'),
-    closes: sim.log.filter((r) => r.code === 'session-close').map((r) => [r.tMs, r.a ?? 0, r.b ?? 0]),
+    closes: sim.log.filter((r) => r.code === 'session-close').map((r) => ({ tMs: r.tMs, session: r.a ?? 0, reason: GOODBYE_REASONS[r.b ?? 0] ?? String(r.b ?? 0) })),
     estops: estops.listed,
     estopsUnlisted: estops.unlisted,
     robot: robotReport(sim),

@@ -20,6 +20,7 @@ import { Direction, LinkFactory, type Connection, type ConnectionEnv, type LinkP
 import { buildReport, lossyDuring, sharedAirImpaired, type Report } from './report.js';
 import { Watch } from './invariants.js';
 import { SimRobot } from './robot.js';
+import { Playback, type PlaybackOptions } from './playback.js';
 import type { ClientSpec, EventSpec, Scenario } from './scenario.js';
 
 /** Observers the dashboard (or a test) attaches; all optional, all called synchronously. */
@@ -54,6 +55,11 @@ export interface SimOptions {
    * survives a restart of the process (docs/operations.md).
    */
   readonly store?: Store;
+  /**
+   * Recorded telemetry the hub publishes at its recorded times, beside (or, with the robot's
+   * rates at 0, instead of) the simulated robot's: `hubctl replay` (host-sim/playback.ts).
+   */
+  readonly playback?: PlaybackOptions;
 }
 
 export interface LogRecord {
@@ -111,6 +117,8 @@ export class Simulation {
   /** Where the hub's resume tokens come from: the kernel's seeded generator unless `random` was given. */
   readonly random: Random;
   readonly robot: SimRobot;
+  /** The recording played back into the hub, when the options gave one. */
+  readonly playback: Playback | null = null;
   readonly hub: Hub;
   readonly links: LinkFactory;
   readonly clients: SimClient[] = [];
@@ -199,6 +207,10 @@ export class Simulation {
     this.links = new LinkFactory(env, this.profiles);
     this.watch = new Watch(this);
     this.robot.start(this.hub);
+    if (options.playback !== undefined) {
+      this.playback = new Playback(kernel, this.hub, this.catalog, options.playback);
+      this.playback.start();
+    }
     this.tickUs = usOf(h.tickMs);
     kernel.after(this.tickUs, this.tickTask, TICK);
     for (const spec of scenario.clients) this.addClient(spec);

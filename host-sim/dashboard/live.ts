@@ -13,6 +13,7 @@ import { CHANNEL_CLASS_NAMES, ChannelClass, Direction, PRIORITY_NAMES, STREAM_KI
 import type { HubAttach } from '../../bindings/link.js';
 import { EstopSource } from '../../hub/estop-frame.js';
 import type { Link, LinkSink, Random, Store } from '../../hub/ports.js';
+import type { PlaybackOptions } from '../playback.js';
 import { SESSION_STATE_NAMES } from '../../hub/session.js';
 import type { DataFrame } from '../../hub/frames.js';
 import type { SimClient } from '../clients.js';
@@ -100,13 +101,14 @@ export class LiveSim {
   private wall0 = 0;
   private sim0 = 0;
 
-  constructor(scenario: Scenario, seed: number | undefined, run: number, ports: { readonly random: Random; readonly store: Store }) {
+  constructor(scenario: Scenario, seed: number | undefined, run: number, ports: { readonly random: Random; readonly store: Store; readonly playback?: PlaybackOptions }) {
     this.scenario = scenario;
     this.run = run;
     this.sim = new Simulation(scenario, {
       ...(seed !== undefined ? { seed } : {}),
       random: ports.random,
       store: ports.store,
+      ...(ports.playback !== undefined ? { playback: ports.playback } : {}),
       hooks: {
         onLog: (code, a, b, tMs) => this.note(tMs, `hub: ${code}${a !== undefined ? ` ${a}` : ''}${b !== undefined ? ` ${b}` : ''}`),
         onEvent: (e, tMs) => this.note(tMs, `scenario: ${describeEvent(e)}`),

@@ -3,6 +3,7 @@
 // clear, forced congestion level, restart), and the loopback TCP and WebSocket listeners through
 // which external clients reach the same hub the simulated ones use (bindings/tcp/node.ts).
 
+import type { PlaybackOptions } from '../playback.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -53,6 +54,11 @@ export interface DashboardOptions {
    * token, never (docs/operations.md "The dashboard's doors").
    */
   readonly operationsToken?: string;
+  /**
+   * Recorded telemetry the hub publishes at its recorded times (`hubctl replay`,
+   * host-sim/playback.ts); every restart plays it again from the start.
+   */
+  readonly playback?: PlaybackOptions;
   /** Progress lines (scenario over, restarts). */
   readonly say?: (line: string) => void;
 }
@@ -130,7 +136,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const random: Random = { fill: (into: Uint8Array): void => void randomFillSync(into) };
   const store: Store = o.store ?? new MemoryStore();
   let run = 1;
-  let live = new LiveSim(o.scenario, o.seed, run, { random, store });
+  let live = new LiveSim(o.scenario, o.seed, run, { random, store, ...(o.playback !== undefined ? { playback: o.playback } : {}) });
   const pages = new Set<Page>();
 
   // External clients reach whichever simulation runs now, through its level override.
@@ -256,7 +262,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
         wsl = await listenWs(port);
       }
       run++;
-      live = new LiveSim(o.scenario, o.seed, run, { random, store });
+      live = new LiveSim(o.scenario, o.seed, run, { random, store, ...(o.playback !== undefined ? { playback: o.playback } : {}) });
       if (forced !== null) live.force(forced);
       wire(live);
       live.start();

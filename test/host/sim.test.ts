@@ -2,7 +2,7 @@
 // report (docs/simulator.md "Invariant checks"), and scenario validation with paths.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,7 +74,7 @@ function freshClients(r: J): string[] {
     if (links.length !== 1) continue;
     const l = links[0];
     if (!l.attached || l.maxLevel !== 0 || l.faults.length > 0 || l.readerLimited) continue;
-    if (c.states.some(([, s]: [number, string]) => s !== 'connecting' && s !== 'active')) continue;
+    if (c.states.some((x: { state: string }) => x.state !== 'connecting' && x.state !== 'active')) continue;
     out.push(name);
   }
   return out;
@@ -99,7 +99,7 @@ function assertFreshAges(r: J, name: string): number {
 }
 
 function levelsOf(r: J, link: string): number[] {
-  return (r.links[link].levels as [number, number][]).map(([, l]) => l);
+  return (r.links[link].levels as { tMs: number; level: number }[]).map((x) => x.level);
 }
 
 describe('simulator kernel', () => {
@@ -396,7 +396,7 @@ describe('simulator: sampleLate end to end', function () {
   it('a BLE stall: the samples it holds up are counted and not judged; the check stays quiet', async () => {
     const r = parsed(await runInline(scenario('ble', [{ atMs: 2000, type: 'stall', client: 'scope', durationMs: 300 }])));
     const l = r.links['scope#1'].sampleLate;
-    assert.deepEqual(r.links['scope#1'].faults, [[2000, 2300]]);
+    assert.deepEqual(r.links['scope#1'].faults, [{ fromMs: 2000, toMs: 2300 }]);
     assert.equal(r.invariants.sampleLate.count, 0);
     assert.ok(l.judged > 0);
     const age = r.clients.scope.subscriptions.imu.age;
@@ -427,7 +427,7 @@ describe('simulator: the ESTOP bound after a BLE fault heals', function () {
       }),
     );
     assertInvariants(r, 'ble-heal');
-    assert.deepEqual(r.links['scope#1'].faults, [[1500, healMs]]);
+    assert.deepEqual(r.links['scope#1'].faults, [{ fromMs: 1500, toMs: healMs }]);
     assert.equal(r.estops.length, 1);
     assert.equal(r.estops[0].latchMs, pressMs);
     assert.equal(r.estops[0].deliveries.length, 1);
@@ -459,7 +459,7 @@ describe('simulator: the ESTOP bound after a BLE fault heals', function () {
 describe('simulator: the scenario library', function () {
   this.timeout(300000);
 
-  it('holds the ten named scenarios', () => {
+  it('holds the eleven named scenarios', () => {
     assert.deepEqual(scenarioNames(), [
       'calm',
       'congested-ble',
@@ -470,6 +470,7 @@ describe('simulator: the scenario library', function () {
       'lossy-espnow',
       'overload',
       'reconnect-ble-to-wifi',
+      'replay',
       'slow-tcp-reader',
     ]);
   });
@@ -492,8 +493,8 @@ describe('simulator: the scenario library', function () {
     const r = parsed(first);
     assertInvariants(r, 'default');
     for (const name of ['console', 'joystick', 'planner', 'scope', 'logger', 'phone', 'pendant', 'tablet']) {
-      const states = r.clients[name].states as [number, string][];
-      assert.equal(states[states.length - 1]?.[1], 'active', `${name} ends active`);
+      const states = r.clients[name].states as { tMs: number; state: string }[];
+      assert.equal(states[states.length - 1]?.state, 'active', `${name} ends active`);
     }
     // The button's ESTOP reached all eight clients.
     const button = r.estops.find((e: J) => e.source === 'hub-button');
@@ -531,8 +532,8 @@ describe('simulator: the scenario library', function () {
     assert.ok(r.hub.rows['4'] + r.hub.rows['6'] > 0, 'rows 4-6 judged path segments under congestion');
     assert.ok(r.hub.decimated > 0);
     // The path the scope did receive is either consecutive or marked gap (the tap's check held).
-    const imu = r.clients.scope.subscriptions.imu.grants as [number, number, number, string][];
-    assert.ok(imu.some(([, , hz]) => hz < 200), 'the scope was re-granted below its wish');
+    const imu = r.clients.scope.subscriptions.imu.grants as { tMs: number; session: number; grantedHz: number; priority: string }[];
+    assert.ok(imu.some((g) => g.grantedHz < 200), 'the scope was re-granted below its wish');
     // The viewer on a separate BLE connection stays fresh in age despite sharing the profile.
     assert.ok(r.clients.viewer.subscriptions.odom.frames > 0);
   });
@@ -582,10 +583,10 @@ describe('simulator: the scenario library', function () {
     assert.equal(c.sessions.length, 1, 'the same session');
     assert.equal(c.connections.length, 1, 'on the same transport');
     assert.equal(r.resumes.length, 1);
-    const resumedAt = r.resumes[0][0] as number;
+    const resumedAt = r.resumes[0].tMs as number;
     assert.ok(resumedAt > 7000 && resumedAt < 9000, `resumed at ${resumedAt} ms, soon after the air healed at 7000`);
     assert.ok((c.nacks.NOT_READY ?? 0) <= 2, `NOT_READY ${c.nacks.NOT_READY}: answered at once, not ignored`);
-    const states = (c.states as [number, string][]).map(([, st]) => st);
+    const states = (c.states as { tMs: number; state: string }[]).map((x) => x.state);
     assert.equal(states[states.length - 1], 'active');
     // 10 Hz odom for the 20 s less the partition and the 3 s before the binding let go.
     assert.ok(c.subscriptions.odom.frames > 140, `odom frames ${c.subscriptions.odom.frames}`);
@@ -670,17 +671,18 @@ describe('simulator: the scenario library', function () {
   it('overload: the ladder climbs and recovers, admission pauses and resumes, the newcomers get in', async () => {
     const r = parsed(await run('overload'));
     assertInvariants(r, 'overload');
-    const ladder = r.hub.ladder as [number, number][];
-    const rungs = ladder.map(([, rung]) => rung);
+    const ladder = r.hub.ladder as { tMs: number; rung: number; name: string }[];
+    const rungs = ladder.map((x) => x.rung);
+    assert.equal(ladder.find((x) => x.rung === 5)?.name, 'park_lowest');
     const top = Math.max(...rungs);
     assert.equal(top, 5, `the ladder reached its top rung (${JSON.stringify(ladder)})`);
     const up = rungs.slice(0, rungs.indexOf(top) + 1);
     assert.ok(up.length >= 3 && up.every((x, i) => i === 0 || x > (up[i - 1] as number)), `it climbed rung by rung: ${JSON.stringify(ladder)}`);
     const down = rungs.slice(rungs.indexOf(top));
     assert.deepEqual(down, [5, 4, 3, 2, 1, 0], 'it recovered one rung at a time, back to calm');
-    const admission = r.hub.admission as [number, number][];
-    assert.deepEqual(admission.map(([, open]) => open), [0, 1], 'admission paused, then resumed');
-    const [paused, resumed] = [admission[0]![0], admission[1]![0]];
+    const admission = r.hub.admission as { tMs: number; admitting: boolean }[];
+    assert.deepEqual(admission.map((x) => x.admitting), [false, true], 'admission paused, then resumed');
+    const [paused, resumed] = [admission[0]!.tMs, admission[1]!.tMs];
     assert.ok(r.hub.nacks.HUB_PRESSURE > 0, 'newcomers were refused HUB_PRESSURE while paused');
     const storm = Object.keys(r.clients).filter((n) => n.startsWith('storm'));
     assert.equal(storm.length, 3);
@@ -713,7 +715,7 @@ describe('simulator: the scenario library', function () {
     assert.ok(r.clients.chatter.nacks.RATE_LIMITED <= 5 * 6);
     assert.ok(r.robot.intents <= 20 + 20 * 5 + 2, 'intents limited by their bucket');
     assert.equal(r.hub.log['malformed-close'], 1);
-    assert.ok(r.closes.some(([, , reason]: number[]) => reason === 2), 'GOODBYE MISBEHAVING');
+    assert.ok(r.closes.some((x: { reason: string }) => x.reason === 'misbehaving'), 'GOODBYE MISBEHAVING');
     for (const n of ['console', 'scope']) assert.ok(freshClients(r).includes(n), `${n} untouched`);
     assertFreshAges(r, 'flood');
   });
@@ -787,9 +789,45 @@ describe('simulator: scenario validation', () => {
     const res = spawnSync(process.execPath, [cli, '--scenario', 'calm', '--seed', '3', '--json'], { encoding: 'utf8' });
     assert.equal(res.status, 0, res.stderr);
     const r = JSON.parse(res.stdout);
-    assert.equal(r.schema, 'robot-hub-sim-report/1');
+    assert.equal(r.schema, 'robot-hub-sim-report/2');
     assert.equal(r.scenario.name, 'calm');
     assert.equal(r.scenario.seed, 3);
     assert.equal(r.ok, true);
+  });
+
+  it('npm run sim (bundled, no tsc) prints the report in words and writes the JSON, of labelled objects, beside it', function () {
+    this.timeout(180000);
+    const repo = fileURLToPath(new URL('../../..', import.meta.url));
+    const file = join(mkdtempSync(join(tmpdir(), 'sim-')), 'calm.json');
+    const res = spawnSync('npm', ['run', '-s', 'sim', '--', '--scenario', 'calm', '--report', file], { cwd: repo, encoding: 'utf8' });
+    assert.equal(res.status, 0, res.stderr);
+    const r = JSON.parse(readFileSync(file, 'utf8'));
+    assert.equal(r.schema, 'robot-hub-sim-report/2');
+    // Labelled objects, not tuples, in every timeline.
+    const imu = r.clients.scope.subscriptions.imu;
+    assert.deepEqual(Object.keys(imu.grants[0]).sort(), ['grantedHz', 'priority', 'session', 'tMs']);
+    assert.deepEqual(Object.keys(r.clients.scope.states[0]).sort(), ['state', 'tMs']);
+    assert.deepEqual(Object.keys(r.links['scope#1'].levels[0]).sort(), ['level', 'tMs']);
+    assert.deepEqual(Object.keys(Object.values<J>(r.hub.sessionsAtEnd[0].grants)[0]!).sort(), ['grantedHz', 'priority']);
+    // The summary says what the JSON says: the scope's imu granted and delivered, the console's link level.
+    const out = res.stdout;
+    assert.match(out, /^scenario calm, seed 1: 20\.0 s simulated: every invariant held$/m);
+    const last = imu.grants[imu.grants.length - 1];
+    const row = new RegExp(`^ {4}imu +${last.grantedHz} Hz +(\\d+(?:\\.\\d)?) Hz +${imu.frames} +${imu.gaps} +${imu.dropped} `, 'm').exec(out);
+    assert.ok(row, out);
+    assert.ok(Number(row[1]) > 0.9 * last.grantedHz, `delivered ${row[1]} Hz of ${last.grantedHz}`);
+    assert.match(out, /^ {2}scope \(scope on ws, credential operator-key\): active at the end/m);
+    assert.match(out, /^ {2}console#1 +tcp +max 0 +level 0 throughout$/m);
+    assert.match(out, /^ESTOPs: 0 asserted, 0 latched; not latched at the end$/m);
+  });
+
+  it('npm run shed-table (bundled, no tsc) prints the same table as the compiled script', function () {
+    this.timeout(120000);
+    const repo = fileURLToPath(new URL('../../..', import.meta.url));
+    const bundled = spawnSync('npm', ['run', '-s', 'shed-table'], { cwd: repo, encoding: 'utf8' });
+    assert.equal(bundled.status, 0, bundled.stderr);
+    const compiled = spawnSync(process.execPath, [fileURLToPath(new URL('../../scripts/shed-table.js', import.meta.url))], { encoding: 'utf8' });
+    assert.equal(bundled.stdout, compiled.stdout);
+    assert.ok((JSON.parse(bundled.stdout) as unknown[]).length > 100);
   });
 });
