@@ -41,7 +41,7 @@ export const INVARIANTS = Object.freeze([
 ] as const);
 export type InvariantName = (typeof INVARIANTS)[number];
 
-const ESTOP_SOURCES = ['client', 'hub-button', 'deadman', 'watchdog', 'robot'];
+const ESTOP_SOURCES = ['client', 'hub-button', 'deadman', 'watchdog', 'robot', 'fleet'];
 
 function summary(s: Samples): Record<string, number | null> {
   const x = s.summary();
