@@ -54,6 +54,8 @@ export interface SimOptions {
    * survives a restart of the process (docs/operations.md).
    */
   readonly store?: Store;
+  /** The hub's id (WELCOME, the fleet uplink's topics); absent: the hub's default. */
+  readonly hubId?: string;
 }
 
 export interface LogRecord {
@@ -179,6 +181,7 @@ export class Simulation {
         capacityHz: h.capacityHz,
         neverShedBytes: h.neverShedBytes,
         anonymousTier: Tier[h.anonymousTier],
+        ...(options.hubId !== undefined ? { hubId: options.hubId } : {}),
       },
     );
     this.profiles = new Map(Object.entries(scenario.links));

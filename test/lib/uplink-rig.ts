@@ -1,16 +1,8 @@
 // A hub on a virtual clock uplinked to an in-process aedes broker over real loopback TCP, and a
 // watcher subscribed to `fleet/#` (test/host/uplink.test.ts). The tests wait on what arrives,
 // with generous bounds in real time, never on timing; the hub's own time is virtual.
-import net from 'node:net';
-import { createRequire } from 'node:module';
-
-/** What the tests use of an aedes broker (the package is CommonJS: loaded through require). */
-interface Aedes {
-  handle(socket: net.Socket): void;
-  close(done: () => void): void;
-}
-const aedes = createRequire(import.meta.url)('aedes') as () => Aedes;
 import mqtt, { type MqttClient } from 'mqtt';
+import { Broker } from '../../host-sim/mqtt-broker.js';
 import { readUplinkConfig, type UplinkConfig } from '../../uplink/config.js';
 import { NodeMqtt } from '../../uplink/node.js';
 import { Uplink } from '../../uplink/uplink.js';
@@ -18,48 +10,10 @@ import type { HubConfig } from '../../hub/hub.js';
 import { makeHub, SeededRandom, type Fixture } from './hub-fixture.js';
 import { fail } from './assert.js';
 
+export { Broker };
+
 /** How long, in real time, a test waits for something to arrive before failing. */
 export const WAIT_MS = 15000;
-
-export class Broker {
-  port = 0;
-  private broker: Aedes | null = null;
-  private server: net.Server | null = null;
-  private readonly sockets = new Set<net.Socket>();
-
-  /** Listens on `port` (0: any free one; the same one again after a `stop`). */
-  async start(port = this.port): Promise<this> {
-    const broker = aedes();
-    const server = net.createServer((s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-      broker.handle(s);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => resolve());
-    });
-    this.port = (server.address() as net.AddressInfo).port;
-    this.broker = broker;
-    this.server = server;
-    return this;
-  }
-
-  get url(): string {
-    return `mqtt://127.0.0.1:${this.port}`;
-  }
-
-  /** The broker goes away: every connection cut, the port closed. */
-  async stop(): Promise<void> {
-    const server = this.server;
-    const broker = this.broker;
-    this.server = null;
-    this.broker = null;
-    for (const s of this.sockets) s.destroy();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-    if (broker) await new Promise<void>((resolve) => broker.close(() => resolve()));
-  }
-}
 
 export interface Heard {
   readonly topic: string;
