@@ -419,7 +419,7 @@ export function validateScenario(x: unknown, catalog: CatalogIndex, source = 'sc
 
   // uplink (docs/fleet.md): checked here, used by `npm run fleet` and `npm start -- --broker`
   let uplink: UplinkConfig | null = null;
-  if (root['uplink'] !== undefined) {
+  if (root['uplink'] !== undefined && root['uplink'] !== null) {
     const read = readUplinkConfig(root['uplink'], catalog);
     for (const pr of read.problems) c.fail(pr.path, pr.reason);
     uplink = read.config;

@@ -37,7 +37,9 @@ export class Sha256 {
   }
 
   reset(): this {
-    this.h.set(IV);
+    const h = this.h;
+    // Copied one by one: a preloaded module-scope array is never handed out (read-only on the device).
+    for (let i = 0; i < 8; i++) h[i] = IV[i] as number;
     this.fill = 0;
     this.total = 0;
     return this;
