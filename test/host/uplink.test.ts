@@ -207,6 +207,32 @@ describe('fleet uplink over MQTT (aedes on loopback)', function () {
     equal(r.fx.robot.stops.length, 1);
   });
 
+  it('a broker link that takes nothing: the hub parks the uplink’s session after the never-shed stall and resumes it, the local client untouched', async () => {
+    // One byte a second once the first messages are out: the broker link carries nothing more.
+    rig = new UplinkRig(broker, { telemetry: [], events: ['safety-events'], maxBytesPerS: 1 });
+    const r = rig;
+    await online(r, watcher);
+    const local = new TestClient(r.fx.hub);
+    local.hello({ subWishes: [{ channelId: r.fx.catalog.byName('odom')!.id, wishedRateHz: 50 }] });
+    const ev = r.fx.catalog.byName('safety-events')!;
+    const c0 = { ...r.fx.hub.counters };
+    r.advance(6000, (t) => {
+      // Critical events the uplink cannot pass on: its queue fills, then its never-shed ring.
+      if (t < 3000) for (let i = 0; i < 5; i++) r.fx.hub.publishEvent(ev.id, t, [9, 0, i], 'x');
+      if (t % 20 === 0) odom(r, t);
+      if (t % 1000 === 0) local.send({ type: FrameType.PING, t0: t });
+    });
+    const c = r.fx.hub.counters;
+    ok(c.parks - c0.parks >= 1, 'the uplink session was parked');
+    ok(c.resumes - c0.resumes >= 1, 'and resumed by its token');
+    equal(r.uplink.state, UplinkState.ONLINE, 'the broker session stays');
+    const got = local.take(FrameType.DATA).filter((f) => (f as DataFrame).channelId === r.fx.catalog.byName('odom')!.id).length;
+    ok(got >= 295, `the local client got ${got} of 300 odom samples`);
+    local.estop(1);
+    ok(r.fx.hub.latch.latched);
+    ok(local.link.received.some((x) => x.kind === 'estop'));
+  });
+
   it('leaves local clients untouched while the broker is down: their telemetry and their ESTOP; then reconnects', async () => {
     rig = new UplinkRig(broker, { telemetry: [{ channel: 'odom', rateHz: 5 }] });
     const r = rig;
