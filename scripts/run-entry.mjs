@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run fleet` and `npm run fleet-stop`: esbuild bundles one entry of host-sim/ (and what it
+// `npm run fleet`, `npm run fleet-stop`, `npm run fleet-bench`: esbuild bundles one entry (and what it
 // imports from the source tree; npm packages stay imports) into build/entry/NAME.js and runs it
 // in this process with the remaining arguments, as scripts/start.mjs does for `npm start`.
 // Type-checking stays with `npm run build` and `npm test`.

@@ -451,7 +451,7 @@ export class Uplink implements MqttListener, LinkTransport {
       }
       const link = this.link;
       // ESTOPs ahead of everything, the health message ahead of the samples.
-      while (link && !link.closed && link.queue.aheadWaiting > 0) if (!this.fromLink(link)) return;
+      while (link && !link.closed && link.queue.aheadWaiting > 0) if (!this.fromLink(link, true)) return;
       if (this.health) {
         if (!this.trySend(this.topics.health, this.health, true, 'health')) return;
         this.health = null;
@@ -463,12 +463,12 @@ export class Uplink implements MqttListener, LinkTransport {
   }
 
   /** The next frame from the link, published if it is one the uplink carries; false when nothing more can go now. */
-  private fromLink(link: TcpLink): boolean {
+  private fromLink(link: TcpLink, urgent = false): boolean {
     const n = link.nextMessageLength();
     if (n === 0) return false;
     // The socket must be able to take what this frame becomes, or it stays in the queue (where the watermark sees it).
     const need = PUBLISH_OVERHEAD + this.topics.base.length + 32 + (this.format === 'json' ? n * JSON_FACTOR + JSON_SLACK : n);
-    if (this.room() < need) return false;
+    if ((urgent ? this.ports.mqtt.room() : this.room()) < need) return false;
     const got = link.take(n);
     if (got === 0) return false;
     const bytes = link.out;
@@ -544,7 +544,10 @@ export class Uplink implements MqttListener, LinkTransport {
 
   private trySend(topic: string, payload: Uint8Array, retain: boolean, kind: keyof Uplink['publishedBy']): boolean {
     const size = PUBLISH_OVERHEAD + topic.length + payload.length;
-    if (this.room() < size) return false;
+    // The byte budget never holds back an ESTOP or the status: they go as soon as the socket has
+    // room, and the budget is repaid by what follows (tokens may run below zero).
+    const urgent = kind === 'safety' || kind === 'status';
+    if ((urgent ? this.ports.mqtt.room() : this.room()) < size) return false;
     this.send(topic, payload, retain, kind);
     if (this.bucketBytes > 0) this.tokens -= size;
     return true;

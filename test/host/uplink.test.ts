@@ -154,6 +154,25 @@ describe('fleet uplink over MQTT (aedes on loopback)', function () {
     ok(r.uplink.publishedBy.telemetry - tele <= 1000 / 10, 'the samples after it are still shed');
   });
 
+  it('the byte budget never holds back an ESTOP: with the budget spent it goes at once', async () => {
+    // One byte a second once the first 2 kB are spent; odom at 5 Hz spends them within a second.
+    rig = new UplinkRig(broker, { telemetry: [{ channel: 'odom', rateHz: 5 }], events: [], maxBytesPerS: 1 });
+    const r = rig;
+    await online(r, watcher);
+    r.advance(3000, (t) => {
+      if (t % 20 === 0) odom(r, t);
+    });
+    const tele = r.uplink.publishedBy.telemetry;
+    r.advance(500, (t) => {
+      if (t % 20 === 0) odom(r, t);
+    });
+    equal(r.uplink.publishedBy.telemetry, tele, 'the budget is spent: no telemetry goes');
+    r.fx.hub.setButton(true);
+    r.fx.hub.setButton(false);
+    equal(r.uplink.publishedBy.safety, 1, 'the ESTOP went out at the instant it latched');
+    await until(() => watcher.on('fleet/north/hub-1/safety').length > 0, 'the safety message', () => r.tick());
+  });
+
   it('latches on a good fleet stop, with source fleet; refuses a replay, a bad signature, a stale one; a fleet message never clears', async () => {
     rig = new UplinkRig(broker, { fleetKey: KEY });
     const r = rig;
