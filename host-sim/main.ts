@@ -16,6 +16,7 @@ import { loadNamedScenario, ScenarioError } from './scenario.js';
 import { ArgReader, notAFlag, seedOf, UsageError } from './args.js';
 import { defaultStatePath, FileStore } from './file-store.js';
 import { startHostUplink, uplinkConfigOf, type HostUplink } from './uplink-host.js';
+import { FleetView } from './fleet-view.js';
 import { brokerParts, topicLevelProblem } from '../uplink/config.js';
 import { FLEET_STOP_VERDICT_NAMES } from '../hub/fleet-stop.js';
 
@@ -151,7 +152,11 @@ async function main(): Promise<number> {
   }
   const store = new FileStore(args.state ?? defaultStatePath(scenario.name));
   if (store.problem) process.stderr.write(`start: ${store.path} could not be read (${store.problem}): set aside; the hub starts latched (WATCHDOG)\n`);
+  // The fleet view (docs/fleet.md): the site's hubs as the broker shows them, on the dashboard.
+  const uplinkConfig = args.broker !== undefined ? uplinkConfigOf(scenario.uplink, { broker: args.broker, site: args.site, fleetKey: args.key }) : null;
+  const fleetView = uplinkConfig ? new FleetView(uplinkConfig.broker, uplinkConfig.site) : null;
   const dash: Dashboard = await startDashboard({
+    ...(fleetView ? { fleet: () => fleetView.entries() } : {}),
     scenario,
     store,
     ...(process.env['HUB_OPERATIONS_TOKEN'] !== undefined ? { operationsToken: process.env['HUB_OPERATIONS_TOKEN'] } : {}),
@@ -187,8 +192,8 @@ async function main(): Promise<number> {
   say(`  state            ${store.path}   (the ESTOP latch ${dash.live.sim.hub.latch.latched ? 'is restored: LATCHED' : 'is kept here'}; --state PATH)`);
   // The fleet uplink (docs/fleet.md): whichever hub the dashboard runs now, a restart's included.
   let uplink: HostUplink | null = null;
-  if (args.broker !== undefined) {
-    const config = uplinkConfigOf(scenario.uplink, { broker: args.broker, site: args.site, fleetKey: args.key });
+  if (uplinkConfig) {
+    const config = uplinkConfig;
     uplink = startHostUplink(
       config,
       {
@@ -208,7 +213,7 @@ async function main(): Promise<number> {
         else if (code === 'fleet-estop-refused') say(`uplink: fleet stop refused: ${FLEET_STOP_VERDICT_NAMES[a ?? 0] ?? a}`);
       },
     );
-    say(`  fleet uplink     ${args.broker} as fleet/${config.site}/${args.hubId}/   (fleet stop: ${config.fleetKey === '' ? 'off, no key' : 'key set'})`);
+    say(`  fleet uplink     ${args.broker} as fleet/${config.site}/${args.hubId}/   (fleet stop: ${config.fleetKey === '' ? 'off, no key' : 'key set'}); the dashboard's Fleet card shows every hub of the site`);
   }
   say(`  serving ${Math.round(dash.startupMs)} ms after start; Ctrl-C stops`);
 
@@ -221,7 +226,7 @@ async function main(): Promise<number> {
       }
       stopping = true;
       say(`\n${signal}: stopping at ${(dash.live.sim.nowMs / 1000).toFixed(1)} s simulated; every session is told GOODBYE SHUTDOWN`);
-      Promise.all([uplink ? uplink.stop() : Promise.resolve(), dash.close(), health.close()]).then(
+      Promise.all([uplink ? uplink.stop() : Promise.resolve(), fleetView ? fleetView.close() : Promise.resolve(), dash.close(), health.close()]).then(
         () => resolveExit(0),
         (e: unknown) => {
           process.stderr.write(`start: while stopping: ${e instanceof Error ? e.message : String(e)}\n`);
