@@ -111,6 +111,25 @@ export const DEVICE_DEFAULTS = Object.freeze({
   robot_uart_tx: 18,
   robot_uart_rx: 19,
   robot_uart_baud: 921600,
+  /** The fleet uplink's MQTT broker, a host name or address (docs/fleet.md); empty: no uplink. */
+  uplink_broker: '',
+  uplink_port: 1883,
+  /** The MQTT client id; empty: the hub id. */
+  uplink_client_id: '',
+  uplink_user: '',
+  uplink_password: '',
+  /** The topics' site level: fleet/<site>/<hub_id>/… */
+  uplink_site: 'site',
+  /** `channel:Hz,…`: telemetry published on the uplink. */
+  uplink_telemetry: 'odom:5,battery:1',
+  /** `channel,…`: EVENT channels published on the uplink. */
+  uplink_events: 'safety-events,fault',
+  /** Telemetry payloads: json or cbor (the DATA frame itself). */
+  uplink_format: 'json',
+  /** The site's fleet-stop key; empty: every fleet stop is refused. */
+  uplink_fleet_key: '',
+  /** The most the uplink sends, bytes a second; 0: no limit. */
+  uplink_max_bytes_per_s: 0,
 } as const);
 
 export type DeviceConfigKey = keyof typeof DEVICE_DEFAULTS;
@@ -181,6 +200,23 @@ export interface DeviceConfig {
   readonly stop: { readonly pin: number; readonly level: 0 | 1; readonly guardMs: number };
   /** null: no UART to the robot. */
   readonly robotUart: { readonly port: number; readonly transmit: number; readonly receive: number; readonly baud: number } | null;
+  /**
+   * The fleet uplink (docs/fleet.md), null when `uplink_broker` is empty. Channel names are checked
+   * against the catalog where the uplink is made (uplink/config.ts readUplinkConfig).
+   */
+  readonly uplink: {
+    readonly host: string;
+    readonly port: number;
+    readonly clientId: string;
+    readonly username: string;
+    readonly password: string;
+    readonly site: string;
+    readonly telemetry: readonly { readonly channel: string; readonly rateHz: number }[];
+    readonly events: readonly string[];
+    readonly format: 'json' | 'cbor';
+    readonly fleetKey: string;
+    readonly maxBytesPerS: number;
+  } | null;
 }
 
 export class DeviceConfigError extends Error {
@@ -264,6 +300,23 @@ function isIntegerText(s: string): boolean {
     if (c < 0x30 || c > 0x39) return false;
   }
   return true;
+}
+
+/** `odom:5,battery:1` as channel names and rates (uplink_telemetry). */
+function parseRates(text: string, problems: string[]): { channel: string; rateHz: number }[] {
+  const out: { channel: string; rateHz: number }[] = [];
+  if (text.trim() === '') return out;
+  const parts = text.split(',');
+  for (let i = 0; i < parts.length; i++) {
+    const m = /^\s*([A-Za-z0-9_.\-]+)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(parts[i] as string);
+    const rate = m ? Number(m[2]) : 0;
+    if (!m || !(rate > 0 && rate <= 1000)) {
+      problems.push(`uplink_telemetry: entry ${i + 1} is not channel:Hz with 0 < Hz ≤ 1000`);
+      continue;
+    }
+    out.push({ channel: m[1] as string, rateHz: rate });
+  }
+  return out;
 }
 
 function show(v: unknown): string {
@@ -427,6 +480,21 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
     }
   }
 
+  const uplinkHost = r.text('uplink_broker', 0, 253);
+  if (!/^[A-Za-z0-9.\-]*$/.test(uplinkHost)) p.push(`uplink_broker: ${show(uplinkHost)} is not a host name or IPv4 address`);
+  const uplinkPort = r.int('uplink_port', 1, 65535);
+  const uplinkClientId = r.text('uplink_client_id', 0, 23);
+  const uplinkUser = r.text('uplink_user', 0, 64);
+  const uplinkPassword = r.text('uplink_password', 0, 64);
+  const uplinkSite = r.text('uplink_site', 1, 64);
+  if (/[/+#\u0000]/.test(uplinkSite)) p.push("uplink_site: must not hold '/', '+', '#' or NUL (it is a topic level)");
+  if (uplinkHost !== '' && /[/+#\u0000]/.test(hubId)) p.push("hub_id: must not hold '/', '+', '#' or NUL with an uplink (it is a topic level)");
+  const telemetry = parseRates(r.text('uplink_telemetry', 0, 512), p);
+  const events = r.text('uplink_events', 0, 512).split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+  const uplinkFormat = r.oneOf('uplink_format', ['json', 'cbor'] as const);
+  const fleetKey = r.text('uplink_fleet_key', 0, 128);
+  const uplinkBudget = r.int('uplink_max_bytes_per_s', 0, 10000000);
+
   if (p.length > 0) throw new DeviceConfigError(p);
 
   return Object.freeze({
@@ -449,5 +517,21 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
     estop: Object.freeze({ pin: estopPin, level: estopLevel, pull: estopPull, debounceMs }),
     stop: Object.freeze({ pin: stopPin, level: stopLevel, guardMs }),
     robotUart: uartPort > 0 ? Object.freeze({ port: uartPort, transmit: tx, receive: rx, baud }) : null,
+    uplink:
+      uplinkHost === ''
+        ? null
+        : Object.freeze({
+            host: uplinkHost,
+            port: uplinkPort,
+            clientId: uplinkClientId,
+            username: uplinkUser,
+            password: uplinkPassword,
+            site: uplinkSite,
+            telemetry: Object.freeze(telemetry.map((t) => Object.freeze(t))),
+            events: Object.freeze(events),
+            format: uplinkFormat,
+            fleetKey,
+            maxBytesPerS: uplinkBudget,
+          }),
   });
 }

@@ -1,4 +1,5 @@
 // npm start [-- --scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--health-port N] [--loop] [--state PATH]
+//           [--broker mqtt://HOST:PORT [--site S] [--key K] [--hub-id ID]]
 //
 // Runs a scenario (default: `default`) in real time: the simulator stepped by the wall clock, the
 // hub core, the simulated robot and the simulated clients, with the dashboard on
@@ -14,6 +15,10 @@ import { DEFAULT_PORT, DEFAULT_TCP_PORT, DEFAULT_WS_PORT, startDashboard, type D
 import { loadNamedScenario, ScenarioError } from './scenario.js';
 import { ArgReader, notAFlag, seedOf, UsageError } from './args.js';
 import { defaultStatePath, FileStore } from './file-store.js';
+import { startHostUplink, uplinkConfigOf, type HostUplink } from './uplink-host.js';
+import { FleetView } from './fleet-view.js';
+import { brokerParts, topicLevelProblem } from '../uplink/config.js';
+import { FLEET_STOP_VERDICT_NAMES } from '../hub/fleet-stop.js';
 
 interface Args {
   scenario: string;
@@ -26,6 +31,11 @@ interface Args {
   loop: boolean;
   /** The hub's Store file (the latch survives a restart); undefined: defaultStatePath. */
   state?: string;
+  /** The fleet uplink's broker (docs/fleet.md); undefined: no uplink. */
+  broker?: string;
+  site?: string;
+  key?: string;
+  hubId: string;
 }
 
 const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no-external] [--tcp-port N] [--ws-port N] [--health-port N] [--loop] [--state PATH]
@@ -38,7 +48,11 @@ const USAGE = `usage: npm start -- [--scenario NAME] [--seed N] [--port N] [--no
   --health-port N  health over HTTP (default 0: any free port; the printout names it)
   --loop           start the scenario again when it is over (default: it runs on)
   --state PATH     the hub's Store file, where the ESTOP latch survives a restart
-                   (default: robot-hub-sim/SCENARIO.state.json under the OS temp dir)`;
+                   (default: robot-hub-sim/SCENARIO.state.json under the OS temp dir)
+  --broker URL     uplink the hub to this MQTT broker, mqtt://HOST[:PORT] (docs/fleet.md)
+  --site S         the uplink's site (default: the scenario's, else "site")
+  --key K          the fleet-stop key (default: the scenario's; none: fleet stops are refused)
+  --hub-id ID      the hub's id in the uplink's topics (default: robot-hub)`;
 
 function portOf(flag: string, v: string): number {
   const n = Number(v);
@@ -55,6 +69,7 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
     wsPort: DEFAULT_WS_PORT,
     healthPort: 0,
     loop: false,
+    hubId: 'robot-hub',
   };
   const r = new ArgReader(argv);
   for (let arg = r.next(); arg !== undefined; arg = r.next()) {
@@ -86,6 +101,25 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
       case '--state':
         a.state = r.value(arg);
         break;
+      case '--broker':
+        a.broker = r.value(arg);
+        if (!brokerParts(a.broker)) throw new UsageError(`--broker must be mqtt://HOST[:PORT], got ${JSON.stringify(a.broker)}`);
+        break;
+      case '--site': {
+        a.site = r.value(arg);
+        const problem = topicLevelProblem(a.site);
+        if (problem) throw new UsageError(`--site ${problem}`);
+        break;
+      }
+      case '--key':
+        a.key = r.value(arg);
+        break;
+      case '--hub-id': {
+        a.hubId = r.value(arg);
+        const problem = topicLevelProblem(a.hubId);
+        if (problem) throw new UsageError(`--hub-id ${problem}`);
+        break;
+      }
       default:
         notAFlag(arg);
     }
@@ -118,7 +152,11 @@ async function main(): Promise<number> {
   }
   const store = new FileStore(args.state ?? defaultStatePath(scenario.name));
   if (store.problem) process.stderr.write(`start: ${store.path} could not be read (${store.problem}): set aside; the hub starts latched (WATCHDOG)\n`);
+  // The fleet view (docs/fleet.md): the site's hubs as the broker shows them, on the dashboard.
+  const uplinkConfig = args.broker !== undefined ? uplinkConfigOf(scenario.uplink, { broker: args.broker, site: args.site, fleetKey: args.key }) : null;
+  const fleetView = uplinkConfig ? new FleetView(uplinkConfig.broker, uplinkConfig.site) : null;
   const dash: Dashboard = await startDashboard({
+    ...(fleetView ? { fleet: () => fleetView.entries() } : {}),
     scenario,
     store,
     ...(process.env['HUB_OPERATIONS_TOKEN'] !== undefined ? { operationsToken: process.env['HUB_OPERATIONS_TOKEN'] } : {}),
@@ -152,6 +190,31 @@ async function main(): Promise<number> {
   });
   say(`  health over HTTP http://${health.host}:${health.port}/health   (detailed: /api/operations/health, ${token === undefined ? 'off: set HUB_OPERATIONS_TOKEN' : health.tokenProblem ? `off: ${health.tokenProblem}` : 'bearer token required'})`);
   say(`  state            ${store.path}   (the ESTOP latch ${dash.live.sim.hub.latch.latched ? 'is restored: LATCHED' : 'is kept here'}; --state PATH)`);
+  // The fleet uplink (docs/fleet.md): whichever hub the dashboard runs now, a restart's included.
+  let uplink: HostUplink | null = null;
+  if (uplinkConfig) {
+    const config = uplinkConfig;
+    uplink = startHostUplink(
+      config,
+      {
+        catalog,
+        hubId: args.hubId,
+        nowMs: () => dash.live.hubNowMs(),
+        attach: (link) => dash.live.attachExternal().attach(link),
+        estop: (source) => dash.live.sim.hub.estop(source),
+        healthReport: () => dash.live.sim.hub.healthReport(),
+        ready: () => dash.live.sim.hub.ready(),
+      },
+      store,
+      (code, a) => {
+        if (code === 'uplink-online') say(`uplink: online at ${args.broker} (connection ${a})`);
+        else if (code === 'uplink-offline') say('uplink: lost the broker; retrying with backoff');
+        else if (code === 'fleet-estop') say(`uplink: fleet stop accepted (seq ${a}): ESTOP latched, source fleet`);
+        else if (code === 'fleet-estop-refused') say(`uplink: fleet stop refused: ${FLEET_STOP_VERDICT_NAMES[a ?? 0] ?? a}`);
+      },
+    );
+    say(`  fleet uplink     ${args.broker} as fleet/${config.site}/${args.hubId}/   (fleet stop: ${config.fleetKey === '' ? 'off, no key' : 'key set'}); the dashboard's Fleet card shows every hub of the site`);
+  }
   say(`  serving ${Math.round(dash.startupMs)} ms after start; Ctrl-C stops`);
 
   return new Promise<number>((resolveExit) => {
@@ -163,7 +226,7 @@ async function main(): Promise<number> {
       }
       stopping = true;
       say(`\n${signal}: stopping at ${(dash.live.sim.nowMs / 1000).toFixed(1)} s simulated; every session is told GOODBYE SHUTDOWN`);
-      Promise.all([dash.close(), health.close()]).then(
+      Promise.all([uplink ? uplink.stop() : Promise.resolve(), fleetView ? fleetView.close() : Promise.resolve(), dash.close(), health.close()]).then(
         () => resolveExit(0),
         (e: unknown) => {
           process.stderr.write(`start: while stopping: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -41,7 +41,7 @@ export const INVARIANTS = Object.freeze([
 ] as const);
 export type InvariantName = (typeof INVARIANTS)[number];
 
-const ESTOP_SOURCES = ['client', 'hub-button', 'deadman', 'watchdog', 'robot'];
+const ESTOP_SOURCES = ['client', 'hub-button', 'deadman', 'watchdog', 'robot', 'fleet'];
 /** GOODBYE reasons (§5.15) by code, for the closes timeline. */
 const GOODBYE_REASONS = ['normal', 'shutdown', 'misbehaving', 'evicted', 'resumed-elsewhere'];
 /** The ladder's rungs (docs/operations.md "Health, admission and overload"). */

@@ -5,6 +5,7 @@
 // and reports every problem with its path ("events[3].client: no client named 'joy'"); what it
 // returns is normalized (defaults filled in) and frozen.
 
+import { readUplinkConfig, type UplinkConfig } from '../uplink/config.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -122,6 +123,8 @@ export interface Scenario {
   readonly links: Readonly<Record<string, LinkParams>>;
   readonly clients: readonly ClientSpec[];
   readonly events: readonly EventSpec[];
+  /** The fleet uplink's configuration (docs/fleet.md); null: the scenario names none (defaults apply). */
+  readonly uplink: UplinkConfig | null;
 }
 
 /** What each role subscribes to and publishes unless the client says otherwise. */
@@ -322,7 +325,7 @@ const EVENT_TYPES = Object.keys(EVENT_FIELDS) as EventType[];
 export function validateScenario(x: unknown, catalog: CatalogIndex, source = 'scenario'): Scenario {
   const c = new Checker();
   const root = c.obj(x, '(root)') ?? {};
-  c.only(root, '', ['name', 'description', 'seed', 'durationMs', 'hub', 'credentials', 'robot', 'links', 'clients', 'events']);
+  c.only(root, '', ['name', 'description', 'seed', 'durationMs', 'hub', 'credentials', 'robot', 'links', 'clients', 'events', 'uplink']);
   const name = c.str(root, 'name', '');
   const description = c.str(root, 'description', '', '-');
   const seed = c.num(root, 'seed', '', { min: 0, max: Number.MAX_SAFE_INTEGER, int: true, dflt: 1 });
@@ -414,9 +417,17 @@ export function validateScenario(x: unknown, catalog: CatalogIndex, source = 'sc
     if (e) events.push(e);
   });
 
+  // uplink (docs/fleet.md): checked here, used by `npm run fleet` and `npm start -- --broker`
+  let uplink: UplinkConfig | null = null;
+  if (root['uplink'] !== undefined && root['uplink'] !== null) {
+    const read = readUplinkConfig(root['uplink'], catalog);
+    for (const pr of read.problems) c.fail(pr.path, pr.reason);
+    uplink = read.config;
+  }
+
   if (c.problems.length > 0) throw new ScenarioError(c.problems, source);
   const ordered = events.map((e, i) => [e, i] as const).sort((a, b) => a[0].atMs - b[0].atMs || a[1] - b[1]).map((x) => x[0]);
-  return deepFreeze({ name, description, seed, durationMs, hub, credentials, robot: robot as unknown as RobotParams, links, clients, events: ordered });
+  return deepFreeze({ name, description, seed, durationMs, hub, credentials, robot: robot as unknown as RobotParams, links, clients, events: ordered, uplink });
 }
 
 function linkBounds(binding: BindingName, k: string, dflt: number): { min?: number; max?: number; int?: boolean; gt?: number; dflt: number } {

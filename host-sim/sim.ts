@@ -60,6 +60,8 @@ export interface SimOptions {
    * rates at 0, instead of) the simulated robot's: `hubctl replay` (host-sim/playback.ts).
    */
   readonly playback?: PlaybackOptions;
+  /** The hub's id (WELCOME, the fleet uplink's topics); absent: the hub's default. */
+  readonly hubId?: string;
 }
 
 export interface LogRecord {
@@ -187,6 +189,7 @@ export class Simulation {
         capacityHz: h.capacityHz,
         neverShedBytes: h.neverShedBytes,
         anonymousTier: Tier[h.anonymousTier],
+        ...(options.hubId !== undefined ? { hubId: options.hubId } : {}),
       },
     );
     this.profiles = new Map(Object.entries(scenario.links));

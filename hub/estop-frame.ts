@@ -33,9 +33,11 @@ export const EstopSource = Object.freeze({
   DEADMAN: 2,
   WATCHDOG: 3,
   ROBOT: 4,
+  /** A signed fleet-wide stop received over the uplink (docs/fleet.md). */
+  FLEET: 5,
 } as const);
 export type EstopSourceCode = (typeof EstopSource)[keyof typeof EstopSource];
-const MAX_SOURCE = 4;
+const MAX_SOURCE = 5;
 
 export const ESTOP_FLAG_LATCHED = 0x01;
 

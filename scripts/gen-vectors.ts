@@ -200,6 +200,7 @@ const estopValid: [string, [number, number, number, number, number]][] = [
   ['ASSERT from the robot', [EstopKind.ASSERT, EstopSource.ROBOT, ESTOP_FLAG_LATCHED, 0, 4]],
   ['CLEARED announcement', [EstopKind.CLEARED, EstopSource.HUB_BUTTON, 0, 0, 5]],
   ['ASSERT with the largest origin', [EstopKind.ASSERT, EstopSource.CLIENT, ESTOP_FLAG_LATCHED, 0xfffffffe, 0x1234]],
+  ['ASSERT by a signed fleet stop', [EstopKind.ASSERT, EstopSource.FLEET, ESTOP_FLAG_LATCHED, 0, 6]],
 ];
 
 function encodeHex(f: Frame): string {
@@ -267,8 +268,8 @@ const estopJson = {
   kind3[1] = 3;
   const kind0 = base.slice();
   kind0[1] = 0;
-  const source5 = base.slice();
-  source5[2] = 5;
+  const source6 = base.slice();
+  source6[2] = 6;
   const magic = base.slice();
   magic[0] = 0xa5;
   estopJson.invalid.push(
@@ -279,7 +280,7 @@ const estopJson = {
     { name: 'seq bit flipped', hex: bytesToHex(flip(9, 0x80)), error: 'BAD_CRC' },
     { name: 'kind 3 with a valid CRC', hex: withCrc(kind3), error: 'BAD_KIND' },
     { name: 'kind 0 with a valid CRC', hex: withCrc(kind0), error: 'BAD_KIND' },
-    { name: 'source 5 with a valid CRC', hex: withCrc(source5), error: 'BAD_SOURCE' },
+    { name: 'source 6 with a valid CRC', hex: withCrc(source6), error: 'BAD_SOURCE' },
   );
   for (const v of estopJson.invalid) {
     const bytes = b(v.hex);

@@ -33,7 +33,7 @@ export const PENDING_LIMIT = 2000;
 /** Log lines kept between two drains. */
 const LOG_LIMIT = 200;
 
-export const ESTOP_SOURCE_NAMES = Object.freeze(['client', 'hub-button', 'deadman', 'watchdog', 'robot'] as const);
+export const ESTOP_SOURCE_NAMES = Object.freeze(['client', 'hub-button', 'deadman', 'watchdog', 'robot', 'fleet'] as const);
 
 export interface Drained {
   readonly raw: Map<number, number[][]>;

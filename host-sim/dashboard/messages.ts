@@ -78,6 +78,19 @@ export type LogLine = readonly [number, number, string];
 /** One sample: [t (hub ms), ...values]; a delivered one is [t, gap (0/1), ...values]. */
 export type Sample = readonly number[];
 
+/** One hub of the site as the broker shows it (the fleet view, docs/fleet.md; `npm start -- --broker`). */
+export interface FleetEntryMsg {
+  readonly id: string;
+  /** `online`, `offline` (the will, or a clean stop), `?` before its status is heard. */
+  readonly status: string;
+  readonly latched: boolean | null;
+  readonly source: string | null;
+  readonly sessions: number | null;
+  readonly estops: number | null;
+  readonly uplinkLevel: number | null;
+  readonly heardMsAgo: number;
+}
+
 export interface StateMsg {
   readonly type: 'state';
   readonly run: number;
@@ -117,6 +130,8 @@ export interface StateMsg {
   readonly delivered: Readonly<Record<string, Readonly<Record<string, readonly Sample[]>>>>;
   /** New hub log records and scenario events. */
   readonly log: readonly LogLine[];
+  /** Every hub of the site on the broker (`npm start -- --broker`); null without a broker. */
+  readonly fleet?: readonly FleetEntryMsg[] | null;
 }
 
 export type ServerMsg = HelloMsg | StateMsg | RefusedMsg;

@@ -17,7 +17,7 @@ import { reportJson } from '../report.js';
 import type { Scenario } from '../scenario.js';
 import { bundlePage, type PageFiles } from './bundle.js';
 import { LiveSim } from './live.js';
-import type { HelloMsg, PageMsg } from './messages.js';
+import type { FleetEntryMsg, HelloMsg, PageMsg } from './messages.js';
 
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_TCP_PORT = 7000;
@@ -61,6 +61,8 @@ export interface DashboardOptions {
   readonly playback?: PlaybackOptions;
   /** Progress lines (scenario over, restarts). */
   readonly say?: (line: string) => void;
+  /** The fleet view's hubs (docs/fleet.md), sent with every state message; absent: no fleet view. */
+  readonly fleet?: () => readonly FleetEntryMsg[];
 }
 
 export interface Dashboard {
@@ -338,7 +340,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     const d = live.drain();
     for (const p of pages) {
       if (p.ws.readyState !== p.ws.OPEN || p.ws.bufferedAmount > PAGE_BACKLOG_BYTES) continue;
-      p.ws.send(JSON.stringify(live.state(d, p.watch)));
+      p.ws.send(JSON.stringify(o.fleet ? { ...live.state(d, p.watch), fleet: o.fleet() } : live.state(d, p.watch)));
     }
   }, PUSH_MS);
 

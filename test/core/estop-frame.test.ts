@@ -73,7 +73,7 @@ describe('ESTOP frame: constants', () => {
     equal(ESTOP_NACK_FRAME_TYPE, 0xe5);
     equal(ESTOP_FLAG_LATCHED, 1);
     deepEqual({ ...EstopKind }, { ASSERT: 1, CLEARED: 2 });
-    deepEqual({ ...EstopSource }, { CLIENT: 0, HUB_BUTTON: 1, DEADMAN: 2, WATCHDOG: 3, ROBOT: 4 });
+    deepEqual({ ...EstopSource }, { CLIENT: 0, HUB_BUTTON: 1, DEADMAN: 2, WATCHDOG: 3, ROBOT: 4, FLEET: 5 });
     deepEqual({ ...EstopError }, { BAD_LENGTH: 1, BAD_MAGIC: 2, BAD_CRC: 3, BAD_KIND: 4, BAD_SOURCE: 5 });
   });
 
@@ -118,7 +118,7 @@ describe('ESTOP frame: layout', () => {
     fc.assert(
       fc.property(
         fc.constantFrom(1, 2),
-        fc.integer({ min: 0, max: 4 }),
+        fc.integer({ min: 0, max: 5 }),
         fc.integer({ min: 0, max: 255 }),
         fc.integer({ min: 0, max: 0xffffffff }),
         fc.integer({ min: 0, max: 0xffff }),
@@ -167,8 +167,8 @@ describe('ESTOP frame: errors', () => {
     for (const kind of [0, 3, 0x81, 255]) equal(errorOf(sealed([0xe5, kind, 0, 1, 0, 0, 0, 7, 0, 1]), 0, 12), 'BAD_KIND');
   });
 
-  it('BAD_SOURCE for sources above 4 under a valid CRC', () => {
-    for (const source of [5, 6, 128, 255]) equal(errorOf(sealed([0xe5, 1, source, 1, 0, 0, 0, 7, 0, 1]), 0, 12), 'BAD_SOURCE');
+  it('BAD_SOURCE for sources above 5 under a valid CRC', () => {
+    for (const source of [6, 7, 128, 255]) equal(errorOf(sealed([0xe5, 1, source, 1, 0, 0, 0, 7, 0, 1]), 0, 12), 'BAD_SOURCE');
   });
 
   it('detects every single-bit flip', () => {

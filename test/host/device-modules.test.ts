@@ -109,6 +109,30 @@ describe('device/config: the device configuration', () => {
     assert.equal(resolveDeviceConfig({ credentials: '  ' }).credentials, null);
   });
 
+  it('takes the fleet uplink’s keys: off by default, on with a broker, each checked', () => {
+    assert.equal(resolveDeviceConfig({}).uplink, null);
+    const c = resolveDeviceConfig({ uplink_broker: 'broker.lan', uplink_port: '1884', uplink_site: 'north', uplink_telemetry: 'odom:5, imu:20', uplink_events: 'fault', uplink_format: 'cbor', uplink_fleet_key: 'k' });
+    assert.deepEqual(c.uplink, {
+      host: 'broker.lan',
+      port: 1884,
+      clientId: '',
+      username: '',
+      password: '',
+      site: 'north',
+      telemetry: [
+        { channel: 'odom', rateHz: 5 },
+        { channel: 'imu', rateHz: 20 },
+      ],
+      events: ['fault'],
+      format: 'cbor',
+      fleetKey: 'k',
+      maxBytesPerS: 0,
+    });
+    assert.ok(Object.isFrozen(c.uplink));
+    const problems = problemsOf({ uplink_broker: 'a b', uplink_site: 'north/x', uplink_telemetry: 'odom', uplink_format: 'xml', hub_id: 'hub#1' });
+    for (const key of ['uplink_broker', 'uplink_site', 'uplink_telemetry', 'uplink_format', 'hub_id']) assert.ok(problems.some((x) => x.startsWith(key)), `${key} in ${problems.join('; ')}`);
+  });
+
   it('lists every problem at once', () => {
     const problems = problemsOf({
       wifi_channel: 14,

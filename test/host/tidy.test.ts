@@ -98,6 +98,11 @@ describe('tidy: the platform-free core', () => {
     const platformSpecific = (rel: string) => /\/(device|node)\.ts$/.test(rel);
     assert.deepEqual(checkTree('bindings', ['hub', 'catalog', 'bindings'], platformSpecific), []);
   });
+  it('uplink/ is platform-free except its host MQTT client (node.ts)', () => {
+    // The uplink speaks to the hub through a binding's link and to the broker through MqttPort;
+    // node.ts is the host's MQTT client over the `mqtt` package.
+    assert.deepEqual(checkTree('uplink', ['hub', 'catalog', 'bindings', 'uplink'], (rel) => rel === 'uplink/node.ts'), []);
+  });
   it('device adapters never reach simulator, host or Node code', () => {
     const problems: string[] = [];
     for (const file of sources('bindings')) {

@@ -468,6 +468,36 @@ function renderGrants(m: StateMsg): void {
   body.replaceChildren(...rows);
 }
 
+function renderFleet(m: StateMsg): void {
+  const card = $('fleet-card');
+  const fleet = m.fleet;
+  card.hidden = !fleet;
+  if (!fleet) return;
+  const body = $('fleet-table').querySelector('tbody') as HTMLTableSectionElement;
+  body.replaceChildren();
+  for (const h of fleet) {
+    const tr = document.createElement('tr');
+    tr.dataset['hub'] = h.id;
+    const cells = [
+      h.id,
+      h.status,
+      h.latched === null ? '—' : h.latched ? `LATCHED (${h.source ?? '?'})` : 'clear',
+      h.sessions === null ? '—' : String(h.sessions),
+      h.estops === null ? '—' : String(h.estops),
+      h.uplinkLevel === null ? '—' : String(h.uplinkLevel),
+      `${(h.heardMsAgo / 1000).toFixed(1)} s ago`,
+    ];
+    cells.forEach((text, i) => {
+      const td = document.createElement('td');
+      td.textContent = text;
+      if (i === 1) td.className = h.status === 'online' ? 'ok' : 'bad';
+      if (i === 2 && h.latched) td.className = 'bad';
+      tr.appendChild(td);
+    });
+    body.appendChild(tr);
+  }
+}
+
 function renderSafety(m: StateMsg): void {
   const latch = $('latch');
   latch.dataset['latched'] = String(m.latch.latched);
@@ -574,6 +604,7 @@ function onState(m: StateMsg): void {
   $('clock').textContent = `t = ${fmt(m.simMs / 1000, 1)} s`;
   setConn(m.scriptEnded ? 'script over: running on' : 'live', m.scriptEnded ? 'warn' : 'ok');
   renderSafety(m);
+  renderFleet(m);
   for (const p of panels) drawPlot(p);
   recordLevels(m);
   drawLevels();
