@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs one TypeScript entry of the repository without a full `tsc`: bundled by esbuild
 // (scripts/lib/bundle.mjs) into build/run/, then run in this process with the arguments that
-// follow it. `npm run sim` and `npm run shed-table` go through here.
+// follow it. `npm run sim`, `npm run shed-table` and the fleet commands (`npm run fleet`, `fleet-stop`,
+// `fleet-bench`) go through here.
 //
 //   node scripts/run-ts.mjs host-sim/cli.ts [options]
 import { runBundled } from './lib/bundle.mjs';
