@@ -28,7 +28,7 @@ const NS_PER_US = 1000n;
 const ESTOP_SOURCE_NAMES: Record<number, string> = {};
 for (const [k, v] of Object.entries(EstopSource)) ESTOP_SOURCE_NAMES[v] = k.toLowerCase().replace('_', '-');
 
-/** An ESTOP source code in words (client, hub-button, deadman, watchdog, robot). */
+/** An ESTOP source code in words (client, hub-button, deadman, watchdog, robot, fleet). */
 export function estopSourceName(code: number): string {
   return ESTOP_SOURCE_NAMES[code] ?? String(code);
 }
