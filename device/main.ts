@@ -1,6 +1,6 @@
 // The device entry (docs/architecture.md): the only place that wires Moddable modules to the core.
 // `creation.main` in manifest.json names this module; after the SDK's setup modules have run,
-// the runtime calls its default export (xs/platforms/mc/xsHosts.c). Not preloaded: it opens
+// the runtime calls its default export. Not preloaded: it opens
 // pins, radios and sockets. device/boot.ts, which is, brings the configuration and the catalog.
 //
 // Order matters for safety: the stop line is driven to stop first (a stop pin that cannot be

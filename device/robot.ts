@@ -1,5 +1,5 @@
 // The robot port on the ESP32: device/robot-link.ts bound to a GPIO output (the stop line) and
-// an ECMA-419 UART (modules/io/serial/esp32/serial.c).
+// an ECMA-419 UART (the SDK's ESP32 serial).
 //
 // The UART writes straight into its hardware transmit FIFO and throws "output full" when the
 // data exceeds the FIFO's free bytes; onWritable(free) fires when the FIFO drains below its

@@ -4,7 +4,7 @@
 // framing.ts spoken over the same TCP socket, its upgrade hashed with the SDK's `crypt` SHA-1.
 // Type-checked by the device build only (tsconfig.json excludes bindings/*/device.ts).
 //
-// lwIP facts this relies on (modules/io/socket/lwip/tcp.c): `onWritable(free)` fires when the
+// lwIP facts this relies on (the SDK's lwIP TCP socket): `onWritable(free)` fires when the
 // socket is accepted and on every ACK with the free send-buffer bytes; `write` throws "would
 // block" when given more than that and otherwise returns what is still free; `read()` returns
 // everything received as one ArrayBuffer. The largest `free` ever seen is the send buffer

@@ -4,7 +4,7 @@
 // device/main.ts passes `Listener` and `TCP`, and this file imports no platform, so
 // the Node build compiles it and a test can drive it with fakes.
 //
-// lwIP facts this relies on (modules/io/socket/lwip/tcp.c): `onWritable(free)` fires when the
+// lwIP facts this relies on (the SDK's lwIP TCP socket): `onWritable(free)` fires when the
 // socket is accepted and on every ACK; `write` throws "would block" when given more than `free`
 // and otherwise returns what is still free; `read()` returns everything received as one
 // ArrayBuffer; `close()` sends what lwIP already holds, then FIN. No timer: a connection that

@@ -1,4 +1,4 @@
-// As typings/instrumentation.d.ts of the SDK (modules/base/instrumentation). `map` gives the
+// As the SDK's own typing of the `instrumentation` module. `map` gives the
 // index of a named counter; `get` reads it, and reads undefined in a build without XS
 // instrumentation (a release build).
 declare module 'instrumentation' {

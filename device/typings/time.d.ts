@@ -1,6 +1,6 @@
-// As typings/time.d.ts of the SDK (modules/base/time). On the ESP32 `ticks` is
+// As the SDK's own typing of the `time` module. On the ESP32 `ticks` is
 // modMilliseconds(), a uint32 count of FreeRTOS ticks in ms handed to JS as an int32
-// (modules/base/time/esp/modTime.c): it turns negative after 24.8 days and wraps after 49.7.
+// (the SDK's ESP32 time module): it turns negative after 24.8 days and wraps after 49.7.
 declare module 'time' {
   var Time: {
     set: (seconds: number) => void;

@@ -1,4 +1,4 @@
-// As typings/timer.d.ts of the SDK (modules/base/timer).
+// As the SDK's own typing of the `timer` module.
 declare module 'timer' {
   export type TimerCallback = (timer: Timer) => void;
 

@@ -1,4 +1,4 @@
-// As typings/wifi.d.ts of the SDK: the legacy `wifi` module (modules/network/wifi/esp32), the
+// As the SDK's own typing of the legacy `wifi` module (its ESP32 implementation), the
 // only one with access-point mode (the ECMA-419 embedded:network/interface/wifi is station-only).
 // xs_wifi_accessPoint (xs6wifi.c): a password must be 8–64 bytes (leave it out for an open
 // network), channel 1–13 (default 1), max stations default 4; it throws on a bad value.

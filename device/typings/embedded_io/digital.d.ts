@@ -1,4 +1,4 @@
-// As typings/embedded_io/digital.d.ts of the SDK (modules/io/digital; ESP32: digitalbank.c).
+// As the SDK's own typing of embedded:io/digital (its ESP32 digital bank).
 // Rising = 1, Falling = 2 (digital.js). Edges are delivered to onReadable once JS runs, coalesced,
 // without debounce. An output cannot be read ("can't read output"); `initialValue` is written
 // before the pin is switched to output, so an output starts at a known level.

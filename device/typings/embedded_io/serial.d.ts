@@ -1,5 +1,5 @@
 // As typings/embedded_io/serial.d.ts of the SDK (the SDK's own misspelling `recevice` kept).
-// ESP32 (modules/io/serial/esp32/serial.c): `write` goes straight into the UART's hardware
+// ESP32 (the SDK's ESP32 serial implementation): `write` goes straight into the UART's hardware
 // FIFO and throws "output full" when the data exceeds its free bytes; onWritable(free) fires
 // when the FIFO drains below its threshold; `read(buffer)` fills the buffer with what the
 // receive FIFO holds and returns the count.

@@ -1,5 +1,5 @@
 // As typings/embedded_io/ble/peripheral.d.ts of the SDK, with the deviations the BLE binding
-// found in the ESP32 implementation (modules/io/ble/server/esp32/bleserver.{js,c}):
+// found in the SDK's ESP32 GATT server:
 //   - the connection's getter is `maximumWrite` (ATT MTU − 3); the typing spells it `maxinumWrite`;
 //   - `notify`'s value is any buffer (xsmcGetBufferReadable), and its callback receives a number,
 //     0 or a NimBLE status, for each notification; the typing says an Error. The JS method is

@@ -1,5 +1,5 @@
 // As typings/embedded_io/socket/listener.d.ts of the SDK, with one deviation read from the
-// implementation (modules/io/socket/lwip/listener.js): `close()` exists; the SDK typing omits it.
+// implementation (the SDK's lwIP listener): `close()` exists; the SDK typing omits it.
 // manifest.json hands mcconfig this file in place of the SDK's (device/typings/README.md).
 declare module 'embedded:io/socket/listener' {
   import TCP from 'embedded:io/socket/tcp';

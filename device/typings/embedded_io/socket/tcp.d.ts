@@ -1,5 +1,5 @@
 // As typings/embedded_io/socket/tcp.d.ts of the SDK, with one deviation read from the ESP32
-// implementation (modules/io/socket/lwip/tcp.c, xs_tcp_write): `write` returns the send-buffer
+// implementation (the SDK's lwIP TCP socket, its write): `write` returns the send-buffer
 // bytes still free (tcp_sndbuf) and throws "would block" when the data exceeds them; the SDK
 // typing says `void`. bindings/tcp/device.ts relies on that count. onWritable(free) fires when
 // the socket is accepted and on every ACK; read() returns everything received as one ArrayBuffer.
