@@ -266,6 +266,15 @@ export class LiveSim {
     return null;
   }
 
+  /** The simulated client whose ESTOP latched the hub now, when a client's did and the simulation knows which. */
+  private latchedBy(): string | null {
+    const hub = this.sim.hub;
+    if (!hub.latch.latched || hub.latch.source !== EstopSource.CLIENT) return null;
+    const causes = this.sim.estopCauses;
+    const last = causes[causes.length - 1];
+    return last && last.source === EstopSource.CLIENT ? last.client : null;
+  }
+
   /** Asks the control owner to clear the latch; false when no simulated client owns control. */
   requestClear(): boolean {
     const c = this.clearer();
@@ -373,6 +382,7 @@ export class LiveSim {
         armed: hub.armed,
         source: ESTOP_SOURCE_NAMES[hub.latch.source] ?? String(hub.latch.source),
         button: hub.buttonAsserting,
+        by: this.latchedBy(),
         ownerSession: hub.controlOwner,
         clearer: clearer ? clearer.name : null,
       },

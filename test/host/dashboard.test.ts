@@ -136,7 +136,7 @@ describe('dashboard: the page in headless Chromium', function () {
     needChromium();
     dash = await startDashboard({ scenario, port: 0, external: false });
     profile = mkdtempSync(join(tmpdir(), 'hub-dashboard-chromium-'));
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1600 } });
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1440, height: 900 } });
     page = await context.newPage();
     await page.goto(dash.url, { timeout: WAIT_MS });
   });
@@ -232,12 +232,21 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.equal(sim.robot.isStopped, false, 'the robot runs before the press');
     assert.equal(sim.hub.latch.latched, false);
     assert.equal(await page.getAttribute('#latch', 'data-latched'), 'false');
+    assert.equal(await page.isVisible('#estop-banner'), false, 'no banner while nothing is latched');
+    assert.equal(await page.textContent('#clear-why'), 'Clear is disabled: nothing is latched.');
     await page.click('#estop');
     await until('the hub latches', () => sim.hub.latch.latched);
     await until('the robot stops', () => sim.robot.isStopped);
     await page.waitForFunction(() => document.querySelector('#latch')?.getAttribute('data-latched') === 'true', undefined, { timeout: WAIT_MS });
     await page.waitForFunction(() => document.querySelector('#robot-state')?.getAttribute('data-stopped') === 'true', undefined, { timeout: WAIT_MS });
     assert.match((await page.textContent('#latch')) ?? '', /LATCHED \(source: hub-button/);
+    // A page-wide banner at 1440×900 names what latched it, in view without scrolling.
+    await page.evaluate(() => window.scrollTo(0, 400));
+    const box = await page.locator('#estop-banner').boundingBox();
+    assert.ok(box && box.width >= 1400 && box.height >= 30 && box.y >= 0 && box.y < 10, `the banner spans the page at its top: ${JSON.stringify(box)}`);
+    assert.equal(await page.getAttribute('#estop-banner', 'data-source'), 'hub-button');
+    assert.match((await page.textContent('#estop-banner')) ?? '', /ESTOP LATCHED — latched by hub-button: the hub's own ESTOP button/);
+    await page.evaluate(() => window.scrollTo(0, 0));
     assert.equal(sim.robot.stats.stops, 1);
     // The latch holds: the robot stays stopped.
     await new Promise((r) => setTimeout(r, 300));
@@ -262,8 +271,10 @@ describe('dashboard: the page in headless Chromium', function () {
     // Past the script's own arm (800 ms), which the latch refused.
     await until('the console owns control and the scripted arm is past', () => live.clearer()?.name === 'console' && live.sim.nowMs > 1000);
     await page.waitForFunction(() => !(document.querySelector('#clear') as HTMLButtonElement | null)?.disabled, undefined, { timeout: WAIT_MS });
+    assert.match((await page.textContent('#estop-banner')) ?? '', /console, the control owner, may clear/);
     await page.click('#clear');
     await until('the hub clears', () => !live.sim.hub.latch.latched);
+    await page.waitForFunction(() => (document.querySelector('#estop-banner') as HTMLElement | null)?.hidden === true, undefined, { timeout: WAIT_MS });
     assert.equal(live.sim.hub.armed, false, 'a clear never restarts the robot');
     await page.waitForFunction(() => /disarmed/.test(document.querySelector('#latch')?.textContent ?? ''), undefined, { timeout: WAIT_MS });
     await page.waitForFunction(() => !(document.querySelector('#arm') as HTMLButtonElement | null)?.disabled, undefined, { timeout: WAIT_MS });

@@ -498,7 +498,37 @@ function renderFleet(m: StateMsg): void {
   }
 }
 
+/** Who or what each ESTOP source is (§11), in words for the banner. */
+const ESTOP_SOURCE_TEXT: Record<string, string> = {
+  client: 'a client sent ESTOP',
+  'hub-button': "the hub's own ESTOP button (on the board, or this page's ESTOP)",
+  deadman: "the deadman: the control owner went silent past deadman_ms",
+  watchdog: "the hub's watchdog: its loop stalled",
+  robot: 'the robot reported a stop of its own',
+  fleet: 'a fleet-wide stop from the site broker',
+};
+
+/** Why Clear is greyed out now, or '' when it is not. */
+function clearWhy(m: StateMsg): string {
+  if (!m.latch.latched) return 'Clear is disabled: nothing is latched.';
+  if (m.latch.button) return "Clear is disabled: the hub's ESTOP button is still held; release it first.";
+  if (m.latch.clearer === null) return 'Clear is disabled: only the control owner may clear (§11.2), and no simulated client owns control now.';
+  return `${m.latch.clearer}, the control owner, may clear; clearing leaves the robot disarmed until it arms (§11.2).`;
+}
+
+function renderBanner(m: StateMsg): void {
+  const banner = $('estop-banner');
+  banner.hidden = !m.latch.latched;
+  banner.dataset['source'] = m.latch.latched ? m.latch.source : '';
+  if (!m.latch.latched) return;
+  const what = ESTOP_SOURCE_TEXT[m.latch.source] ?? 'an unknown source';
+  const who = m.latch.source === 'client' ? (m.latch.by ? `${m.latch.by} sent ESTOP` : 'a client sent ESTOP (an external one, or one the simulator cannot name)') : what;
+  $('estop-banner-source').textContent = `— latched by ${m.latch.source}: ${who}${m.latch.button ? ' (button still held)' : ''}. The robot is ${m.robot.stopped ? 'stopped, drives off' : 'stopping'}.`;
+  $('estop-banner-clear').textContent = clearWhy(m);
+}
+
 function renderSafety(m: StateMsg): void {
+  renderBanner(m);
   const latch = $('latch');
   latch.dataset['latched'] = String(m.latch.latched);
   latch.textContent = m.latch.latched ? `LATCHED (source: ${m.latch.source}${m.latch.button ? ', button held' : ''})` : m.latch.armed ? 'clear · armed' : 'clear · disarmed (the owner must arm)';
@@ -522,6 +552,7 @@ function renderSafety(m: StateMsg): void {
   const arm = $('arm') as HTMLButtonElement;
   arm.disabled = m.latch.latched || m.latch.armed || m.latch.clearer === null;
   arm.title = m.latch.clearer ? `${m.latch.clearer}, the control owner, sends the arm intent (§11.2)` : 'Only the control owner may arm, and no simulated client owns control';
+  $('clear-why').textContent = clear.disabled ? clearWhy(m) : '';
   clear.title = m.latch.clearer ? `${m.latch.clearer}, the control owner, sends ESTOP_CLEAR (§11.2)` : 'Only the control owner may clear, and no simulated client owns control';
 }
 
