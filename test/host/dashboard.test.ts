@@ -153,6 +153,24 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.equal(await page.title(), 'Robot hub — simulator dashboard');
   });
 
+  it('at 1440×900 the "Pushes by table row" card is wide enough: its /s column inside the card, each row one line', async () => {
+    await until('the rows table is filled', async () => (await page.locator('#rows-table tbody tr').count()) === 15);
+    const card = await page.locator('#rows-card').boundingBox();
+    const rate = await page.locator('#rows-table thead th', { hasText: '/s' }).boundingBox();
+    assert.ok(card && rate, 'the card and its /s header are laid out');
+    assert.ok(card.width >= 700, `the card is ${card.width} px wide`);
+    assert.ok(rate.x + rate.width <= card.x + card.width, `the /s column ends at ${rate.x + rate.width}, inside the card's ${card.x + card.width}`);
+    const overflow = await page.$eval('#rows-card', (el) => el.scrollWidth - el.clientWidth);
+    assert.ok(overflow <= 0, `the card overflows by ${overflow} px`);
+    // Row 6 (drop_source): its decision is a one-line label, not a tall red cell.
+    const heights = await page.$$eval('#rows-table tbody tr', (trs) => trs.map((tr) => tr.getBoundingClientRect().height));
+    for (const [i, ht] of heights.entries()) assert.ok(ht <= 24, `row ${i + 1} is ${ht} px tall`);
+    const red = await page.locator('#rows-table tr[data-row="6"] td.decision .pill').boundingBox();
+    assert.ok(red && red.height <= 20, `row 6's red label is ${JSON.stringify(red)}`);
+    const cellBg = await page.$eval('#rows-table tr[data-row="6"] td.decision', (td) => getComputedStyle(td).backgroundColor);
+    assert.notEqual(cellBg, 'rgb(197, 34, 31)', 'the cell itself is not filled red');
+  });
+
   it('plots the raw source and what a subscriber is delivered, growing as the simulation runs', async () => {
     const points = async (): Promise<number> => Number(await page.getAttribute('#plot-a', 'data-points'));
     await until('the IMU plot has points', async () => (await points()) > 0);

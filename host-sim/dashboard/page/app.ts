@@ -320,7 +320,9 @@ function decideRowForCritical(level: number, firstPush: boolean): number {
 }
 
 function decisionCell(decision: string): HTMLTableCellElement {
-  return h('td', { class: `decision d-${decision}` }, decision);
+  const td = h('td', { class: `decision d-${decision}` });
+  td.append(h('span', { class: 'pill' }, decision));
+  return td;
 }
 
 function renderDemo(): void {
