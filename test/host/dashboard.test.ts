@@ -183,6 +183,17 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.equal(await page.locator('#plot-a canvas').count(), 1);
   });
 
+  it('a flat signal (odometry v of a robot never driven) gets a small y range around its value, not 0–100', async () => {
+    assert.equal(await page.$eval('#plot-b-field', (s) => (s as HTMLSelectElement).selectedOptions[0]?.textContent), 'v (m/s)');
+    const odom = catalog.byName('odom')!.id;
+    const sim = dash!.live.sim;
+    assert.equal(sim.robot.pose.v, 0, 'the test scenario never drives the robot');
+    await until('the odometry plot has a y range', async () => (await page.getAttribute('#plot-b', 'data-ymax')) !== '' && Number(await page.getAttribute('#plot-b', 'data-points')) > 0);
+    const lo = Number(await page.getAttribute('#plot-b', 'data-ymin'));
+    const hi = Number(await page.getAttribute('#plot-b', 'data-ymax'));
+    assert.ok(lo < 0 && hi > 0 && hi - lo <= 1, `v = 0 m/s is shown on [${lo}, ${hi}] (channel ${odom})`);
+  });
+
   it('the level control drives shedDecide over the live mix: level 0 sends everything, level 2 sheds by the table', async () => {
     await until('every client has its subscriptions in the demo', async () => {
       const rows = await demoRows(page);

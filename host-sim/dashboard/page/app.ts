@@ -148,6 +148,20 @@ function plotWidth(box: HTMLElement): number {
   return Math.max(240, box.clientWidth - 4);
 }
 
+/**
+ * The y range of a signal plot: a flat signal gets a small band around its value (5 % of it, at
+ * least ±0.1 of its unit) instead of uPlot's default span; a varying one its extent plus 10 %.
+ */
+function yRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [-1, 1];
+  const span = max - min;
+  if (span <= Math.max(Math.abs(min), Math.abs(max)) * 1e-9) {
+    const pad = Math.max(Math.abs(min) * 0.05, 0.1);
+    return [min - pad, max + pad];
+  }
+  return [min - span * 0.1, max + span * 0.1];
+}
+
 function makePlot(p: PlotPanel): void {
   if (p.plot) p.plot.destroy();
   const ch = channelsById.get(Number(p.channelSel.value));
@@ -158,7 +172,7 @@ function makePlot(p: PlotPanel): void {
     height: 200,
     legend: { show: false },
     cursor: { show: false },
-    scales: { x: { time: false } },
+    scales: { x: { time: false }, y: { range: yRange } },
     axes: [
       { label: 'simulated time (s)', size: 36, labelSize: 16 },
       { label: unit, size: 52, labelSize: 16 },
@@ -227,6 +241,8 @@ function drawPlot(p: PlotPanel): void {
     `${r ? r.t.length : 0} raw, ${n} delivered to ${who || '—'} in the last ${windowS} s` +
     (chMeta && !sub ? ` (${who} does not subscribe to ${chMeta.name})` : sub ? ` · granted ${hz(sub.grantedHz)} Hz of ${hz(sub.wishHz)} wished, ${PRIORITY_NAMES[sub.priority] ?? sub.priority}, link level ${sub.level}` : '');
   p.box.dataset['points'] = String(p.points);
+  p.box.dataset['ymin'] = String(p.plot.scales['y']?.min ?? '');
+  p.box.dataset['ymax'] = String(p.plot.scales['y']?.max ?? '');
   p.box.dataset['delivered'] = String(n);
 }
 
