@@ -252,8 +252,14 @@ describe('dashboard: the page in headless Chromium', function () {
     await until('row 15 (level ≥ 2, elevated: decimate2) fires', () => (rows[15] as number) > before15 + 20);
     await until('the page counts row 13', async () => Number(await page.textContent('#rows-table tr[data-row="13"] .count')) > 0);
     await until('the hub reads level 2 on the sessions’ links', () => live.sim.hub.sessions().every((s) => s.level === 2));
+    // Level 2 drops the background logger's IMU (row 13): nothing is delivered to it meanwhile.
+    const breaksBefore = Number(await page.getAttribute('#plot-a', 'data-breaks'));
+    const from = live.sim.nowMs;
+    await until('1.5 s of forced level 2', () => live.sim.nowMs > from + 1500);
     await page.uncheck('#force');
     await until('the links are back to their own levels', () => live.forced === null);
+    // Delivery resumes: the delivered line breaks across the hole instead of bridging it.
+    await until('the logger’s IMU line breaks across the hole', async () => Number(await page.getAttribute('#plot-a', 'data-breaks')) > breaksBefore);
   });
 
   it('ESTOP on the page latches the hub and stops the simulated robot', async () => {

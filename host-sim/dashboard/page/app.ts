@@ -162,6 +162,11 @@ function yRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.
   return [min - span * 0.1, max + span * 0.1];
 }
 
+/** A hole between delivered samples longer than this breaks the line: ten granted periods, at least 1 s. */
+function deliveredHoleMs(grantedHz: number): number {
+  return Math.max(1000, grantedHz > 0 ? 10000 / grantedHz : 0);
+}
+
 function makePlot(p: PlotPanel): void {
   if (p.plot) p.plot.destroy();
   const ch = channelsById.get(Number(p.channelSel.value));
@@ -180,7 +185,7 @@ function makePlot(p: PlotPanel): void {
     series: [
       {},
       { label: 'raw', stroke: '#bdc1c6', width: 2.5, points: { show: false } },
-      { label: 'delivered', stroke: '#1a73e8', width: 1, spanGaps: true, points: { show: true, size: 3, fill: '#1a73e8' } },
+      { label: 'delivered', stroke: '#1a73e8', width: 1, spanGaps: false, points: { show: true, size: 3, fill: '#1a73e8' } },
     ],
   };
   p.plot = new uPlot(opts, [[], [], []], p.box);
@@ -207,36 +212,56 @@ function drawPlot(p: PlotPanel): void {
   const who = p.subscriberSel.value;
   const d = delivered.get(who)?.get(ch);
   const xs: number[] = [];
-  const ys: (number | null)[] = [];
-  const zs: (number | null)[] = [];
+  // undefined: no sample at this x (the line joins over it); null: a break in the line.
+  const ys: (number | null | undefined)[] = [];
+  const zs: (number | null | undefined)[] = [];
   // Merge by sample time: the delivered samples are raw samples the hub let through.
   let i = 0;
   let j = 0;
   const rt = r ? r.t : [];
   const dt = d ? d.t : [];
   const dOff = 1; // delivered values follow the gap flag
+  const sub = subscription(who, ch);
+  const holeMs = deliveredHoleMs(sub ? sub.grantedHz : 0);
+  let prevD = -Infinity;
+  let breaks = 0;
   while (i < rt.length || j < dt.length) {
     const a = i < rt.length ? (rt[i] as number) : Infinity;
     const b = j < dt.length ? (dt[j] as number) : Infinity;
     const t = Math.min(a, b);
+    if (b === t && d && prevD > -Infinity) {
+      // The delivered line breaks before a sample that carries `gap` (what came before it is
+      // missing) and across a hole in which nothing was delivered.
+      const gap = ((d.v[j] as readonly number[])[0] ?? 0) !== 0;
+      if (gap || t - prevD > holeMs) {
+        const last = xs.length - 1;
+        if (last >= 0 && (xs[last] as number) > prevD / 1000 && zs[last] === undefined) zs[last] = null;
+        else {
+          xs.push((prevD + t) / 2000);
+          ys.push(undefined);
+          zs.push(null);
+        }
+        breaks++;
+      }
+    }
     xs.push(t / 1000);
     if (a === t && r) {
       ys.push((r.v[i] as readonly number[])[field] ?? null);
       i++;
-    } else ys.push(null);
+    } else ys.push(undefined);
     if (b === t && d) {
       zs.push((d.v[j] as readonly number[])[field + dOff] ?? null);
+      prevD = t;
       j++;
-    } else zs.push(null);
+    } else zs.push(undefined);
   }
   const nowS = last.simMs / 1000;
   const windowS = hello ? hello.windowS : 10;
   // The x window follows simulated time; setting it ranges y over what is in the window.
-  p.plot.setData([xs, ys, zs], false);
+  p.plot.setData([xs, ys, zs] as uPlot.AlignedData, false);
   p.plot.setScale('x', { min: nowS - windowS, max: nowS });
   const n = d ? d.t.length : 0;
   const chMeta = channelsById.get(ch);
-  const sub = subscription(who, ch);
   p.foot.textContent =
     `${r ? r.t.length : 0} raw, ${n} delivered to ${who || '—'} in the last ${windowS} s` +
     (chMeta && !sub ? ` (${who} does not subscribe to ${chMeta.name})` : sub ? ` · granted ${hz(sub.grantedHz)} Hz of ${hz(sub.wishHz)} wished, ${PRIORITY_NAMES[sub.priority] ?? sub.priority}, link level ${sub.level}` : '');
@@ -244,6 +269,7 @@ function drawPlot(p: PlotPanel): void {
   p.box.dataset['ymin'] = String(p.plot.scales['y']?.min ?? '');
   p.box.dataset['ymax'] = String(p.plot.scales['y']?.max ?? '');
   p.box.dataset['delivered'] = String(n);
+  p.box.dataset['breaks'] = String(breaks);
 }
 
 function subscription(client: string, ch: number): (SubMsg & { level: number }) | null {
