@@ -153,6 +153,14 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.equal(await page.title(), 'Robot hub — simulator dashboard');
   });
 
+  it('the §10.4 demo opens at the level the hub reads from the links (0 here), not at level 1', async () => {
+    await page.waitForFunction(() => document.querySelector('#levels')?.getAttribute('data-source') === 'live', undefined, { timeout: WAIT_MS });
+    const levels = dash!.live.sim.hub.sessions().map((s) => s.level);
+    assert.deepEqual([...new Set(levels)], [0], 'every link is at level 0');
+    assert.equal(await page.$eval('input[name="level"]:checked', (el) => (el as HTMLInputElement).value), '0');
+    assert.match((await page.textContent('#demo-explain')) ?? '', /^Level 0 \(clear; the highest level the hub reads from the links now/);
+  });
+
   it('at 1440×900 the "Pushes by table row" card is wide enough: its /s column inside the card, each row one line', async () => {
     await until('the rows table is filled', async () => (await page.locator('#rows-table tbody tr').count()) === 15);
     const card = await page.locator('#rows-card').boundingBox();

@@ -347,6 +347,23 @@ function drawLevels(): void {
 // ---------------------------------------------------------------------------------------------
 // The §10.4 demo: the level control drives shedDecide over the live subscription mix.
 
+/** Until someone picks a level, the control follows the level the hub reads now (the highest over active sessions, or the forced one). */
+let levelPicked = false;
+
+function liveLevel(m: StateMsg): number {
+  if (m.forced !== null) return m.forced;
+  let max = 0;
+  for (const s of m.sessions) if (s.state === 'ACTIVE') max = Math.max(max, s.level);
+  return Math.min(3, max);
+}
+
+function followLiveLevel(m: StateMsg): void {
+  if (levelPicked) return;
+  const el = document.getElementById(`level-${liveLevel(m)}`) as HTMLInputElement | null;
+  if (el) el.checked = true;
+  $('levels').dataset['source'] = 'live';
+}
+
 function chosenLevel(): number {
   const el = document.querySelector<HTMLInputElement>('input[name="level"]:checked');
   return el ? Number(el.value) : 0;
@@ -425,13 +442,16 @@ function renderDemo(): void {
   }
   kinds.replaceChildren(...krows);
   const severe = level >= 2 ? 'severe (≥ 2)' : level === 1 ? 'congested' : 'clear';
+  const origin = levelPicked ? 'picked here' : last && last.forced !== null ? 'the level forced onto every link now' : "the highest level the hub reads from the links now; pick one to try it";
   $('demo-explain').textContent =
-    `Level ${level} (${severe}). Each subscription is evaluated per push, rows in written order, first match wins` +
+    `Level ${level} (${severe}; ${origin}). Each subscription is evaluated per push, rows in written order, first match wins` +
     (firstPush ? '; with "first push" ticked, row 3 answers for every non-critical subscription at levels ≥ 1 (§9.1).' : '.');
   $('why').textContent = SEGMENT_EXCEPTION;
 }
 
 function onLevelControl(): void {
+  levelPicked = true;
+  $('levels').dataset['source'] = 'picked';
   renderDemo();
   if (($('force') as HTMLInputElement).checked) send({ type: 'force', level: chosenLevel() });
 }
@@ -685,6 +705,7 @@ function onState(m: StateMsg): void {
   drawLevels();
   renderRows(m);
   renderGrants(m);
+  followLiveLevel(m);
   renderDemo();
   renderLog(m.log);
   const forced = $('force') as HTMLInputElement;
