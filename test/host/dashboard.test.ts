@@ -260,6 +260,11 @@ describe('dashboard: the page in headless Chromium', function () {
     await until('row 15 (level ≥ 2, elevated: decimate2) fires', () => (rows[15] as number) > before15 + 20);
     await until('the page counts row 13', async () => Number(await page.textContent('#rows-table tr[data-row="13"] .count')) > 0);
     await until('the hub reads level 2 on the sessions’ links', () => live.sim.hub.sessions().every((s) => s.level === 2));
+    // The ladder stays calm, and the page says why: it reads the hub's own load, not the links.
+    assert.equal(live.sim.hub.ladder.rung, 0);
+    await until('the health card explains the calm ladder', async () => /links at level 2 \(forced\)/.test((await page.textContent('#health-rung-why')) ?? ''));
+    assert.match((await page.textContent('#health-rung-why')) ?? '', /^The ladder reads the hub's own load .*not the links' congestion levels/);
+    assert.ok(await page.isVisible('#health-rung-why'));
     // Level 2 drops the background logger's IMU (row 13): nothing is delivered to it meanwhile.
     const breaksBefore = Number(await page.getAttribute('#plot-a', 'data-breaks'));
     const from = live.sim.nowMs;

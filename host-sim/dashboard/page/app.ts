@@ -606,6 +606,14 @@ function renderSafety(m: StateMsg): void {
   $('owner').textContent = owner ? `${owner.client ?? 'external'} (session ${owner.id})` : 'nobody';
   $('estops').textContent = `${m.totals['estops'] ?? 0} latched · robot stopped ${m.robot.stops}×`;
   $('health-rung').textContent = `rung ${m.health.rung} — ${LADDER_RUNGS[m.health.rung] ?? '?'}`;
+  const why = $('health-rung-why');
+  const linkLevel = liveLevel(m);
+  const ownLoad = "The ladder reads the hub's own load (tick time against its budget, heap, total egress occupancy), not the links' congestion levels";
+  why.textContent =
+    linkLevel > 0 && m.health.rung === 0
+      ? `${ownLoad}: links at level ${linkLevel}${m.forced !== null ? ' (forced)' : ''} are shed per subscription by the §10.4 table below, while the hub itself is not loaded, so the ladder stays calm.`
+      : `${ownLoad}; the links' levels drive the §10.4 table per subscription.`;
+  why.classList.toggle('notice', linkLevel > 0 && m.health.rung === 0);
   const admission = $('health-admission');
   admission.textContent = m.health.ready ? 'open' : 'paused: new sessions get HUB_PRESSURE (resumes still admitted)';
   admission.className = m.health.ready ? 'ok' : 'bad';
