@@ -22,6 +22,7 @@ import { ForwardingLink } from '../links/forwarding.js';
 import type { LinkTap } from '../links/index.js';
 import type { EventSpec, Scenario } from '../scenario.js';
 import { Simulation } from '../sim.js';
+import { describeHubLog } from './words.js';
 import type { ChannelMeta, ClientMeta, LogLine, Sample, SessionMsg, StateMsg } from './messages.js';
 
 /** Wall-clock period of the stepping loop. */
@@ -110,7 +111,7 @@ export class LiveSim {
       store: ports.store,
       ...(ports.playback !== undefined ? { playback: ports.playback } : {}),
       hooks: {
-        onLog: (code, a, b, tMs) => this.note(tMs, `hub: ${code}${a !== undefined ? ` ${a}` : ''}${b !== undefined ? ` ${b}` : ''}`),
+        onLog: (code, a, b, tMs) => this.note(tMs, `hub: ${describeHubLog(code, a, b, (id) => this.clientOfSession(id))} [${code}]`),
         onEvent: (e, tMs) => this.note(tMs, `scenario: ${describeEvent(e)}`),
       },
     });
@@ -181,6 +182,13 @@ export class LiveSim {
         this.overrideLevel(tap);
       }
     }
+  }
+
+  /** The simulated client on session `id` now, or null (an external client, or none). */
+  clientOfSession(id: number): string | null {
+    if (!this.sim) return null;
+    for (const c of this.sim.clients) if (c.lib.sessionId === id) return c.name;
+    return null;
   }
 
   /** A line in the page's log at the current simulated time. */

@@ -179,6 +179,23 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.notEqual(cellBg, 'rgb(197, 34, 31)', 'the cell itself is not filled red');
   });
 
+  it('says in words what the totals, the owner’s ★ and the hub’s events mean', async () => {
+    await until('the totals are shown', async () => /delivered \d+/.test((await page.textContent('#totals')) ?? ''));
+    const totals = (await page.textContent('#totals')) ?? '';
+    assert.match(totals, /· unsolicited GRANTs \d+$/);
+    assert.ok(await page.isVisible('#totals-note'));
+    assert.match((await page.textContent('#totals-note')) ?? '', /WELCOME are not among them/);
+    assert.match((await page.textContent('#grants-table thead')) ?? '', /grants received \(WELCOME \+ GRANTs\)/);
+    // The owner's ★ has a tooltip and a legend.
+    await until('the console owns control', async () => (await page.locator('#grants-table .owner-star').count()) === 1);
+    assert.match((await page.getAttribute('#grants-table .owner-star', 'title')) ?? '', /^control owner/);
+    assert.match((await page.textContent('#grants-card h2')) ?? '', /★ the control owner/);
+    // The hub's log codes in words.
+    const log = (await page.$$eval('#log li', (lis) => lis.map((li) => li.textContent ?? ''))).join('\n');
+    assert.match(log, /hub: session \d+ opened at (observer|operator|maintainer) tier \[session-open\]/);
+    assert.doesNotMatch(log, /hub: session-open \d/);
+  });
+
   it('plots the raw source and what a subscriber is delivered, growing as the simulation runs', async () => {
     const points = async (): Promise<number> => Number(await page.getAttribute('#plot-a', 'data-points'));
     await until('the IMU plot has points', async () => (await points()) > 0);

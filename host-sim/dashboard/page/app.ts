@@ -491,11 +491,20 @@ function renderRows(m: StateMsg): void {
   const t = m.totals;
   $('totals').textContent =
     `delivered ${t['delivered'] ?? 0} · rate-gated ${t['rateGated'] ?? 0} · decimated ${t['decimated'] ?? 0} · conflated ${t['conflated'] ?? 0} · ` +
-    `shed ${t['shedDrops'] ?? 0} · egress drops ${t['egressDrops'] ?? 0} · parks ${t['parks'] ?? 0} · resumes ${t['resumes'] ?? 0} · GRANTs ${t['grantsAnnounced'] ?? 0}`;
+    `shed ${t['shedDrops'] ?? 0} · egress drops ${t['egressDrops'] ?? 0} · parks ${t['parks'] ?? 0} · resumes ${t['resumes'] ?? 0} · unsolicited GRANTs ${t['grantsAnnounced'] ?? 0}`;
+  $('totals').title = "unsolicited GRANTs: GRANT frames the hub sent on its own to re-state a session's grants (§10.2). The grants a session is given in its WELCOME are not counted here; the Sessions table's last column counts those too.";
 }
 
 const grantSeen = new Map<string, number>();
 const flashUntil = new Map<string, number>();
+
+function ownerCell(s: SessionMsg, span: string): HTMLTableCellElement {
+  const td = h('td', { rowspan: span }, s.client ?? 'external');
+  if (s.owner) {
+    td.append(' ', h('span', { class: 'owner-star', title: 'control owner: this session holds control (§11.2): it alone may drive, arm and clear an ESTOP' }, '★'));
+  }
+  return td;
+}
 
 function renderGrants(m: StateMsg): void {
   const body = $('grants-table').querySelector('tbody') as HTMLElement;
@@ -515,7 +524,7 @@ function renderGrants(m: StateMsg): void {
         const span = String(shown.length);
         tr.append(
           h('td', { rowspan: span, class: 'num' }, String(s.id)),
-          h('td', { rowspan: span }, (s.client ?? 'external') + (s.owner ? ' ★' : '')),
+          ownerCell(s, span),
           h('td', { rowspan: span }, s.binding || '—'),
           h('td', { rowspan: span }, `${s.state} · ${s.tier}`),
           h('td', { rowspan: span, class: `num level l${Math.min(3, s.level)}` }, String(s.level)),
