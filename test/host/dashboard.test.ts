@@ -249,6 +249,18 @@ describe('dashboard: the page in headless Chromium', function () {
       ['elevated', 'row 15: decimate2', 'row 5: send'],
     ]);
     assert.match((await page.textContent('#why')) ?? '', /never decimated/);
+    // What each decision does to each class: a STATE at decimate4 and an EVENT at decimate2.
+    const effectOf = async (client: string, channel: string): Promise<[string, string]> => {
+      const tr = page.locator(`#demo-table tbody tr[data-client="${client}"][data-channel="${channel}"]`);
+      return [(await tr.getAttribute('data-decision')) ?? '', ((await tr.locator('td.effect').textContent()) ?? '').trim()];
+    };
+    assert.deepEqual(await effectOf('console', 'battery'), ['decimate4', 'every 4th value sent (the newest), the rest dropped: the client holds the last value 4× longer']);
+    assert.deepEqual(await effectOf('console', 'fault'), ['decimate2', 'no effect: events are queued and sent in full; only drop sheds an event']);
+    assert.deepEqual(await effectOf('viewer', 'path'), ['drop_source', 'the whole source dropped; the next segment sent carries gap']);
+    const matrix = await page.$$eval('#effect-table tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c.textContent ?? '').trim())));
+    assert.deepEqual(matrix[0], ['decision', 'STREAM samples', 'STREAM segments', 'STATE', 'EVENT']);
+    assert.deepEqual(matrix.slice(1).map((r) => r[0]), ['send', 'decimate4', 'decimate2', 'conflate', 'drop', 'drop_source']);
+    assert.ok(await page.isVisible('#effect-table'));
 
     await page.check('#level-1');
     assert.deepEqual((await demoRows(page)).find((x) => x.client === 'viewer' && x.channel === 'path')?.decision, 'send');

@@ -10,7 +10,7 @@ import type { ChannelMeta, HelloMsg, LogLine, PageMsg, Sample, ServerMsg, Sessio
 
 // The hub-wide ladder's rungs (hub/ladder.ts), for the health card.
 const LADDER_RUNGS = ['calm', 'thin', 'reduce_rates', 'pause_non_essential', 'refuse_joins', 'park_lowest'];
-import { SEGMENT_EXCEPTION, SHED_ROW_TEXT } from '../rows.js';
+import { EFFECT_CLASSES, SEGMENT_EXCEPTION, SHED_ROW_TEXT, decisionEffect } from '../rows.js';
 
 const LEVEL_WINDOW_S = 60;
 const COLORS = ['#1a73e8', '#e8710a', '#188038', '#9334e6', '#d93025', '#12b5cb', '#f9ab00', '#5f6368', '#b31412', '#174ea6'];
@@ -395,7 +395,7 @@ function renderDemo(): void {
     if (s.state !== 'ACTIVE') continue;
     for (const sub of s.subs) {
       const ch = channelsById.get(sub.channel);
-      if (!ch || ch.cls === 'EVENT') continue;
+      if (!ch) continue;
       if (ch.critical && !showCritical) {
         critical++;
         continue;
@@ -403,7 +403,8 @@ function renderDemo(): void {
       const { row, decision } = decide(level, sub.priority, ch, firstPush);
       const text = SHED_ROW_TEXT[row - 1];
       const pr = PRIORITY_NAMES[sub.priority] ?? String(sub.priority);
-      const tr = h('tr', { 'data-client': s.client ?? `#${s.id}`, 'data-channel': ch.name, 'data-priority': pr, 'data-row': String(row), 'data-decision': decision });
+      const effect = decisionEffect(decision, ch.cls, ch.kind);
+      const tr = h('tr', { 'data-client': s.client ?? `#${s.id}`, 'data-channel': ch.name, 'data-priority': pr, 'data-row': String(row), 'data-decision': decision, 'data-effect': effect });
       if (ch.critical) tr.classList.add('critical');
       tr.append(
         h('td', {}, s.client ?? `external #${s.id}`),
@@ -414,6 +415,7 @@ function renderDemo(): void {
         h('td', { class: 'num' }, String(row)),
         h('td', {}, text ? text.condition : ''),
         decisionCell(decision),
+        h('td', { class: 'effect' }, effect),
       );
       rows.push(tr);
     }
@@ -441,12 +443,29 @@ function renderDemo(): void {
     }
   }
   kinds.replaceChildren(...krows);
+  renderEffects();
   const severe = level >= 2 ? 'severe (≥ 2)' : level === 1 ? 'congested' : 'clear';
   const origin = levelPicked ? 'picked here' : last && last.forced !== null ? 'the level forced onto every link now' : "the highest level the hub reads from the links now; pick one to try it";
   $('demo-explain').textContent =
     `Level ${level} (${severe}; ${origin}). Each subscription is evaluated per push, rows in written order, first match wins` +
     (firstPush ? '; with "first push" ticked, row 3 answers for every non-critical subscription at levels ≥ 1 (§9.1).' : '.');
   $('why').textContent = SEGMENT_EXCEPTION;
+}
+
+/** The decision × class table: what hub/egress.ts does with each decision for each class. */
+function renderEffects(): void {
+  const table = $('effect-table');
+  if (table.querySelector('tbody tr')) return;
+  const head = table.querySelector('thead tr') as HTMLElement;
+  head.append(...EFFECT_CLASSES.map((c) => h('th', {}, c)));
+  const kinds: [string, string | null][] = [['STREAM', 'samples'], ['STREAM', 'segments'], ['STATE', null], ['EVENT', null]];
+  (table.querySelector('tbody') as HTMLElement).replaceChildren(
+    ...SHED_DECISION_NAME.map((d) => {
+      const tr = h('tr', { 'data-decision': d });
+      tr.append(decisionCell(d), ...kinds.map(([cls, kind]) => h('td', { 'data-class': kind ? `${cls} ${kind}` : cls }, decisionEffect(d, cls, kind))));
+      return tr;
+    }),
+  );
 }
 
 function onLevelControl(): void {
