@@ -219,6 +219,52 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.ok(lo < 0 && hi > 0 && hi - lo <= 1, `v = 0 m/s is shown on [${lo}, ${hi}] (channel ${odom})`);
   });
 
+  it('the plots pause, zoom by dragging, and export what they show as CSV', async () => {
+    const shownTo = async (): Promise<number> => Number(await page.getAttribute('#plot-a', 'data-shown-to'));
+    await until('the IMU plot draws', async () => (await shownTo()) > 0);
+    // Pause freezes the plot while the simulation runs on; Resume follows it again.
+    await page.click('#plot-a-pause');
+    assert.equal(await page.getAttribute('#plot-a', 'data-paused'), 'true');
+    assert.equal(await page.textContent('#plot-a-pause'), 'Resume');
+    const frozen = await shownTo();
+    const simAt = dash!.live.sim.nowMs;
+    await until('the simulation runs on 500 ms', () => dash!.live.sim.nowMs > simAt + 500);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await shownTo(), frozen, 'a paused plot holds still');
+    await page.click('#plot-a-pause');
+    await until('the resumed plot follows the simulation', async () => (await shownTo()) > frozen + 0.3);
+
+    // A drag across the plot zooms x into that range and holds it; Reset zoom returns to live.
+    const over = await page.locator('#plot-a .u-over').boundingBox();
+    assert.ok(over && over.width > 300, `the plot is ${over?.width} px wide at 1440×900`);
+    const y = over.y + over.height / 2;
+    // The last 3 s to 1 s of the window: data there however long the simulation has run.
+    await page.mouse.move(over.x + over.width * 0.7, y);
+    await page.mouse.down();
+    await page.mouse.move(over.x + over.width * 0.85, y, { steps: 5 });
+    await page.mouse.move(over.x + over.width * 0.9, y, { steps: 5 });
+    await page.mouse.up();
+    await until('the plot is zoomed', async () => (await page.getAttribute('#plot-a', 'data-zoomed')) === 'true');
+    assert.ok(await page.isVisible('#plot-a-reset'));
+    const zoomedTo = await shownTo();
+    // The CSV holds the zoomed range only: a fifth of the 10 s window at most.
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT_MS }), page.click('#plot-a-csv')]);
+    assert.equal(download.suggestedFilename(), 'imu-ax-logger.csv');
+    const path = await download.path();
+    const csv = (await import('node:fs')).readFileSync(path!, 'utf8').trim().split('\n');
+    assert.equal(csv[0], 't (s),raw ax (m/s^2),delivered to logger ax (m/s^2),gap');
+    assert.ok(csv.length > 20, `${csv.length - 1} rows`);
+    const ts = csv.slice(1).map((l) => Number(l.split(',')[0]));
+    assert.ok(ts.every((t) => Number.isFinite(t)), 'every row has a time');
+    const width = (ts[ts.length - 1] as number) - (ts[0] as number);
+    assert.ok(width > 0.5 && width <= 2.1, `the zoomed CSV spans ${width} s of the 10 s window`);
+    assert.ok(csv.slice(1).every((l) => /^-?[\d.]+,(-?[\d.e-]+)?,(-?[\d.e-]+)?,[01]?$/.test(l)), csv.slice(1, 4).join(' | '));
+    assert.equal(await shownTo(), zoomedTo, 'a zoomed plot holds still');
+    await page.click('#plot-a-reset');
+    assert.equal(await page.getAttribute('#plot-a', 'data-zoomed'), 'false');
+    await until('the plot follows the simulation again', async () => (await shownTo()) > zoomedTo + 0.3);
+  });
+
   it('the level control drives shedDecide over the live mix: level 0 sends everything, level 2 sheds by the table', async () => {
     await until('every client has its subscriptions in the demo', async () => {
       const rows = await demoRows(page);

@@ -131,6 +131,12 @@ interface PlotPanel {
   readonly foot: HTMLElement;
   plot: uPlot | null;
   points: number;
+  /** Frozen by Pause: new samples are kept but not drawn. */
+  paused: boolean;
+  /** A dragged x range is shown: the plot holds still until Reset zoom. */
+  zoomed: boolean;
+  /** What the plot shows now, for the CSV: x (s), raw, delivered, gap flag. */
+  shown: { xs: number[]; ys: (number | null | undefined)[]; zs: (number | null | undefined)[]; gaps: (0 | 1 | undefined)[] };
 }
 
 const panels: PlotPanel[] = (['a', 'b'] as const).map((key) => ({
@@ -142,6 +148,9 @@ const panels: PlotPanel[] = (['a', 'b'] as const).map((key) => ({
   foot: $(`plot-${key}-foot`),
   plot: null,
   points: 0,
+  paused: false,
+  zoomed: false,
+  shown: { xs: [], ys: [], zs: [], gaps: [] },
 }));
 
 function plotWidth(box: HTMLElement): number {
@@ -176,7 +185,18 @@ function makePlot(p: PlotPanel): void {
     width: plotWidth(p.box),
     height: 200,
     legend: { show: false },
-    cursor: { show: false },
+    // Drag across x to zoom (uPlot sets the x scale on release).
+    cursor: { show: true, x: true, y: false, points: { show: false }, drag: { x: true, y: false, setScale: true } },
+    hooks: {
+      // A drag selected a range: uPlot zooms x to it; the plot holds still until Reset zoom.
+      setSelect: [
+        (u: uPlot) => {
+          if (u.select.width <= 0) return;
+          p.zoomed = true;
+          showPlotState(p);
+        },
+      ],
+    },
     scales: { x: { time: false }, y: { range: yRange } },
     axes: [
       { label: 'simulated time (s)', size: 36, labelSize: 16 },
@@ -189,6 +209,48 @@ function makePlot(p: PlotPanel): void {
     ],
   };
   p.plot = new uPlot(opts, [[], [], []], p.box);
+  p.zoomed = false;
+  showPlotState(p);
+}
+
+function showPlotState(p: PlotPanel): void {
+  p.box.dataset['paused'] = String(p.paused);
+  p.box.dataset['zoomed'] = String(p.zoomed);
+  $(`plot-${p.key}-pause`).textContent = p.paused ? 'Resume' : 'Pause';
+  $(`plot-${p.key}-reset`).hidden = !p.zoomed;
+}
+
+/** The plot's shown samples (within the zoomed range when zoomed) as CSV text. */
+function plotCsv(p: PlotPanel): string {
+  const ch = channelsById.get(Number(p.channelSel.value));
+  const field = Number(p.fieldSel.value);
+  const name = ch ? `${ch.fields[field] ?? field}${ch.units[field] ? ` (${ch.units[field]})` : ''}` : 'value';
+  const q = (x: string): string => (/[",\n]/.test(x) ? `"${x.replace(/"/g, '""')}"` : x);
+  const lines = [['t (s)', `raw ${name}`, `delivered to ${p.subscriberSel.value} ${name}`, 'gap'].map(q).join(',')];
+  const sc = p.plot ? p.plot.scales['x'] : undefined;
+  const lo = sc && sc.min !== undefined && sc.min !== null ? sc.min : -Infinity;
+  const hi = sc && sc.max !== undefined && sc.max !== null ? sc.max : Infinity;
+  const { xs, ys, zs, gaps } = p.shown;
+  const cell = (v: number | null | undefined): string => (v === null || v === undefined ? '' : String(v));
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i] as number;
+    if (x < lo || x > hi) continue;
+    const y = ys[i];
+    const z = zs[i];
+    if ((y === null || y === undefined) && (z === null || z === undefined)) continue;
+    lines.push(`${x.toFixed(3)},${cell(y)},${cell(z)},${z === null || z === undefined ? '' : String(gaps[i] ?? 0)}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+function downloadCsv(p: PlotPanel): void {
+  const ch = channelsById.get(Number(p.channelSel.value));
+  const field = ch ? (ch.fields[Number(p.fieldSel.value)] ?? 'value') : 'value';
+  const a = h('a', { href: URL.createObjectURL(new Blob([plotCsv(p)], { type: 'text/csv' })), download: `${ch ? ch.name : 'channel'}-${field}-${p.subscriberSel.value || 'none'}.csv` });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
 function fillFields(p: PlotPanel): void {
@@ -215,6 +277,7 @@ function drawPlot(p: PlotPanel): void {
   // undefined: no sample at this x (the line joins over it); null: a break in the line.
   const ys: (number | null | undefined)[] = [];
   const zs: (number | null | undefined)[] = [];
+  const gaps: (0 | 1 | undefined)[] = [];
   // Merge by sample time: the delivered samples are raw samples the hub let through.
   let i = 0;
   let j = 0;
@@ -240,6 +303,7 @@ function drawPlot(p: PlotPanel): void {
           xs.push((prevD + t) / 2000);
           ys.push(undefined);
           zs.push(null);
+          gaps.push(undefined);
         }
         breaks++;
       }
@@ -251,15 +315,23 @@ function drawPlot(p: PlotPanel): void {
     } else ys.push(undefined);
     if (b === t && d) {
       zs.push((d.v[j] as readonly number[])[field + dOff] ?? null);
+      gaps.push(((d.v[j] as readonly number[])[0] ?? 0) !== 0 ? 1 : 0);
       prevD = t;
       j++;
-    } else zs.push(undefined);
+    } else {
+      zs.push(undefined);
+      gaps.push(undefined);
+    }
   }
   const nowS = last.simMs / 1000;
   const windowS = hello ? hello.windowS : 10;
   // The x window follows simulated time; setting it ranges y over what is in the window.
-  p.plot.setData([xs, ys, zs] as uPlot.AlignedData, false);
-  p.plot.setScale('x', { min: nowS - windowS, max: nowS });
+  if (!p.paused && !p.zoomed) {
+    p.shown = { xs, ys, zs, gaps };
+    p.plot.setData([xs, ys, zs] as uPlot.AlignedData, false);
+    p.plot.setScale('x', { min: nowS - windowS, max: nowS });
+    p.box.dataset['shownTo'] = String(nowS);
+  }
   const n = d ? d.t.length : 0;
   const chMeta = channelsById.get(ch);
   p.foot.textContent =
@@ -758,6 +830,17 @@ function wire(): void {
     });
     p.fieldSel.addEventListener('change', () => makePlot(p));
     p.subscriberSel.addEventListener('change', () => makePlot(p));
+    $(`plot-${p.key}-pause`).addEventListener('click', () => {
+      p.paused = !p.paused;
+      showPlotState(p);
+      drawPlot(p);
+    });
+    $(`plot-${p.key}-reset`).addEventListener('click', () => {
+      p.zoomed = false;
+      showPlotState(p);
+      drawPlot(p);
+    });
+    $(`plot-${p.key}-csv`).addEventListener('click', () => downloadCsv(p));
   }
   $('estop').addEventListener('click', () => send({ type: 'estop' }));
   $('clear').addEventListener('click', () => send({ type: 'clear' }));
