@@ -22,6 +22,7 @@ import { ForwardingLink } from '../links/forwarding.js';
 import type { LinkTap } from '../links/index.js';
 import type { EventSpec, Scenario } from '../scenario.js';
 import { Simulation } from '../sim.js';
+import { describeHubLog } from './words.js';
 import type { ChannelMeta, ClientMeta, LogLine, Sample, SessionMsg, StateMsg } from './messages.js';
 
 /** Wall-clock period of the stepping loop. */
@@ -110,7 +111,7 @@ export class LiveSim {
       store: ports.store,
       ...(ports.playback !== undefined ? { playback: ports.playback } : {}),
       hooks: {
-        onLog: (code, a, b, tMs) => this.note(tMs, `hub: ${code}${a !== undefined ? ` ${a}` : ''}${b !== undefined ? ` ${b}` : ''}`),
+        onLog: (code, a, b, tMs) => this.note(tMs, `hub: ${describeHubLog(code, a, b, (id) => this.clientOfSession(id))} [${code}]`),
         onEvent: (e, tMs) => this.note(tMs, `scenario: ${describeEvent(e)}`),
       },
     });
@@ -181,6 +182,13 @@ export class LiveSim {
         this.overrideLevel(tap);
       }
     }
+  }
+
+  /** The simulated client on session `id` now, or null (an external client, or none). */
+  clientOfSession(id: number): string | null {
+    if (!this.sim) return null;
+    for (const c of this.sim.clients) if (c.lib.sessionId === id) return c.name;
+    return null;
   }
 
   /** A line in the page's log at the current simulated time. */
@@ -264,6 +272,15 @@ export class LiveSim {
   clearer(): SimClient | null {
     for (const c of this.sim.clients) if (c.lib.state === 'active' && c.lib.ownsControl) return c;
     return null;
+  }
+
+  /** The simulated client whose ESTOP latched the hub now, when a client's did and the simulation knows which. */
+  private latchedBy(): string | null {
+    const hub = this.sim.hub;
+    if (!hub.latch.latched || hub.latch.source !== EstopSource.CLIENT) return null;
+    const causes = this.sim.estopCauses;
+    const last = causes[causes.length - 1];
+    return last && last.source === EstopSource.CLIENT ? last.client : null;
   }
 
   /** Asks the control owner to clear the latch; false when no simulated client owns control. */
@@ -373,6 +390,7 @@ export class LiveSim {
         armed: hub.armed,
         source: ESTOP_SOURCE_NAMES[hub.latch.source] ?? String(hub.latch.source),
         button: hub.buttonAsserting,
+        by: this.latchedBy(),
         ownerSession: hub.controlOwner,
         clearer: clearer ? clearer.name : null,
       },

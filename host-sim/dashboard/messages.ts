@@ -112,6 +112,8 @@ export interface StateMsg {
     readonly armed: boolean;
     readonly source: string;
     readonly button: boolean;
+    /** The simulated client whose ESTOP latched it (source `client`), when known; null otherwise. */
+    readonly by: string | null;
     readonly ownerSession: number;
     /** A simulated client that owns control and could clear, or null. */
     readonly clearer: string | null;

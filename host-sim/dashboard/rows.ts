@@ -34,3 +34,36 @@ export const SHED_ROW_TEXT: readonly ShedRowText[] = Object.freeze(
 export const SEGMENT_EXCEPTION =
   'Dropped samples are recoverable by interpolation (timestamps bridge the gap), so a samples-kind stream is decimated, newest-biased. ' +
   'A shed segment is a permanently lost command, so a segments-kind stream is delivered whole or dropped whole source, never decimated (rows 4–6).';
+
+/** The classes the §10.4 table tells apart, as the effect table's columns. */
+export const EFFECT_CLASSES = Object.freeze(['STREAM samples', 'STREAM segments', 'STATE', 'EVENT'] as const);
+
+/**
+ * What the hub does with a push when the table answers `decision` for a channel of `cls`
+ * (STREAM, STATE, EVENT, INTENT) and `kind` (samples, segments or null): hub/egress.ts's actions
+ * in words. An EVENT is queued per subscriber (§9.4): only `drop` sheds it.
+ */
+export function decisionEffect(decision: string, cls: string, kind: string | null): string {
+  const segments = cls === 'STREAM' && kind === 'segments';
+  const event = cls === 'EVENT';
+  switch (decision) {
+    case 'send':
+      return event ? 'queued and sent in full' : 'sent, at its granted rate';
+    case 'decimate4':
+    case 'decimate2': {
+      const n = decision === 'decimate4' ? 4 : 2;
+      if (event) return 'no effect: events are queued and sent in full; only drop sheds an event';
+      if (segments) return 'never reached: rows 4–6 answer for segments, which are never decimated';
+      if (cls === 'STATE') return `every ${n}th value sent (the newest), the rest dropped: the client holds the last value ${n}× longer`;
+      return `every ${n}th push of the granted stream sent (the newest): delivered rate = grant ÷ ${n}`;
+    }
+    case 'conflate':
+      return cls === 'STATE' ? 'sent only when its values change' : 'never reached: row 8 conflates STATE only';
+    case 'drop':
+      return event ? 'dropped and counted; the next delivered event carries the count' : segments ? 'never reached: rows 4–6 answer for segments' : 'not sent; the next push that goes out is fresh';
+    case 'drop_source':
+      return segments ? 'the whole source dropped; the next segment sent carries gap' : 'never reached: row 6 is for segments only';
+    default:
+      return '';
+  }
+}

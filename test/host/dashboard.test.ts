@@ -136,7 +136,7 @@ describe('dashboard: the page in headless Chromium', function () {
     needChromium();
     dash = await startDashboard({ scenario, port: 0, external: false });
     profile = mkdtempSync(join(tmpdir(), 'hub-dashboard-chromium-'));
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1600 } });
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1440, height: 900 } });
     page = await context.newPage();
     await page.goto(dash.url, { timeout: WAIT_MS });
   });
@@ -153,6 +153,49 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.equal(await page.title(), 'Robot hub — simulator dashboard');
   });
 
+  it('the §10.4 demo opens at the level the hub reads from the links (0 here), not at level 1', async () => {
+    await page.waitForFunction(() => document.querySelector('#levels')?.getAttribute('data-source') === 'live', undefined, { timeout: WAIT_MS });
+    const levels = dash!.live.sim.hub.sessions().map((s) => s.level);
+    assert.deepEqual([...new Set(levels)], [0], 'every link is at level 0');
+    assert.equal(await page.$eval('input[name="level"]:checked', (el) => (el as HTMLInputElement).value), '0');
+    assert.match((await page.textContent('#demo-explain')) ?? '', /^Level 0 \(clear; the highest level the hub reads from the links now/);
+  });
+
+  it('at 1440×900 the "Pushes by table row" card is wide enough: its /s column inside the card, each row one line', async () => {
+    await until('the rows table is filled', async () => (await page.locator('#rows-table tbody tr').count()) === 15);
+    const card = await page.locator('#rows-card').boundingBox();
+    const rate = await page.locator('#rows-table thead th', { hasText: '/s' }).boundingBox();
+    assert.ok(card && rate, 'the card and its /s header are laid out');
+    assert.ok(card.width >= 700, `the card is ${card.width} px wide`);
+    assert.ok(rate.x + rate.width <= card.x + card.width, `the /s column ends at ${rate.x + rate.width}, inside the card's ${card.x + card.width}`);
+    const overflow = await page.$eval('#rows-card', (el) => el.scrollWidth - el.clientWidth);
+    assert.ok(overflow <= 0, `the card overflows by ${overflow} px`);
+    // Row 6 (drop_source): its decision is a one-line label, not a tall red cell.
+    const heights = await page.$$eval('#rows-table tbody tr', (trs) => trs.map((tr) => tr.getBoundingClientRect().height));
+    for (const [i, ht] of heights.entries()) assert.ok(ht <= 24, `row ${i + 1} is ${ht} px tall`);
+    const red = await page.locator('#rows-table tr[data-row="6"] td.decision .pill').boundingBox();
+    assert.ok(red && red.height <= 20, `row 6's red label is ${JSON.stringify(red)}`);
+    const cellBg = await page.$eval('#rows-table tr[data-row="6"] td.decision', (td) => getComputedStyle(td).backgroundColor);
+    assert.notEqual(cellBg, 'rgb(197, 34, 31)', 'the cell itself is not filled red');
+  });
+
+  it('says in words what the totals, the owner’s ★ and the hub’s events mean', async () => {
+    await until('the totals are shown', async () => /delivered \d+/.test((await page.textContent('#totals')) ?? ''));
+    const totals = (await page.textContent('#totals')) ?? '';
+    assert.match(totals, /· unsolicited GRANTs \d+$/);
+    assert.ok(await page.isVisible('#totals-note'));
+    assert.match((await page.textContent('#totals-note')) ?? '', /WELCOME are not among them/);
+    assert.match((await page.textContent('#grants-table thead')) ?? '', /grants received \(WELCOME \+ GRANTs\)/);
+    // The owner's ★ has a tooltip and a legend.
+    await until('the console owns control', async () => (await page.locator('#grants-table .owner-star').count()) === 1);
+    assert.match((await page.getAttribute('#grants-table .owner-star', 'title')) ?? '', /^control owner/);
+    assert.match((await page.textContent('#grants-card h2')) ?? '', /★ the control owner/);
+    // The hub's log codes in words.
+    const log = (await page.$$eval('#log li', (lis) => lis.map((li) => li.textContent ?? ''))).join('\n');
+    assert.match(log, /hub: session \d+ opened at (observer|operator|maintainer) tier \[session-open\]/);
+    assert.doesNotMatch(log, /hub: session-open \d/);
+  });
+
   it('plots the raw source and what a subscriber is delivered, growing as the simulation runs', async () => {
     const points = async (): Promise<number> => Number(await page.getAttribute('#plot-a', 'data-points'));
     await until('the IMU plot has points', async () => (await points()) > 0);
@@ -163,6 +206,63 @@ describe('dashboard: the page in headless Chromium', function () {
     await until('the logger is delivered IMU samples', async () => Number(await page.getAttribute('#plot-a', 'data-delivered')) > 0);
     // uPlot drew into its canvas.
     assert.equal(await page.locator('#plot-a canvas').count(), 1);
+  });
+
+  it('a flat signal (odometry v of a robot never driven) gets a small y range around its value, not 0–100', async () => {
+    assert.equal(await page.$eval('#plot-b-field', (s) => (s as HTMLSelectElement).selectedOptions[0]?.textContent), 'v (m/s)');
+    const odom = catalog.byName('odom')!.id;
+    const sim = dash!.live.sim;
+    assert.equal(sim.robot.pose.v, 0, 'the test scenario never drives the robot');
+    await until('the odometry plot has a y range', async () => (await page.getAttribute('#plot-b', 'data-ymax')) !== '' && Number(await page.getAttribute('#plot-b', 'data-points')) > 0);
+    const lo = Number(await page.getAttribute('#plot-b', 'data-ymin'));
+    const hi = Number(await page.getAttribute('#plot-b', 'data-ymax'));
+    assert.ok(lo < 0 && hi > 0 && hi - lo <= 1, `v = 0 m/s is shown on [${lo}, ${hi}] (channel ${odom})`);
+  });
+
+  it('the plots pause, zoom by dragging, and export what they show as CSV', async () => {
+    const shownTo = async (): Promise<number> => Number(await page.getAttribute('#plot-a', 'data-shown-to'));
+    await until('the IMU plot draws', async () => (await shownTo()) > 0);
+    // Pause freezes the plot while the simulation runs on; Resume follows it again.
+    await page.click('#plot-a-pause');
+    assert.equal(await page.getAttribute('#plot-a', 'data-paused'), 'true');
+    assert.equal(await page.textContent('#plot-a-pause'), 'Resume');
+    const frozen = await shownTo();
+    const simAt = dash!.live.sim.nowMs;
+    await until('the simulation runs on 500 ms', () => dash!.live.sim.nowMs > simAt + 500);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await shownTo(), frozen, 'a paused plot holds still');
+    await page.click('#plot-a-pause');
+    await until('the resumed plot follows the simulation', async () => (await shownTo()) > frozen + 0.3);
+
+    // A drag across the plot zooms x into that range and holds it; Reset zoom returns to live.
+    const over = await page.locator('#plot-a .u-over').boundingBox();
+    assert.ok(over && over.width > 300, `the plot is ${over?.width} px wide at 1440×900`);
+    const y = over.y + over.height / 2;
+    // The last 3 s to 1 s of the window: data there however long the simulation has run.
+    await page.mouse.move(over.x + over.width * 0.7, y);
+    await page.mouse.down();
+    await page.mouse.move(over.x + over.width * 0.85, y, { steps: 5 });
+    await page.mouse.move(over.x + over.width * 0.9, y, { steps: 5 });
+    await page.mouse.up();
+    await until('the plot is zoomed', async () => (await page.getAttribute('#plot-a', 'data-zoomed')) === 'true');
+    assert.ok(await page.isVisible('#plot-a-reset'));
+    const zoomedTo = await shownTo();
+    // The CSV holds the zoomed range only: a fifth of the 10 s window at most.
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT_MS }), page.click('#plot-a-csv')]);
+    assert.equal(download.suggestedFilename(), 'imu-ax-logger.csv');
+    const path = await download.path();
+    const csv = (await import('node:fs')).readFileSync(path!, 'utf8').trim().split('\n');
+    assert.equal(csv[0], 't (s),raw ax (m/s^2),delivered to logger ax (m/s^2),gap');
+    assert.ok(csv.length > 20, `${csv.length - 1} rows`);
+    const ts = csv.slice(1).map((l) => Number(l.split(',')[0]));
+    assert.ok(ts.every((t) => Number.isFinite(t)), 'every row has a time');
+    const width = (ts[ts.length - 1] as number) - (ts[0] as number);
+    assert.ok(width > 0.5 && width <= 2.1, `the zoomed CSV spans ${width} s of the 10 s window`);
+    assert.ok(csv.slice(1).every((l) => /^-?[\d.]+,(-?[\d.e-]+)?,(-?[\d.e-]+)?,[01]?$/.test(l)), csv.slice(1, 4).join(' | '));
+    assert.equal(await shownTo(), zoomedTo, 'a zoomed plot holds still');
+    await page.click('#plot-a-reset');
+    assert.equal(await page.getAttribute('#plot-a', 'data-zoomed'), 'false');
+    await until('the plot follows the simulation again', async () => (await shownTo()) > zoomedTo + 0.3);
   });
 
   it('the level control drives shedDecide over the live mix: level 0 sends everything, level 2 sheds by the table', async () => {
@@ -195,6 +295,18 @@ describe('dashboard: the page in headless Chromium', function () {
       ['elevated', 'row 15: decimate2', 'row 5: send'],
     ]);
     assert.match((await page.textContent('#why')) ?? '', /never decimated/);
+    // What each decision does to each class: a STATE at decimate4 and an EVENT at decimate2.
+    const effectOf = async (client: string, channel: string): Promise<[string, string]> => {
+      const tr = page.locator(`#demo-table tbody tr[data-client="${client}"][data-channel="${channel}"]`);
+      return [(await tr.getAttribute('data-decision')) ?? '', ((await tr.locator('td.effect').textContent()) ?? '').trim()];
+    };
+    assert.deepEqual(await effectOf('console', 'battery'), ['decimate4', 'every 4th value sent (the newest), the rest dropped: the client holds the last value 4× longer']);
+    assert.deepEqual(await effectOf('console', 'fault'), ['decimate2', 'no effect: events are queued and sent in full; only drop sheds an event']);
+    assert.deepEqual(await effectOf('viewer', 'path'), ['drop_source', 'the whole source dropped; the next segment sent carries gap']);
+    const matrix = await page.$$eval('#effect-table tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c.textContent ?? '').trim())));
+    assert.deepEqual(matrix[0], ['decision', 'STREAM samples', 'STREAM segments', 'STATE', 'EVENT']);
+    assert.deepEqual(matrix.slice(1).map((r) => r[0]), ['send', 'decimate4', 'decimate2', 'conflate', 'drop', 'drop_source']);
+    assert.ok(await page.isVisible('#effect-table'));
 
     await page.check('#level-1');
     assert.deepEqual((await demoRows(page)).find((x) => x.client === 'viewer' && x.channel === 'path')?.decision, 'send');
@@ -223,8 +335,19 @@ describe('dashboard: the page in headless Chromium', function () {
     await until('row 15 (level ≥ 2, elevated: decimate2) fires', () => (rows[15] as number) > before15 + 20);
     await until('the page counts row 13', async () => Number(await page.textContent('#rows-table tr[data-row="13"] .count')) > 0);
     await until('the hub reads level 2 on the sessions’ links', () => live.sim.hub.sessions().every((s) => s.level === 2));
+    // The ladder stays calm, and the page says why: it reads the hub's own load, not the links.
+    assert.equal(live.sim.hub.ladder.rung, 0);
+    await until('the health card explains the calm ladder', async () => /links at level 2 \(forced\)/.test((await page.textContent('#health-rung-why')) ?? ''));
+    assert.match((await page.textContent('#health-rung-why')) ?? '', /^The ladder reads the hub's own load .*not the links' congestion levels/);
+    assert.ok(await page.isVisible('#health-rung-why'));
+    // Level 2 drops the background logger's IMU (row 13): nothing is delivered to it meanwhile.
+    const breaksBefore = Number(await page.getAttribute('#plot-a', 'data-breaks'));
+    const from = live.sim.nowMs;
+    await until('1.5 s of forced level 2', () => live.sim.nowMs > from + 1500);
     await page.uncheck('#force');
     await until('the links are back to their own levels', () => live.forced === null);
+    // Delivery resumes: the delivered line breaks across the hole instead of bridging it.
+    await until('the logger’s IMU line breaks across the hole', async () => Number(await page.getAttribute('#plot-a', 'data-breaks')) > breaksBefore);
   });
 
   it('ESTOP on the page latches the hub and stops the simulated robot', async () => {
@@ -232,12 +355,21 @@ describe('dashboard: the page in headless Chromium', function () {
     assert.equal(sim.robot.isStopped, false, 'the robot runs before the press');
     assert.equal(sim.hub.latch.latched, false);
     assert.equal(await page.getAttribute('#latch', 'data-latched'), 'false');
+    assert.equal(await page.isVisible('#estop-banner'), false, 'no banner while nothing is latched');
+    assert.equal(await page.textContent('#clear-why'), 'Clear is disabled: nothing is latched.');
     await page.click('#estop');
     await until('the hub latches', () => sim.hub.latch.latched);
     await until('the robot stops', () => sim.robot.isStopped);
     await page.waitForFunction(() => document.querySelector('#latch')?.getAttribute('data-latched') === 'true', undefined, { timeout: WAIT_MS });
     await page.waitForFunction(() => document.querySelector('#robot-state')?.getAttribute('data-stopped') === 'true', undefined, { timeout: WAIT_MS });
     assert.match((await page.textContent('#latch')) ?? '', /LATCHED \(source: hub-button/);
+    // A page-wide banner at 1440×900 names what latched it, in view without scrolling.
+    await page.evaluate(() => window.scrollTo(0, 400));
+    const box = await page.locator('#estop-banner').boundingBox();
+    assert.ok(box && box.width >= 1400 && box.height >= 30 && box.y >= 0 && box.y < 10, `the banner spans the page at its top: ${JSON.stringify(box)}`);
+    assert.equal(await page.getAttribute('#estop-banner', 'data-source'), 'hub-button');
+    assert.match((await page.textContent('#estop-banner')) ?? '', /ESTOP LATCHED — latched by hub-button: the hub's own ESTOP button/);
+    await page.evaluate(() => window.scrollTo(0, 0));
     assert.equal(sim.robot.stats.stops, 1);
     // The latch holds: the robot stays stopped.
     await new Promise((r) => setTimeout(r, 300));
@@ -262,8 +394,10 @@ describe('dashboard: the page in headless Chromium', function () {
     // Past the script's own arm (800 ms), which the latch refused.
     await until('the console owns control and the scripted arm is past', () => live.clearer()?.name === 'console' && live.sim.nowMs > 1000);
     await page.waitForFunction(() => !(document.querySelector('#clear') as HTMLButtonElement | null)?.disabled, undefined, { timeout: WAIT_MS });
+    assert.match((await page.textContent('#estop-banner')) ?? '', /console, the control owner, may clear/);
     await page.click('#clear');
     await until('the hub clears', () => !live.sim.hub.latch.latched);
+    await page.waitForFunction(() => (document.querySelector('#estop-banner') as HTMLElement | null)?.hidden === true, undefined, { timeout: WAIT_MS });
     assert.equal(live.sim.hub.armed, false, 'a clear never restarts the robot');
     await page.waitForFunction(() => /disarmed/.test(document.querySelector('#latch')?.textContent ?? ''), undefined, { timeout: WAIT_MS });
     await page.waitForFunction(() => !(document.querySelector('#arm') as HTMLButtonElement | null)?.disabled, undefined, { timeout: WAIT_MS });

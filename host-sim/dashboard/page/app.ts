@@ -10,7 +10,7 @@ import type { ChannelMeta, HelloMsg, LogLine, PageMsg, Sample, ServerMsg, Sessio
 
 // The hub-wide ladder's rungs (hub/ladder.ts), for the health card.
 const LADDER_RUNGS = ['calm', 'thin', 'reduce_rates', 'pause_non_essential', 'refuse_joins', 'park_lowest'];
-import { SEGMENT_EXCEPTION, SHED_ROW_TEXT } from '../rows.js';
+import { EFFECT_CLASSES, SEGMENT_EXCEPTION, SHED_ROW_TEXT, decisionEffect } from '../rows.js';
 
 const LEVEL_WINDOW_S = 60;
 const COLORS = ['#1a73e8', '#e8710a', '#188038', '#9334e6', '#d93025', '#12b5cb', '#f9ab00', '#5f6368', '#b31412', '#174ea6'];
@@ -131,6 +131,12 @@ interface PlotPanel {
   readonly foot: HTMLElement;
   plot: uPlot | null;
   points: number;
+  /** Frozen by Pause: new samples are kept but not drawn. */
+  paused: boolean;
+  /** A dragged x range is shown: the plot holds still until Reset zoom. */
+  zoomed: boolean;
+  /** What the plot shows now, for the CSV: x (s), raw, delivered, gap flag. */
+  shown: { xs: number[]; ys: (number | null | undefined)[]; zs: (number | null | undefined)[]; gaps: (0 | 1 | undefined)[] };
 }
 
 const panels: PlotPanel[] = (['a', 'b'] as const).map((key) => ({
@@ -142,10 +148,32 @@ const panels: PlotPanel[] = (['a', 'b'] as const).map((key) => ({
   foot: $(`plot-${key}-foot`),
   plot: null,
   points: 0,
+  paused: false,
+  zoomed: false,
+  shown: { xs: [], ys: [], zs: [], gaps: [] },
 }));
 
 function plotWidth(box: HTMLElement): number {
   return Math.max(240, box.clientWidth - 4);
+}
+
+/**
+ * The y range of a signal plot: a flat signal gets a small band around its value (5 % of it, at
+ * least ±0.1 of its unit) instead of uPlot's default span; a varying one its extent plus 10 %.
+ */
+function yRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [-1, 1];
+  const span = max - min;
+  if (span <= Math.max(Math.abs(min), Math.abs(max)) * 1e-9) {
+    const pad = Math.max(Math.abs(min) * 0.05, 0.1);
+    return [min - pad, max + pad];
+  }
+  return [min - span * 0.1, max + span * 0.1];
+}
+
+/** A hole between delivered samples longer than this breaks the line: ten granted periods, at least 1 s. */
+function deliveredHoleMs(grantedHz: number): number {
+  return Math.max(1000, grantedHz > 0 ? 10000 / grantedHz : 0);
 }
 
 function makePlot(p: PlotPanel): void {
@@ -157,8 +185,19 @@ function makePlot(p: PlotPanel): void {
     width: plotWidth(p.box),
     height: 200,
     legend: { show: false },
-    cursor: { show: false },
-    scales: { x: { time: false } },
+    // Drag across x to zoom (uPlot sets the x scale on release).
+    cursor: { show: true, x: true, y: false, points: { show: false }, drag: { x: true, y: false, setScale: true } },
+    hooks: {
+      // A drag selected a range: uPlot zooms x to it; the plot holds still until Reset zoom.
+      setSelect: [
+        (u: uPlot) => {
+          if (u.select.width <= 0) return;
+          p.zoomed = true;
+          showPlotState(p);
+        },
+      ],
+    },
+    scales: { x: { time: false }, y: { range: yRange } },
     axes: [
       { label: 'simulated time (s)', size: 36, labelSize: 16 },
       { label: unit, size: 52, labelSize: 16 },
@@ -166,10 +205,52 @@ function makePlot(p: PlotPanel): void {
     series: [
       {},
       { label: 'raw', stroke: '#bdc1c6', width: 2.5, points: { show: false } },
-      { label: 'delivered', stroke: '#1a73e8', width: 1, spanGaps: true, points: { show: true, size: 3, fill: '#1a73e8' } },
+      { label: 'delivered', stroke: '#1a73e8', width: 1, spanGaps: false, points: { show: true, size: 3, fill: '#1a73e8' } },
     ],
   };
   p.plot = new uPlot(opts, [[], [], []], p.box);
+  p.zoomed = false;
+  showPlotState(p);
+}
+
+function showPlotState(p: PlotPanel): void {
+  p.box.dataset['paused'] = String(p.paused);
+  p.box.dataset['zoomed'] = String(p.zoomed);
+  $(`plot-${p.key}-pause`).textContent = p.paused ? 'Resume' : 'Pause';
+  $(`plot-${p.key}-reset`).hidden = !p.zoomed;
+}
+
+/** The plot's shown samples (within the zoomed range when zoomed) as CSV text. */
+function plotCsv(p: PlotPanel): string {
+  const ch = channelsById.get(Number(p.channelSel.value));
+  const field = Number(p.fieldSel.value);
+  const name = ch ? `${ch.fields[field] ?? field}${ch.units[field] ? ` (${ch.units[field]})` : ''}` : 'value';
+  const q = (x: string): string => (/[",\n]/.test(x) ? `"${x.replace(/"/g, '""')}"` : x);
+  const lines = [['t (s)', `raw ${name}`, `delivered to ${p.subscriberSel.value} ${name}`, 'gap'].map(q).join(',')];
+  const sc = p.plot ? p.plot.scales['x'] : undefined;
+  const lo = sc && sc.min !== undefined && sc.min !== null ? sc.min : -Infinity;
+  const hi = sc && sc.max !== undefined && sc.max !== null ? sc.max : Infinity;
+  const { xs, ys, zs, gaps } = p.shown;
+  const cell = (v: number | null | undefined): string => (v === null || v === undefined ? '' : String(v));
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i] as number;
+    if (x < lo || x > hi) continue;
+    const y = ys[i];
+    const z = zs[i];
+    if ((y === null || y === undefined) && (z === null || z === undefined)) continue;
+    lines.push(`${x.toFixed(3)},${cell(y)},${cell(z)},${z === null || z === undefined ? '' : String(gaps[i] ?? 0)}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+function downloadCsv(p: PlotPanel): void {
+  const ch = channelsById.get(Number(p.channelSel.value));
+  const field = ch ? (ch.fields[Number(p.fieldSel.value)] ?? 'value') : 'value';
+  const a = h('a', { href: URL.createObjectURL(new Blob([plotCsv(p)], { type: 'text/csv' })), download: `${ch ? ch.name : 'channel'}-${field}-${p.subscriberSel.value || 'none'}.csv` });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
 function fillFields(p: PlotPanel): void {
@@ -193,41 +274,74 @@ function drawPlot(p: PlotPanel): void {
   const who = p.subscriberSel.value;
   const d = delivered.get(who)?.get(ch);
   const xs: number[] = [];
-  const ys: (number | null)[] = [];
-  const zs: (number | null)[] = [];
+  // undefined: no sample at this x (the line joins over it); null: a break in the line.
+  const ys: (number | null | undefined)[] = [];
+  const zs: (number | null | undefined)[] = [];
+  const gaps: (0 | 1 | undefined)[] = [];
   // Merge by sample time: the delivered samples are raw samples the hub let through.
   let i = 0;
   let j = 0;
   const rt = r ? r.t : [];
   const dt = d ? d.t : [];
   const dOff = 1; // delivered values follow the gap flag
+  const sub = subscription(who, ch);
+  const holeMs = deliveredHoleMs(sub ? sub.grantedHz : 0);
+  let prevD = -Infinity;
+  let breaks = 0;
   while (i < rt.length || j < dt.length) {
     const a = i < rt.length ? (rt[i] as number) : Infinity;
     const b = j < dt.length ? (dt[j] as number) : Infinity;
     const t = Math.min(a, b);
+    if (b === t && d && prevD > -Infinity) {
+      // The delivered line breaks before a sample that carries `gap` (what came before it is
+      // missing) and across a hole in which nothing was delivered.
+      const gap = ((d.v[j] as readonly number[])[0] ?? 0) !== 0;
+      if (gap || t - prevD > holeMs) {
+        const last = xs.length - 1;
+        if (last >= 0 && (xs[last] as number) > prevD / 1000 && zs[last] === undefined) zs[last] = null;
+        else {
+          xs.push((prevD + t) / 2000);
+          ys.push(undefined);
+          zs.push(null);
+          gaps.push(undefined);
+        }
+        breaks++;
+      }
+    }
     xs.push(t / 1000);
     if (a === t && r) {
       ys.push((r.v[i] as readonly number[])[field] ?? null);
       i++;
-    } else ys.push(null);
+    } else ys.push(undefined);
     if (b === t && d) {
       zs.push((d.v[j] as readonly number[])[field + dOff] ?? null);
+      gaps.push(((d.v[j] as readonly number[])[0] ?? 0) !== 0 ? 1 : 0);
+      prevD = t;
       j++;
-    } else zs.push(null);
+    } else {
+      zs.push(undefined);
+      gaps.push(undefined);
+    }
   }
   const nowS = last.simMs / 1000;
   const windowS = hello ? hello.windowS : 10;
   // The x window follows simulated time; setting it ranges y over what is in the window.
-  p.plot.setData([xs, ys, zs], false);
-  p.plot.setScale('x', { min: nowS - windowS, max: nowS });
+  if (!p.paused && !p.zoomed) {
+    p.shown = { xs, ys, zs, gaps };
+    p.plot.setData([xs, ys, zs] as uPlot.AlignedData, false);
+    p.plot.setScale('x', { min: nowS - windowS, max: nowS });
+    p.box.dataset['shownTo'] = String(nowS);
+  }
   const n = d ? d.t.length : 0;
   const chMeta = channelsById.get(ch);
-  const sub = subscription(who, ch);
   p.foot.textContent =
     `${r ? r.t.length : 0} raw, ${n} delivered to ${who || '—'} in the last ${windowS} s` +
     (chMeta && !sub ? ` (${who} does not subscribe to ${chMeta.name})` : sub ? ` · granted ${hz(sub.grantedHz)} Hz of ${hz(sub.wishHz)} wished, ${PRIORITY_NAMES[sub.priority] ?? sub.priority}, link level ${sub.level}` : '');
   p.box.dataset['points'] = String(p.points);
+  p.box.dataset['ymin'] = String(p.plot.scales['y']?.min ?? '');
+  p.box.dataset['ymax'] = String(p.plot.scales['y']?.max ?? '');
   p.box.dataset['delivered'] = String(n);
+  p.box.dataset['breaks'] = String(breaks);
 }
 
 function subscription(client: string, ch: number): (SubMsg & { level: number }) | null {
@@ -305,6 +419,23 @@ function drawLevels(): void {
 // ---------------------------------------------------------------------------------------------
 // The §10.4 demo: the level control drives shedDecide over the live subscription mix.
 
+/** Until someone picks a level, the control follows the level the hub reads now (the highest over active sessions, or the forced one). */
+let levelPicked = false;
+
+function liveLevel(m: StateMsg): number {
+  if (m.forced !== null) return m.forced;
+  let max = 0;
+  for (const s of m.sessions) if (s.state === 'ACTIVE') max = Math.max(max, s.level);
+  return Math.min(3, max);
+}
+
+function followLiveLevel(m: StateMsg): void {
+  if (levelPicked) return;
+  const el = document.getElementById(`level-${liveLevel(m)}`) as HTMLInputElement | null;
+  if (el) el.checked = true;
+  $('levels').dataset['source'] = 'live';
+}
+
 function chosenLevel(): number {
   const el = document.querySelector<HTMLInputElement>('input[name="level"]:checked');
   return el ? Number(el.value) : 0;
@@ -320,7 +451,9 @@ function decideRowForCritical(level: number, firstPush: boolean): number {
 }
 
 function decisionCell(decision: string): HTMLTableCellElement {
-  return h('td', { class: `decision d-${decision}` }, decision);
+  const td = h('td', { class: `decision d-${decision}` });
+  td.append(h('span', { class: 'pill' }, decision));
+  return td;
 }
 
 function renderDemo(): void {
@@ -334,7 +467,7 @@ function renderDemo(): void {
     if (s.state !== 'ACTIVE') continue;
     for (const sub of s.subs) {
       const ch = channelsById.get(sub.channel);
-      if (!ch || ch.cls === 'EVENT') continue;
+      if (!ch) continue;
       if (ch.critical && !showCritical) {
         critical++;
         continue;
@@ -342,7 +475,8 @@ function renderDemo(): void {
       const { row, decision } = decide(level, sub.priority, ch, firstPush);
       const text = SHED_ROW_TEXT[row - 1];
       const pr = PRIORITY_NAMES[sub.priority] ?? String(sub.priority);
-      const tr = h('tr', { 'data-client': s.client ?? `#${s.id}`, 'data-channel': ch.name, 'data-priority': pr, 'data-row': String(row), 'data-decision': decision });
+      const effect = decisionEffect(decision, ch.cls, ch.kind);
+      const tr = h('tr', { 'data-client': s.client ?? `#${s.id}`, 'data-channel': ch.name, 'data-priority': pr, 'data-row': String(row), 'data-decision': decision, 'data-effect': effect });
       if (ch.critical) tr.classList.add('critical');
       tr.append(
         h('td', {}, s.client ?? `external #${s.id}`),
@@ -353,6 +487,7 @@ function renderDemo(): void {
         h('td', { class: 'num' }, String(row)),
         h('td', {}, text ? text.condition : ''),
         decisionCell(decision),
+        h('td', { class: 'effect' }, effect),
       );
       rows.push(tr);
     }
@@ -380,14 +515,34 @@ function renderDemo(): void {
     }
   }
   kinds.replaceChildren(...krows);
+  renderEffects();
   const severe = level >= 2 ? 'severe (≥ 2)' : level === 1 ? 'congested' : 'clear';
+  const origin = levelPicked ? 'picked here' : last && last.forced !== null ? 'the level forced onto every link now' : "the highest level the hub reads from the links now; pick one to try it";
   $('demo-explain').textContent =
-    `Level ${level} (${severe}). Each subscription is evaluated per push, rows in written order, first match wins` +
+    `Level ${level} (${severe}; ${origin}). Each subscription is evaluated per push, rows in written order, first match wins` +
     (firstPush ? '; with "first push" ticked, row 3 answers for every non-critical subscription at levels ≥ 1 (§9.1).' : '.');
   $('why').textContent = SEGMENT_EXCEPTION;
 }
 
+/** The decision × class table: what hub/egress.ts does with each decision for each class. */
+function renderEffects(): void {
+  const table = $('effect-table');
+  if (table.querySelector('tbody tr')) return;
+  const head = table.querySelector('thead tr') as HTMLElement;
+  head.append(...EFFECT_CLASSES.map((c) => h('th', {}, c)));
+  const kinds: [string, string | null][] = [['STREAM', 'samples'], ['STREAM', 'segments'], ['STATE', null], ['EVENT', null]];
+  (table.querySelector('tbody') as HTMLElement).replaceChildren(
+    ...SHED_DECISION_NAME.map((d) => {
+      const tr = h('tr', { 'data-decision': d });
+      tr.append(decisionCell(d), ...kinds.map(([cls, kind]) => h('td', { 'data-class': kind ? `${cls} ${kind}` : cls }, decisionEffect(d, cls, kind))));
+      return tr;
+    }),
+  );
+}
+
 function onLevelControl(): void {
+  levelPicked = true;
+  $('levels').dataset['source'] = 'picked';
   renderDemo();
   if (($('force') as HTMLInputElement).checked) send({ type: 'force', level: chosenLevel() });
 }
@@ -427,11 +582,20 @@ function renderRows(m: StateMsg): void {
   const t = m.totals;
   $('totals').textContent =
     `delivered ${t['delivered'] ?? 0} · rate-gated ${t['rateGated'] ?? 0} · decimated ${t['decimated'] ?? 0} · conflated ${t['conflated'] ?? 0} · ` +
-    `shed ${t['shedDrops'] ?? 0} · egress drops ${t['egressDrops'] ?? 0} · parks ${t['parks'] ?? 0} · resumes ${t['resumes'] ?? 0} · GRANTs ${t['grantsAnnounced'] ?? 0}`;
+    `shed ${t['shedDrops'] ?? 0} · egress drops ${t['egressDrops'] ?? 0} · parks ${t['parks'] ?? 0} · resumes ${t['resumes'] ?? 0} · unsolicited GRANTs ${t['grantsAnnounced'] ?? 0}`;
+  $('totals').title = "unsolicited GRANTs: GRANT frames the hub sent on its own to re-state a session's grants (§10.2). The grants a session is given in its WELCOME are not counted here; the Sessions table's last column counts those too.";
 }
 
 const grantSeen = new Map<string, number>();
 const flashUntil = new Map<string, number>();
+
+function ownerCell(s: SessionMsg, span: string): HTMLTableCellElement {
+  const td = h('td', { rowspan: span }, s.client ?? 'external');
+  if (s.owner) {
+    td.append(' ', h('span', { class: 'owner-star', title: 'control owner: this session holds control (§11.2): it alone may drive, arm and clear an ESTOP' }, '★'));
+  }
+  return td;
+}
 
 function renderGrants(m: StateMsg): void {
   const body = $('grants-table').querySelector('tbody') as HTMLElement;
@@ -451,7 +615,7 @@ function renderGrants(m: StateMsg): void {
         const span = String(shown.length);
         tr.append(
           h('td', { rowspan: span, class: 'num' }, String(s.id)),
-          h('td', { rowspan: span }, (s.client ?? 'external') + (s.owner ? ' ★' : '')),
+          ownerCell(s, span),
           h('td', { rowspan: span }, s.binding || '—'),
           h('td', { rowspan: span }, `${s.state} · ${s.tier}`),
           h('td', { rowspan: span, class: `num level l${Math.min(3, s.level)}` }, String(s.level)),
@@ -498,7 +662,37 @@ function renderFleet(m: StateMsg): void {
   }
 }
 
+/** Who or what each ESTOP source is (§11), in words for the banner. */
+const ESTOP_SOURCE_TEXT: Record<string, string> = {
+  client: 'a client sent ESTOP',
+  'hub-button': "the hub's own ESTOP button (on the board, or this page's ESTOP)",
+  deadman: "the deadman: the control owner went silent past deadman_ms",
+  watchdog: "the hub's watchdog: its loop stalled",
+  robot: 'the robot reported a stop of its own',
+  fleet: 'a fleet-wide stop from the site broker',
+};
+
+/** Why Clear is greyed out now, or '' when it is not. */
+function clearWhy(m: StateMsg): string {
+  if (!m.latch.latched) return 'Clear is disabled: nothing is latched.';
+  if (m.latch.button) return "Clear is disabled: the hub's ESTOP button is still held; release it first.";
+  if (m.latch.clearer === null) return 'Clear is disabled: only the control owner may clear (§11.2), and no simulated client owns control now.';
+  return `${m.latch.clearer}, the control owner, may clear; clearing leaves the robot disarmed until it arms (§11.2).`;
+}
+
+function renderBanner(m: StateMsg): void {
+  const banner = $('estop-banner');
+  banner.hidden = !m.latch.latched;
+  banner.dataset['source'] = m.latch.latched ? m.latch.source : '';
+  if (!m.latch.latched) return;
+  const what = ESTOP_SOURCE_TEXT[m.latch.source] ?? 'an unknown source';
+  const who = m.latch.source === 'client' ? (m.latch.by ? `${m.latch.by} sent ESTOP` : 'a client sent ESTOP (an external one, or one the simulator cannot name)') : what;
+  $('estop-banner-source').textContent = `— latched by ${m.latch.source}: ${who}${m.latch.button ? ' (button still held)' : ''}. The robot is ${m.robot.stopped ? 'stopped, drives off' : 'stopping'}.`;
+  $('estop-banner-clear').textContent = clearWhy(m);
+}
+
 function renderSafety(m: StateMsg): void {
+  renderBanner(m);
   const latch = $('latch');
   latch.dataset['latched'] = String(m.latch.latched);
   latch.textContent = m.latch.latched ? `LATCHED (source: ${m.latch.source}${m.latch.button ? ', button held' : ''})` : m.latch.armed ? 'clear · armed' : 'clear · disarmed (the owner must arm)';
@@ -512,6 +706,14 @@ function renderSafety(m: StateMsg): void {
   $('owner').textContent = owner ? `${owner.client ?? 'external'} (session ${owner.id})` : 'nobody';
   $('estops').textContent = `${m.totals['estops'] ?? 0} latched · robot stopped ${m.robot.stops}×`;
   $('health-rung').textContent = `rung ${m.health.rung} — ${LADDER_RUNGS[m.health.rung] ?? '?'}`;
+  const why = $('health-rung-why');
+  const linkLevel = liveLevel(m);
+  const ownLoad = "The ladder reads the hub's own load (tick time against its budget, heap, total egress occupancy), not the links' congestion levels";
+  why.textContent =
+    linkLevel > 0 && m.health.rung === 0
+      ? `${ownLoad}: links at level ${linkLevel}${m.forced !== null ? ' (forced)' : ''} are shed per subscription by the §10.4 table below, while the hub itself is not loaded, so the ladder stays calm.`
+      : `${ownLoad}; the links' levels drive the §10.4 table per subscription.`;
+  why.classList.toggle('notice', linkLevel > 0 && m.health.rung === 0);
   const admission = $('health-admission');
   admission.textContent = m.health.ready ? 'open' : 'paused: new sessions get HUB_PRESSURE (resumes still admitted)';
   admission.className = m.health.ready ? 'ok' : 'bad';
@@ -522,6 +724,7 @@ function renderSafety(m: StateMsg): void {
   const arm = $('arm') as HTMLButtonElement;
   arm.disabled = m.latch.latched || m.latch.armed || m.latch.clearer === null;
   arm.title = m.latch.clearer ? `${m.latch.clearer}, the control owner, sends the arm intent (§11.2)` : 'Only the control owner may arm, and no simulated client owns control';
+  $('clear-why').textContent = clear.disabled ? clearWhy(m) : '';
   clear.title = m.latch.clearer ? `${m.latch.clearer}, the control owner, sends ESTOP_CLEAR (§11.2)` : 'Only the control owner may clear, and no simulated client owns control';
 }
 
@@ -610,6 +813,7 @@ function onState(m: StateMsg): void {
   drawLevels();
   renderRows(m);
   renderGrants(m);
+  followLiveLevel(m);
   renderDemo();
   renderLog(m.log);
   const forced = $('force') as HTMLInputElement;
@@ -626,6 +830,17 @@ function wire(): void {
     });
     p.fieldSel.addEventListener('change', () => makePlot(p));
     p.subscriberSel.addEventListener('change', () => makePlot(p));
+    $(`plot-${p.key}-pause`).addEventListener('click', () => {
+      p.paused = !p.paused;
+      showPlotState(p);
+      drawPlot(p);
+    });
+    $(`plot-${p.key}-reset`).addEventListener('click', () => {
+      p.zoomed = false;
+      showPlotState(p);
+      drawPlot(p);
+    });
+    $(`plot-${p.key}-csv`).addEventListener('click', () => downloadCsv(p));
   }
   $('estop').addEventListener('click', () => send({ type: 'estop' }));
   $('clear').addEventListener('click', () => send({ type: 'clear' }));
