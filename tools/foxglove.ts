@@ -51,7 +51,8 @@ const LEVELS_SCHEMA = {
       items: { type: 'object', properties: { slot: { type: 'integer' }, binding: { type: 'integer' }, level: { type: 'integer', description: '§10.3 congestion level: 0 clear, 1 congested, 2 severe' }, occupancy: { type: 'number' }, loss: { type: 'number' } } },
     },
     estopLatched: { type: 'boolean' },
-    admitting: { type: 'boolean' },
+    admitting: { type: 'boolean', description: 'the hub admits new sessions (health report, maintainer)' },
+    ladderRung: { type: 'integer', description: 'the hub’s overload ladder rung, 0 calm (health report, maintainer)' },
     session: {
       type: 'object',
       properties: {
@@ -434,9 +435,16 @@ export class FoxgloveBridge {
     }
     c.health().then(
       (text) => {
-        const r = JSON.parse(text) as { metrics?: { links?: unknown[]; estop?: { latched?: boolean } }; admitting?: boolean; ready?: boolean };
+        const r = JSON.parse(text) as { metrics?: { links?: unknown[]; admission?: { admitting?: number }; ladder?: { rung?: number } } };
         const m = r.metrics ?? {};
-        this.stateMessage(this.levelsId, { ...base, source: 'health', links: Array.isArray(m.links) ? m.links : [], estopLatched: c.latched, ...(typeof r.ready === 'boolean' ? { admitting: r.ready } : {}) });
+        this.stateMessage(this.levelsId, {
+          ...base,
+          source: 'health',
+          links: Array.isArray(m.links) ? m.links : [],
+          estopLatched: c.latched,
+          ...(m.admission !== undefined ? { admitting: m.admission.admitting === 1 } : {}),
+          ...(typeof m.ladder?.rung === 'number' ? { ladderRung: m.ladder.rung } : {}),
+        });
       },
       () => this.stateMessage(this.levelsId, { ...base, source: 'session', links: [], estopLatched: c.latched }),
     );
