@@ -30,6 +30,8 @@ class EstopSource(IntEnum):
     DEADMAN = 2
     WATCHDOG = 3
     ROBOT = 4
+    #: A signed fleet-wide stop received over the hub's uplink (docs/fleet.md).
+    FLEET = 5
 
 
 class EstopFrameError(Exception):
@@ -78,7 +80,7 @@ def decode_estop(b: bytes) -> EstopFrame:
         raise EstopFrameError("BAD_CRC")
     if b[1] not in (EstopKind.ASSERT, EstopKind.CLEARED):
         raise EstopFrameError("BAD_KIND")
-    if b[2] > EstopSource.ROBOT:
+    if b[2] > EstopSource.FLEET:
         raise EstopFrameError("BAD_SOURCE")
     return EstopFrame(b[1], b[2], b[3], int.from_bytes(b[4:8], "big"), int.from_bytes(b[8:10], "big"))
 
