@@ -134,6 +134,12 @@ class Viewer implements IWebSocket {
     this.ws.close();
   }
 
+  /** Ends the connection at once: a viewer that does not read cannot hold up the bridge's end. */
+  terminate(): void {
+    this.stop();
+    this.ws.terminate();
+  }
+
   send(data: string | ArrayBuffer | ArrayBufferView): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     if (typeof data === 'string') {
@@ -295,7 +301,7 @@ export class FoxgloveBridge {
     if (this.closed) return;
     this.closed = true;
     if (this.levelsTimer !== null) clearInterval(this.levelsTimer);
-    for (const v of this.viewers) v.close();
+    for (const v of this.viewers) v.terminate();
     await new Promise<void>((r) => this.wss.close(() => r()));
     await closeQuietly(this.client);
   }
