@@ -86,7 +86,7 @@ export function dataMessage(info: ChannelInfo, f: DataFrame): Record<string, unk
   return m;
 }
 
-const GRANTS_SCHEMA = {
+export const GRANTS_SCHEMA = {
   title: 'hub grants',
   description: 'the hub’s whole statement of this session’s grants, at every GRANT and WELCOME (§6.4, §10.2)',
   type: 'object',
@@ -115,7 +115,7 @@ const NACKS_SCHEMA = {
     retryAfterMs: { type: 'integer' },
   },
 };
-const ESTOP_SCHEMA = {
+export const ESTOP_SCHEMA = {
   title: 'hub ESTOP',
   description: 'every ESTOP frame the hub sent this session, latch and clear (§11)',
   type: 'object',
@@ -127,6 +127,26 @@ const ESTOP_SCHEMA = {
     seq: { type: 'integer' },
   },
 };
+
+/** The session's whole grant set as the `/hub/grants` message. */
+export function grantsMessage(catalog: CatalogIndex, subs: ReadonlyMap<number, SubGrant>, pubs: ReadonlyMap<number, PubGrant>): Record<string, unknown> {
+  const name = (id: number): string => catalog.byId(id)?.name ?? `#${id}`;
+  return {
+    subscriptions: [...subs.values()].map((g) => ({ channel: name(g.channelId), channelId: g.channelId, grantedRateHz: g.grantedRateHz, priority: PRIORITY_NAMES[g.priority] ?? String(g.priority) })),
+    publications: [...pubs.values()].map((g) => ({ channel: name(g.channelId), channelId: g.channelId, grantedRateHz: g.grantedRateHz, burst: g.burst })),
+  };
+}
+
+/** One ESTOP frame as the `/hub/estop` message. */
+export function estopMessage(e: EstopFrame): Record<string, unknown> {
+  return {
+    kind: e.kind === EstopKind.ASSERT ? 'assert' : 'cleared',
+    latched: (e.flags & 1) === 1,
+    source: ESTOP_SOURCE_NAMES[e.source] ?? String(e.source),
+    origin: e.origin,
+    seq: e.seq,
+  };
+}
 
 /** An MCAP sink over a file. */
 export class FileSink implements IWritable {
@@ -244,11 +264,7 @@ export class McapRecorder {
   }
 
   grants(subs: ReadonlyMap<number, SubGrant>, pubs: ReadonlyMap<number, PubGrant>): void {
-    const name = (id: number): string => this.catalog.byId(id)?.name ?? `#${id}`;
-    this.control(this.grantsId, GRANTS_TOPIC, {
-      subscriptions: [...subs.values()].map((g) => ({ channel: name(g.channelId), channelId: g.channelId, grantedRateHz: g.grantedRateHz, priority: PRIORITY_NAMES[g.priority] ?? String(g.priority) })),
-      publications: [...pubs.values()].map((g) => ({ channel: name(g.channelId), channelId: g.channelId, grantedRateHz: g.grantedRateHz, burst: g.burst })),
-    });
+    this.control(this.grantsId, GRANTS_TOPIC, grantsMessage(this.catalog, subs, pubs));
   }
 
   nack(n: NackFrame): void {
@@ -265,13 +281,7 @@ export class McapRecorder {
   }
 
   estop(e: EstopFrame): void {
-    this.control(this.estopId, ESTOP_TOPIC, {
-      kind: e.kind === EstopKind.ASSERT ? 'assert' : 'cleared',
-      latched: (e.flags & 1) === 1,
-      source: ESTOP_SOURCE_NAMES[e.source] ?? String(e.source),
-      origin: e.origin,
-      seq: e.seq,
-    });
+    this.control(this.estopId, ESTOP_TOPIC, estopMessage(e));
   }
 
   /** Waits for every queued write, writes the summary and closes the file. */
