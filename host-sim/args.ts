@@ -1,5 +1,8 @@
-// The command-line reading the simulator's two entries share (cli.ts: `npm run sim`; main.ts:
-// `npm start`): flags with a value, the seed, help and unknown arguments.
+// The command-line reading the simulator's entries share (cli.ts: `npm run sim`; main.ts:
+// `npm start`; fleet.ts and fleet-stop.ts): flags with a value, the seed, the broker and site,
+// help and unknown arguments.
+
+import { brokerParts, topicLevelProblem } from '../uplink/config.js';
 
 /** A command line that cannot be read; an empty message asks for the usage text alone. */
 export class UsageError extends Error {}
@@ -36,3 +39,17 @@ export function notAFlag(arg: string): never {
   if (arg === '-h' || arg === '--help') throw new UsageError('');
   throw new UsageError(`unknown argument ${JSON.stringify(arg)}`);
 }
+
+/** `--broker`: an MQTT broker's address, mqtt://HOST[:PORT] (the fleet commands and `npm start`). */
+export function brokerOf(v: string): string {
+  if (!brokerParts(v)) throw new UsageError(`--broker must be mqtt://HOST[:PORT], got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** `--site`: one MQTT topic level (fleet/<site>/…). */
+export function siteOf(v: string): string {
+  const problem = topicLevelProblem(v);
+  if (problem) throw new UsageError(`--site ${problem}`);
+  return v;
+}
+

@@ -8,9 +8,8 @@
 
 import mqtt from 'mqtt';
 import { FLEET_ALL, fleetStopMessage } from '../hub/fleet-stop.js';
-import { brokerParts, topicLevelProblem } from '../uplink/config.js';
 import { utf8Bytes } from '../uplink/messages.js';
-import { ArgReader, notAFlag, UsageError } from './args.js';
+import { ArgReader, brokerOf, notAFlag, siteOf, UsageError } from './args.js';
 
 const USAGE = 'usage: npm run fleet-stop -- --broker mqtt://HOST:PORT --site S --key K [--hub ID] [--seq N] [--time MS]';
 
@@ -35,15 +34,11 @@ function parse(argv: readonly string[]): Args {
   for (let arg = r.next(); arg !== undefined; arg = r.next()) {
     switch (arg) {
       case '--broker':
-        a.broker = r.value(arg);
-        if (!brokerParts(a.broker)) throw new UsageError(`--broker must be mqtt://HOST[:PORT], got ${JSON.stringify(a.broker)}`);
+        a.broker = brokerOf(r.value(arg));
         break;
-      case '--site': {
-        a.site = r.value(arg);
-        const problem = topicLevelProblem(a.site);
-        if (problem) throw new UsageError(`--site ${problem}`);
+      case '--site':
+        a.site = siteOf(r.value(arg));
         break;
-      }
       case '--key':
         a.key = r.value(arg);
         if (a.key === '') throw new UsageError('--key must not be empty');

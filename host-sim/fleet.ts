@@ -11,13 +11,13 @@ import { randomFillSync } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { loadCatalog } from '../catalog/index.js';
 import { DEFAULT_CATALOG } from '../catalog/default.js';
-import { ArgReader, notAFlag, seedOf, UsageError } from './args.js';
+import { ArgReader, brokerOf, notAFlag, seedOf, siteOf, UsageError } from './args.js';
 import { Broker } from './mqtt-broker.js';
 import { loadNamedScenario, ScenarioError, type Scenario } from './scenario.js';
 import { MemoryStore, Simulation } from './sim.js';
 import { US_PER_MS, usOf } from './kernel.js';
 import { startHostUplink, uplinkConfigOf, type HostUplink } from './uplink-host.js';
-import { brokerParts, topicLevelProblem, UplinkFormat, type UplinkFormatName } from '../uplink/config.js';
+import { UplinkFormat, type UplinkFormatName } from '../uplink/config.js';
 import { SOURCE_NAMES } from '../uplink/messages.js';
 import { UPLINK_STATE_NAMES } from '../uplink/uplink.js';
 import { FLEET_STOP_VERDICT_NAMES } from '../hub/fleet-stop.js';
@@ -57,12 +57,9 @@ function parse(argv: readonly string[]): Args {
         if (!/^\d+$/.test(v) || a.hubs < 1 || a.hubs > 200) throw new UsageError(`--hubs must be 1–200, got ${JSON.stringify(v)}`);
         break;
       }
-      case '--broker': {
-        const v = r.value(arg);
-        if (!brokerParts(v)) throw new UsageError(`--broker must be mqtt://HOST[:PORT], got ${JSON.stringify(v)}`);
-        a.broker = v;
+      case '--broker':
+        a.broker = brokerOf(r.value(arg));
         break;
-      }
       case '--port': {
         const v = r.value(arg);
         a.port = Number(v);
@@ -81,13 +78,9 @@ function parse(argv: readonly string[]): Args {
       case '--seed':
         a.seed = seedOf(r.value(arg));
         break;
-      case '--site': {
-        const v = r.value(arg);
-        const problem = topicLevelProblem(v);
-        if (problem) throw new UsageError(`--site ${problem}`);
-        a.site = v;
+      case '--site':
+        a.site = siteOf(r.value(arg));
         break;
-      }
       case '--key':
         a.key = r.value(arg);
         break;

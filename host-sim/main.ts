@@ -13,11 +13,11 @@ import { HttpHealthServer } from '../bindings/tcp/http-node.js';
 import { DEFAULT_CATALOG } from '../catalog/default.js';
 import { DEFAULT_PORT, DEFAULT_TCP_PORT, DEFAULT_WS_PORT, startDashboard, type Dashboard } from './dashboard/server.js';
 import { loadNamedScenario, ScenarioError } from './scenario.js';
-import { ArgReader, notAFlag, seedOf, UsageError } from './args.js';
+import { ArgReader, brokerOf, notAFlag, seedOf, siteOf, UsageError } from './args.js';
 import { defaultStatePath, FileStore } from './file-store.js';
 import { startHostUplink, uplinkConfigOf, type HostUplink } from './uplink-host.js';
 import { FleetView } from './fleet-view.js';
-import { brokerParts, topicLevelProblem } from '../uplink/config.js';
+import { topicLevelProblem } from '../uplink/config.js';
 import { FLEET_STOP_VERDICT_NAMES } from '../hub/fleet-stop.js';
 
 interface Args {
@@ -102,15 +102,11 @@ function parse(argv: readonly string[], env: NodeJS.ProcessEnv): Args {
         a.state = r.value(arg);
         break;
       case '--broker':
-        a.broker = r.value(arg);
-        if (!brokerParts(a.broker)) throw new UsageError(`--broker must be mqtt://HOST[:PORT], got ${JSON.stringify(a.broker)}`);
+        a.broker = brokerOf(r.value(arg));
         break;
-      case '--site': {
-        a.site = r.value(arg);
-        const problem = topicLevelProblem(a.site);
-        if (problem) throw new UsageError(`--site ${problem}`);
+      case '--site':
+        a.site = siteOf(r.value(arg));
         break;
-      }
       case '--key':
         a.key = r.value(arg);
         break;
