@@ -10,7 +10,9 @@
 // can produce, and one StagedBytes arena holding every session slot's never-shed queue followed
 // by the staging area where control frames are written (and from where a queued frame is handed
 // on): a frame moves between them with one native copy, and every frame a link receives is an
-// exact view, copied whole (docs/architecture.md "Copies").
+// exact view, copied whole (docs/architecture.md "Copies"). The never-shed queues' per-frame
+// lengths, tags and push times are columns of one more buffer (RingColumns), not three typed
+// arrays and a buffer per queue: on XS each costs heap slots of its own.
 //
 // Re-entry: while a push is being routed (`routing`), nothing the hub would do in answer to a
 // link (a lost transport, a park for an overflowing never-shed queue) runs; the hub takes it up
@@ -29,7 +31,7 @@ const EVENT_FRAME_OVERHEAD = 64;
 import { consumeGrantSlot } from './grants.js';
 import type { HealthMetrics } from './health.js';
 import { Tag, tagOf, type Clock, type Link } from './ports.js';
-import { FrameRing } from './queues.js';
+import { FrameRing, RingColumns } from './queues.js';
 import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
 import { decimate, DECIMATION_STATE, resetDecimation, SHED_DECISION, SHED_LOOKUP } from './shed.js';
 import { LEVEL_CONGESTED, LEVEL_SEVERE } from './constants.js';
@@ -76,6 +78,8 @@ export class Egress {
   levelFloor = 0;
   private readonly fp = new FloatProbe();
   private readonly rings: (FrameRing | undefined)[];
+  /** Every slot's never-shed ring's per-frame columns, in one buffer (made with the first ring). */
+  private columns: RingColumns | null = null;
   private readonly neverShedBytes: number;
   private readonly maxFrameBytes: number;
 
@@ -100,7 +104,10 @@ export class Egress {
   /** The never-shed queue of a session slot, in the arena (made at the slot's first session). */
   ringFor(slot: number): FrameRing {
     let r = this.rings[slot];
-    if (r === undefined) this.rings[slot] = r = new FrameRing(this.neverShedBytes, NEVER_SHED_FRAMES, this.arena, slot * this.neverShedBytes);
+    if (r === undefined) {
+      const c = this.columns ?? (this.columns = new RingColumns(this.rings.length, NEVER_SHED_FRAMES, this.neverShedBytes));
+      this.rings[slot] = r = new FrameRing(this.neverShedBytes, NEVER_SHED_FRAMES, this.arena, slot * this.neverShedBytes, c, slot);
+    }
     return r;
   }
 

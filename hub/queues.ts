@@ -28,39 +28,47 @@ export class FrameRing {
   readonly arena: StagedBytes;
   readonly base: number;
   readonly capacityBytes: number;
-  // 16 bits hold any frame of a ring up to 64 KiB: half the bytes of the usual ring.
+  // Per frame, by frame slot: its length, its tag and when it was pushed (whole ms modulo 2^32,
+  // for health's egress wait, docs/operations.md "Health, admission and overload": whole ms are
+  // all the device's clock has, and the histogram's smallest bound is 1 ms). Slots [m, m + cap)
+  // of columns that may be shared with other rings (RingColumns), read on every drain.
   private readonly lengths: Uint16Array | Uint32Array;
   private readonly tags: Uint32Array;
-  private first = 0; // index ring: slot of the head frame
+  private readonly pushedAt: Uint32Array;
+  private readonly m: number;
+  private readonly cap: number;
+  private first = 0; // index ring: slot of the head frame, relative to m
   /** Frames held (read on every delivery: a field, not a getter). */
   size = 0;
   private head = 0; // byte offset of the head frame
   private tail = 0; // byte offset where the next frame goes
   private used = 0; // bytes of frames held (gaps not counted)
   private gapAt = -1; // where the gap before the end begins while the frames wrap; -1 when they do not
-  // When each frame was pushed, whole ms modulo 2^32, parallel to `lengths` (health's egress
-  // wait, docs/operations.md "Health, admission and overload"): 4 bytes a frame. Whole ms are all
-  // the device's clock has, and the histogram's smallest bound is 1 ms.
-  private readonly pushedAt: Uint32Array;
 
-  /** Without an arena the ring makes its own, with a staging area as large as the ring. */
-  constructor(capacityBytes: number, maxFrames: number, arena?: StagedBytes, base = 0) {
+  /**
+   * Without an arena the ring makes its own, with a staging area as large as the ring. Without
+   * `columns` it makes its own per-frame columns; with them, it uses ring `index` of them (the
+   * hub keeps every session slot's ring in one RingColumns: on XS every typed array and buffer
+   * costs heap slots of its own).
+   */
+  constructor(capacityBytes: number, maxFrames: number, arena?: StagedBytes, base = 0, columns?: RingColumns, index = 0) {
     if (!Number.isInteger(capacityBytes) || capacityBytes < 1) throw new RangeError('FrameRing capacityBytes must be an integer ≥ 1');
     if (!Number.isInteger(maxFrames) || maxFrames < 1) throw new RangeError('FrameRing maxFrames must be an integer ≥ 1');
     this.arena = arena ?? new StagedBytes(capacityBytes, capacityBytes);
     if (!(base >= 0 && base + capacityBytes <= this.arena.capacity)) throw new RangeError('FrameRing: the region lies outside its arena');
     this.base = base;
     this.capacityBytes = capacityBytes;
-    // The three per-frame arrays share one buffer (on XS a buffer costs heap slots of its own).
-    const wide = capacityBytes > 0xffff;
-    const buffer = new ArrayBuffer(maxFrames * (wide ? 12 : 10));
-    this.tags = new Uint32Array(buffer, 0, maxFrames);
-    this.pushedAt = new Uint32Array(buffer, maxFrames * 4, maxFrames);
-    this.lengths = wide ? new Uint32Array(buffer, maxFrames * 8, maxFrames) : new Uint16Array(buffer, maxFrames * 8, maxFrames);
+    const c = columns ?? new RingColumns(1, maxFrames, capacityBytes);
+    if (c.maxFrames !== maxFrames || !(index >= 0 && index < c.rings) || (capacityBytes > 0xffff && !c.wide)) throw new RangeError('FrameRing: the columns do not fit the ring');
+    this.lengths = c.lengths;
+    this.tags = c.tags;
+    this.pushedAt = c.pushedAt;
+    this.cap = maxFrames;
+    this.m = index * maxFrames;
   }
 
   get maxFrames(): number {
-    return this.lengths.length;
+    return this.cap;
   }
 
   /** Bytes of the frames held. */
@@ -75,12 +83,12 @@ export class FrameRing {
 
   /** Length of the head frame; 0 when empty. */
   get headLength(): number {
-    return this.size === 0 ? 0 : (this.lengths[this.first] as number);
+    return this.size === 0 ? 0 : (this.lengths[this.m + this.first] as number);
   }
 
   /** The tag the head frame was pushed with; 0 when empty. */
   get headTag(): number {
-    return this.size === 0 ? 0 : (this.tags[this.first] as number);
+    return this.size === 0 ? 0 : (this.tags[this.m + this.first] as number);
   }
 
   /** Whether a frame of `length` bytes would be accepted now. */
@@ -102,9 +110,10 @@ export class FrameRing {
     // The arena's own staging area (a control frame written there) moves within one buffer.
     if (frame.buffer === all.buffer) all.copyWithin(this.base + at, frame.byteOffset, frame.byteOffset + length);
     else all.set(frame, this.base + at);
-    const maxFrames = this.lengths.length;
+    const maxFrames = this.cap;
     let slot = this.first + this.size;
     if (slot >= maxFrames) slot -= maxFrames;
+    slot += this.m;
     this.lengths[slot] = length;
     this.tags[slot] = tag;
     this.pushedAt[slot] = wholeMs(now);
@@ -119,7 +128,7 @@ export class FrameRing {
   /** The head frame, as an exact view in the arena's staging area (valid until the arena stages again); null when empty. */
   stageHead(): Uint8Array | null {
     if (this.size === 0) return null;
-    return this.arena.stage(this.base + this.head, this.lengths[this.first] as number);
+    return this.arena.stage(this.base + this.head, this.lengths[this.m + this.first] as number);
   }
 
   /** Copies the head frame to into[0, …) and returns its length; 0 when empty. */
@@ -136,10 +145,10 @@ export class FrameRing {
   /** Removes the head frame; false when empty. */
   shift(): boolean {
     if (this.size === 0) return false;
-    const len = this.lengths[this.first] as number;
+    const len = this.lengths[this.m + this.first] as number;
     this.used -= len;
     this.size--;
-    this.first = this.first + 1 === this.lengths.length ? 0 : this.first + 1;
+    this.first = this.first + 1 === this.cap ? 0 : this.first + 1;
     if (this.size === 0) {
       // Empty: start again at offset 0, the largest contiguous room there is.
       this.head = 0;
@@ -157,7 +166,7 @@ export class FrameRing {
 
   /** Whole ms (mod 2^32) from the head frame's push to `now`; 0 when empty. */
   headWaitMs(now: number): number {
-    return this.size === 0 ? 0 : (wholeMs(now) - (this.pushedAt[this.first] as number)) >>> 0;
+    return this.size === 0 ? 0 : (wholeMs(now) - (this.pushedAt[this.m + this.first] as number)) >>> 0;
   }
 
   /**
@@ -170,8 +179,9 @@ export class FrameRing {
     let sent = 0;
     const arena = this.arena;
     while (this.size > 0) {
-      const frame = arena.stage(this.base + this.head, this.lengths[this.first] as number);
-      const ok = link.send(frame, this.tags[this.first] as number, 0);
+      const at = this.m + this.first;
+      const frame = arena.stage(this.base + this.head, this.lengths[at] as number);
+      const ok = link.send(frame, this.tags[at] as number, 0);
       arena.unstage();
       if (!ok) break;
       if (waits !== null) waits.recordEgressWait(this.headWaitMs(now), now);
@@ -194,13 +204,40 @@ export class FrameRing {
   // after the tail, else the room before the head. Wrapped (tail ≤ head): the room between.
   private placeFor(length: number): number {
     const capacity = this.capacityBytes;
-    if (this.size === this.lengths.length) return -1;
+    if (this.size === this.cap) return -1;
     if (this.size === 0) return length <= capacity ? 0 : -1;
     if (this.head < this.tail) {
       if (length <= capacity - this.tail) return this.tail;
       return length <= this.head ? 0 : -1;
     }
     return length <= this.head - this.tail ? this.tail : -1;
+  }
+}
+
+/**
+ * The per-frame columns of `rings` FrameRings of `maxFrames` frames each, in one buffer: ring i
+ * uses slots [i × maxFrames, (i + 1) × maxFrames) of each. Lengths are 16 bits unless a ring may
+ * be wider than 64 KiB (`maxRingBytes`).
+ */
+export class RingColumns {
+  readonly rings: number;
+  readonly maxFrames: number;
+  readonly wide: boolean;
+  readonly tags: Uint32Array;
+  readonly pushedAt: Uint32Array;
+  readonly lengths: Uint16Array | Uint32Array;
+
+  constructor(rings: number, maxFrames: number, maxRingBytes: number) {
+    if (!Number.isInteger(rings) || rings < 1) throw new RangeError('RingColumns rings must be an integer ≥ 1');
+    this.rings = rings;
+    this.maxFrames = maxFrames;
+    const wide = maxRingBytes > 0xffff;
+    this.wide = wide;
+    const n = rings * maxFrames;
+    const buffer = new ArrayBuffer(n * (wide ? 12 : 10));
+    this.tags = new Uint32Array(buffer, 0, n);
+    this.pushedAt = new Uint32Array(buffer, n * 4, n);
+    this.lengths = wide ? new Uint32Array(buffer, n * 8, n) : new Uint16Array(buffer, n * 8, n);
   }
 }
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { NEVER_SHED_STALL_EVICTION_MS } from '../../hub/constants.js';
 import { AckForm, type Link, type LinkCaps, type LinkEstimate } from '../../hub/ports.js';
 import { StagedBytes } from '../../hub/bytes.js';
-import { EventQueue, FrameRing, StallClock } from '../../hub/queues.js';
+import { EventQueue, FrameRing, RingColumns, StallClock } from '../../hub/queues.js';
 import { deepEqual, equal, ok, throws } from '../lib/assert.js';
 import { runs } from '../lib/env.js';
 
@@ -141,6 +141,34 @@ describe('hub/queues: FrameRing (§10.4 never-shed queue)', () => {
     deepEqual(inPlace(b), frame(14, 3));
     deepEqual(head(a), frame(16, 1), 'a is untouched by b');
     throws(() => new FrameRing(24, 4, arena, 17), (e) => e instanceof RangeError);
+  });
+
+  it('rings sharing one set of per-frame columns keep their own frames, tags, counts and waits', () => {
+    const arena = new StagedBytes(64, 32);
+    const cols = new RingColumns(2, 3, 32);
+    const a = new FrameRing(32, 3, arena, 0, cols, 0);
+    const b = new FrameRing(32, 3, arena, 32, cols, 1);
+    ok(a.push(frame(5, 1), 11, 100));
+    ok(b.push(frame(7, 2), 22, 200));
+    ok(a.push(frame(6, 3), 33, 150));
+    ok(b.push(frame(4, 4), 44, 250));
+    ok(b.push(frame(3, 5), 55, 260));
+    ok(!b.push(frame(1, 6)), 'b holds its 3 frames: it does not take a slot of a');
+    ok(a.push(frame(2, 7), 66, 170), 'a still has its third slot');
+    equal(a.headTag, 11);
+    equal(b.headTag, 22);
+    equal(a.headWaitMs(300), 200);
+    equal(b.headWaitMs(300), 100);
+    deepEqual(head(a), frame(5, 1));
+    deepEqual(head(b), frame(7, 2));
+    a.shift();
+    b.shift();
+    equal(a.headTag, 33);
+    equal(b.headTag, 44);
+    deepEqual(head(a), frame(6, 3));
+    deepEqual(head(b), frame(4, 4));
+    throws(() => new FrameRing(32, 4, arena, 0, cols, 0), (e) => e instanceof RangeError);
+    throws(() => new FrameRing(32, 3, arena, 0, cols, 2), (e) => e instanceof RangeError);
   });
 
   it('refuses what does not fit, by bytes or by frame count, and changes nothing', () => {
