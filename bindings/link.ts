@@ -410,16 +410,27 @@ export class AckCounter {
   rttMs = -1;
   prompt = false;
   // When each of the last frames was handed over, by frame number mod the ring size.
-  /** When each of the last frames was handed over, by frame number & mask (null: none timed). */
+  /** When each of the last frames was handed over, by frame number & mask, from [0] (null: none timed). */
   readonly handedAt: Float64Array | null;
   readonly mask: number;
 
-  /** `timedFrames`: how many recent hand-overs to remember for the round trip (0: none timed). */
-  constructor(timedFrames = 0) {
+  /**
+   * `timedFrames`: how many recent hand-overs to remember for the round trip (0: none timed),
+   * rounded up to a power of two. `store`: an array whose first that many numbers the counter
+   * may keep them in, the rest being its owner's (on XS each typed array costs heap slots).
+   */
+  constructor(timedFrames = 0, store?: Float64Array) {
+    const ring = AckCounter.ringOf(timedFrames);
+    if (store !== undefined && timedFrames > 0 && store.length < ring) throw new RangeError('AckCounter: the store is too small');
+    this.handedAt = timedFrames > 0 ? (store ?? new Float64Array(ring)) : null;
+    this.mask = ring - 1;
+  }
+
+  /** The numbers an AckCounter timing `timedFrames` keeps (its ring: a power of two). */
+  static ringOf(timedFrames: number): number {
     let ring = 1;
     while (ring < timedFrames) ring <<= 1;
-    this.handedAt = timedFrames > 0 ? new Float64Array(ring) : null;
-    this.mask = ring - 1;
+    return ring;
   }
 
   /** One more frame started at `now`. */
@@ -456,7 +467,7 @@ export class AckCounter {
     this.rttMs = -1;
     if (!(n > this.acked)) return false;
     const h = this.handedAt;
-    if (h !== null && lag < h.length) {
+    if (h !== null && lag <= this.mask) {
       this.rttMs = now - (h[(n - 1) & this.mask] as number);
       this.prompt = n - this.acked >= PROMPT_ACK_FRAMES;
     }

@@ -17,14 +17,14 @@ export class Conn implements LinkSink {
    * §12: malformed frames before HELLO. The session this transport opens takes the counter
    * over, restarted, rather than a counter of its own (a resumed session keeps the one it has).
    */
-  readonly malformed = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
+  readonly malformed: WindowCounter;
   /** Frames handed to this transport before a session took it (the session's count starts there). */
   sent = 0;
   /**
    * INGRESS_BUDGET answers before HELLO, throttled like a session's (no NACK flood). The session
    * this transport opens takes it over, restarted, as it does `malformed`.
    */
-  readonly nackThrottle = new NackThrottle(STREAM_INGRESS_OVERAGE_NACK_PER_S);
+  readonly nackThrottle: NackThrottle;
   /** §6.1: when the transport was attached, and the bytes it may still send before HELLO (null once it has a session). */
   readonly attachedAt: number;
   preSession: TokenBucket | null;
@@ -35,6 +35,10 @@ export class Conn implements LinkSink {
     now: number,
   ) {
     this.attachedAt = now;
+    // The two counters' timestamps share one array (on XS each typed array costs heap slots).
+    const times = new Float64Array(MALFORMED_CLOSE_PER_S + 1 + STREAM_INGRESS_OVERAGE_NACK_PER_S);
+    this.malformed = new WindowCounter(MALFORMED_CLOSE_PER_S + 1, undefined, times, 0);
+    this.nackThrottle = new NackThrottle(STREAM_INGRESS_OVERAGE_NACK_PER_S, undefined, times, MALFORMED_CLOSE_PER_S + 1);
     this.preSession = new TokenBucket(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now);
   }
 

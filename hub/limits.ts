@@ -131,16 +131,23 @@ export function intentBucket(now: number): TokenBucket {
  * `add(now) > MALFORMED_CLOSE_PER_S`.
  */
 export class WindowCounter {
+  // The timestamps: times[at, at + capacity), in an array of the counter's own or one it shares
+  // with other counters of the same owner (on XS every typed array costs heap slots of its own).
   private readonly times: Float64Array;
-  private head = 0; // index of the oldest timestamp
+  private readonly at: number;
+  private head = 0; // index of the oldest timestamp, relative to at
   private n = 0;
 
   constructor(
     readonly capacity: number,
     readonly windowMs: number = MS_PER_S,
+    store?: Float64Array,
+    at = 0,
   ) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('WindowCounter capacity must be an integer ≥ 1');
-    this.times = new Float64Array(capacity);
+    if (store !== undefined && !(Number.isInteger(at) && at >= 0 && at + capacity <= store.length)) throw new RangeError('WindowCounter: the store is too small');
+    this.times = store ?? new Float64Array(capacity);
+    this.at = store !== undefined ? at : 0;
   }
 
   /** Records an event at `now`; returns how many are inside the window, this one included. */
@@ -148,11 +155,11 @@ export class WindowCounter {
     this.expire(now);
     const cap = this.capacity;
     if (this.n === cap) {
-      this.times[this.head] = now;
+      this.times[this.at + this.head] = now;
       this.head = this.head + 1 === cap ? 0 : this.head + 1;
     } else {
       const i = this.head + this.n;
-      this.times[i < cap ? i : i - cap] = now;
+      this.times[this.at + (i < cap ? i : i - cap)] = now;
       this.n++;
     }
     return this.n;
@@ -171,7 +178,7 @@ export class WindowCounter {
 
   private expire(now: number): void {
     const cap = this.capacity;
-    while (this.n > 0 && now - (this.times[this.head] as number) >= this.windowMs) {
+    while (this.n > 0 && now - (this.times[this.at + this.head] as number) >= this.windowMs) {
       this.head = this.head + 1 === cap ? 0 : this.head + 1;
       this.n--;
     }
@@ -188,8 +195,9 @@ export class NackThrottle {
   private readonly sent: WindowCounter;
   private dropped = 0;
 
-  constructor(perWindow: number = STREAM_INGRESS_OVERAGE_NACK_PER_S, windowMs: number = MS_PER_S) {
-    this.sent = new WindowCounter(perWindow, windowMs);
+  /** `store`, `at`: where its counter keeps its timestamps (WindowCounter). */
+  constructor(perWindow: number = STREAM_INGRESS_OVERAGE_NACK_PER_S, windowMs: number = MS_PER_S, store?: Float64Array, at = 0) {
+    this.sent = new WindowCounter(perWindow, windowMs, store, at);
   }
 
   /** True: send this NACK (it is counted). False: suppress it (counted in `suppressed`). */

@@ -96,11 +96,12 @@ export class EgressQueue {
   // each record's length (16 bits while the capacity allows) and kind; its stamp, which for a
   // VALUE record is its channel and for any other when it was queued, whole ms modulo 2^32 (ages
   // are taken modulo 2^32 too; only a SAMPLE record's age is read); and per channel the slot of
-  // its newest VALUE (−1: none), so that a newer one supersedes it in O(1).
+  // its newest VALUE plus one (0: none), so that a newer one supersedes it in O(1): a byte a
+  // channel while the slots number at most 255.
   private readonly lens: Uint16Array | Uint32Array;
   private readonly kinds: Uint8Array;
   private readonly stamps: Uint32Array;
-  private readonly latestValue: Int16Array;
+  private readonly latestValue: Uint8Array | Uint16Array;
   private first = 0; // slot of the head record
   /** Records held, the one partly handed over included (a field: read on every send). */
   count = 0;
@@ -141,15 +142,16 @@ export class EgressQueue {
     this.ahead = new EstopAhead(AHEAD_SLOT_BYTES, AHEAD_SLOTS, this.mem.all, capacity);
     // A record is at most `capacity` bytes: 16 bits hold its length up to 65535.
     const lenBytes = capacity <= 0xffff ? 2 : 4;
-    // [stamps (4 per slot) | lens | latestValue (2 per channel) | kinds]: each view aligned.
-    const meta = new ArrayBuffer(maxRecords * (4 + lenBytes + 1) + CHANNELS * 2);
+    const latestBytes = maxRecords < 0xff ? 1 : 2;
+    // [stamps (4 per slot) | lens | latestValue (1 or 2 per channel) | kinds]: each view aligned.
+    const meta = new ArrayBuffer(maxRecords * (4 + lenBytes + 1) + CHANNELS * latestBytes);
     let at = 0;
     this.stamps = new Uint32Array(meta, at, maxRecords);
     at += maxRecords * 4;
     this.lens = lenBytes === 2 ? new Uint16Array(meta, at, maxRecords) : new Uint32Array(meta, at, maxRecords);
     at += maxRecords * lenBytes;
-    this.latestValue = new Int16Array(meta, at, CHANNELS).fill(-1);
-    at += CHANNELS * 2;
+    this.latestValue = latestBytes === 1 ? new Uint8Array(meta, at, CHANNELS) : new Uint16Array(meta, at, CHANNELS);
+    at += CHANNELS * latestBytes;
     this.kinds = new Uint8Array(meta, at, maxRecords);
   }
 
@@ -209,13 +211,13 @@ export class EgressQueue {
     if (slot >= this.maxRecords) slot -= this.maxRecords;
     if (kind === RecordKind.VALUE) {
       if (channel > 0 && channel < CHANNELS) {
-        const prev = this.latestValue[channel] as number;
+        const prev = (this.latestValue[channel] as number) - 1;
         if (prev >= 0 && this.kinds[prev] === RecordKind.VALUE && this.stamps[prev] === channel && !(prev === this.first && this.headDone > 0)) {
           let offset = prev - this.first;
           if (offset < 0) offset += this.maxRecords;
           if (offset < this.count) this.kinds[prev] = RecordKind.SUPERSEDED;
         }
-        this.latestValue[channel] = slot;
+        this.latestValue[channel] = slot + 1;
       }
       this.stamps[slot] = channel;
     } else this.stamps[slot] = now >>> 0;
@@ -566,7 +568,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   private readonly wsParser: WsFrameParser | null;
   // Until the upgrade is answered (WS_SERVER only).
   private handshake: WsHandshake | null;
-  private readonly refusals = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
+  private readonly refusals: WindowCounter;
   // A frame's header, as long as the longest one of the framing (a WebSocket header's 4 bytes, a
   // length prefix's 2), and its first 2 bytes exactly: what a frame handed straight to the socket
   // is preceded by (the same view where headers are 2 bytes long, else one made once).
@@ -597,7 +599,11 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.lagHeeded = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
     this.throughput = new ThroughputEstimator(now);
     this.drain = new DrainClock(now);
-    this.acks = new AckCounter(windowFrames);
+    // The ACK timing ring and the refusal counter's timestamps share one array (on XS each typed array costs heap slots).
+    const ring = AckCounter.ringOf(windowFrames);
+    const times = new Float64Array(ring + MALFORMED_CLOSE_PER_S + 1);
+    this.acks = new AckCounter(windowFrames, times);
+    this.refusals = new WindowCounter(MALFORMED_CLOSE_PER_S + 1, undefined, times, ring);
     this.hdr = new Uint8Array(options.framing === LinkFraming.WS_SERVER ? WS_MAX_HEADER_BYTES : LENGTH_PREFIX_BYTES);
     this.hdr2 = this.hdr.length === 2 ? this.hdr : this.hdr.subarray(0, 2);
     this.reassembler = options.framing === LinkFraming.LENGTH_PREFIX ? new FrameReassembler(maxFrame) : null;

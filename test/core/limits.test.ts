@@ -230,6 +230,21 @@ describe('hub/limits: WindowCounter (§12 malformed frames)', () => {
     equal(w.count(2000), 0);
   });
 
+  it('counters sharing one array of timestamps count their own events only', () => {
+    const store = new Float64Array(3 + 2 + 1).fill(-1);
+    const a = new WindowCounter(3, 1000, store, 0);
+    const b = new WindowCounter(2, 1000, store, 3);
+    for (let i = 0; i < 5; i++) a.add(i * 10);
+    equal(b.count(50), 0, 'a saturating does not spill into b');
+    equal(b.add(60), 1);
+    equal(b.add(70), 2);
+    equal(b.add(80), 2, 'b saturates at its own capacity');
+    equal(a.count(100), 3, "b's events are not a's");
+    equal(store[5], -1, 'nothing past both is written');
+    equal(a.count(1021), 2, "a's events age out as its own: 20 left at 1020, 30 and 40 stay");
+    throws(() => new WindowCounter(3, 1000, store, 4), (e) => e instanceof RangeError);
+  });
+
   it('rejects a capacity below 1', () => {
     throws(() => new WindowCounter(0), (e) => e instanceof RangeError);
     throws(() => new WindowCounter(2.5), (e) => e instanceof RangeError);

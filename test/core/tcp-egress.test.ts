@@ -3,7 +3,7 @@
 // fake hub; bindings/link.ts estimators.
 import { deepEqual, equal, fail, ok, throws } from '../lib/assert.js';
 import { ACK_LAG_CONGESTED_FRAMES, SATURATED_SIGNAL, STALE_HOLD_MS } from '../../bindings/detector.js';
-import { MIN_RTT_WINDOW_MS, MinRttFilter, RttEstimator, SAMPLE_BUDGET_DEFAULT_MS, SAMPLE_BUDGET_FLOOR_MS, SAMPLE_BUDGET_MAX_MS, sampleBudgetMs, ThroughputEstimator, WindowedMax } from '../../bindings/link.js';
+import { AckCounter, MIN_RTT_WINDOW_MS, MinRttFilter, RttEstimator, SAMPLE_BUDGET_DEFAULT_MS, SAMPLE_BUDGET_FLOOR_MS, SAMPLE_BUDGET_MAX_MS, sampleBudgetMs, ThroughputEstimator, WindowedMax } from '../../bindings/link.js';
 import { WsOpcode, writeLengthPrefix } from '../../bindings/tcp/framing.js';
 import {
   AHEAD_SLOTS,
@@ -1133,3 +1133,21 @@ describe('tcp egress: the client’s ACK count against the link’s (§13.2, key
   });
 });
 
+
+describe('bindings/link: AckCounter timing ring in a shared array', () => {
+  it('keeps its hand-over times in the first ring-size numbers of the array and times only within its ring', () => {
+    const store = new Float64Array(8 + 3).fill(-7);
+    const a = new AckCounter(6, store);
+    equal(a.mask, 7, 'the ring is rounded up to 8');
+    for (let i = 0; i < 10; i++) a.startedOne(100 + i);
+    deepEqual(Array.from(store.subarray(8)), [-7, -7, -7], 'the numbers past the ring are left to the owner');
+    ok(a.ack(10, 150));
+    equal(a.rttMs, 150 - 109, 'the newest frame covered, handed over at 109');
+    a.startedAt(9, 200);
+    ok(a.ack(10 + 9 - 8, 260), 'a lag of 8 frames is outside the ring of 8: acknowledged, not timed');
+    equal(a.rttMs, -1);
+    ok(a.ack(12, 265));
+    equal(a.rttMs, 65, 'a lag of 7 is within the ring');
+    throws(() => new AckCounter(9, new Float64Array(8)), (e) => e instanceof RangeError);
+  });
+});
