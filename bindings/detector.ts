@@ -561,7 +561,8 @@ const STATUS_AT = LOSS_RING;
 const TIMES_BYTES = (LOSS_RING + LOSS_BUCKETS) * 8;
 const COUNTS_BYTES = 2 * LOSS_BUCKETS * 4;
 const SEQS_BYTES = (LOSS_RING + STATUS_SLOTS) * 2;
-const LOSS_BYTES = TIMES_BYTES + COUNTS_BYTES + SEQS_BYTES + LOSS_RING;
+/** The bytes one LossDetector keeps (a multiple of 8). */
+export const LOSS_BYTES = TIMES_BYTES + COUNTS_BYTES + SEQS_BYTES + LOSS_RING;
 
 /**
  * §10.3 loss-rate detector for one ESP-NOW peer: loss = datagrams known lost ÷ datagrams resolved
@@ -619,15 +620,21 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
    */
   quietUntil = -Infinity;
 
-  constructor(now: number, options?: LossOptions) {
+  /**
+   * `buffer`, `byteOffset`: where its LOSS_BYTES live (8-aligned) when its owner keeps them in a
+   * buffer of its own with other things (on XS every buffer costs heap slots); else its own.
+   */
+  constructor(now: number, options?: LossOptions, buffer?: ArrayBuffer, byteOffset = 0) {
     super(now);
     this.latest = now;
     this.timeoutMs = options?.ackTimeoutMs ?? LOSS_ACK_TIMEOUT_MS;
-    const buffer = new ArrayBuffer(LOSS_BYTES);
-    this.times = new Float64Array(buffer, 0, LOSS_RING + LOSS_BUCKETS);
-    this.counts = new Int32Array(buffer, TIMES_BYTES, 2 * LOSS_BUCKETS);
-    this.seqs = new Uint16Array(buffer, TIMES_BYTES + COUNTS_BYTES, LOSS_RING + STATUS_SLOTS);
-    this.state = new Uint8Array(buffer, TIMES_BYTES + COUNTS_BYTES + SEQS_BYTES, LOSS_RING);
+    if (buffer !== undefined && !(byteOffset % 8 === 0 && byteOffset >= 0 && byteOffset + LOSS_BYTES <= buffer.byteLength)) throw new RangeError('LossDetector: its bytes lie outside the buffer');
+    const b = buffer ?? new ArrayBuffer(LOSS_BYTES);
+    const o = buffer !== undefined ? byteOffset : 0;
+    this.times = new Float64Array(b, o, LOSS_RING + LOSS_BUCKETS);
+    this.counts = new Int32Array(b, o + TIMES_BYTES, 2 * LOSS_BUCKETS);
+    this.seqs = new Uint16Array(b, o + TIMES_BYTES + COUNTS_BYTES, LOSS_RING + STATUS_SLOTS);
+    this.state = new Uint8Array(b, o + TIMES_BYTES + COUNTS_BYTES + SEQS_BYTES, LOSS_RING);
     this.clear();
   }
 

@@ -77,7 +77,7 @@ export class BleLinkCounters {
  */
 const SERVICE_HALF_MS = MIN_RTT_WINDOW_MS / 2;
 
-export class BleLink implements BindingLink {
+export class BleLink implements ReassemblySink, BindingLink {
   /** WELCOME `mtu` (caps.mtu): the largest frame the client may send, which reassembly takes whole (§7). */
   readonly caps: LinkCaps;
   readonly queue: NotifyQueue;
@@ -146,21 +146,25 @@ export class BleLink implements BindingLink {
     this.subscribedOn = subscribed;
     this.mw = transport.maximumWrite();
     this.size = fragmentSize(this.mw);
-    // Refusals go to the core as the frames that draw the same NACK from its own checks
-    // (ReassemblySink): LinkSink has no other way to be told.
-    const sink: ReassemblySink = {
-      frame: (bytes, start, end) => {
-        if (this.sink && !this.shutDown) this.sink.frame(bytes, start, end);
-      },
-      refuse: (_code, bytes, start, end) => {
-        if (this.sink && !this.shutDown) this.sink.frame(bytes, start, end);
-      },
-    };
-    this.reassembler = new Reassembler(sink, limits);
+    // The link is its reassembler's sink (frame, refuse): no closures of its own to keep.
+    this.reassembler = new Reassembler(this, limits);
     const now = clock.now();
     this.detector = new WatermarkDetector(now);
     this.throughput = new ThroughputEstimator(now);
     this.movedAt = now;
+  }
+
+  /** @internal ReassemblySink: a whole frame from the client, for the core. */
+  frame(bytes: Uint8Array, start: number, end: number): void {
+    if (this.sink && !this.shutDown) this.sink.frame(bytes, start, end);
+  }
+
+  /**
+   * @internal ReassemblySink: a refused frame goes to the core as the frame that draws the same
+   * NACK from its own checks (LinkSink has no other way to be told).
+   */
+  refuse(_code: number, bytes: Uint8Array, start: number, end: number): void {
+    if (this.sink && !this.shutDown) this.sink.frame(bytes, start, end);
   }
 
   /** A link attached to `hub` at once: the usual way to make one. */

@@ -684,16 +684,22 @@ const NO_HEADER = Object.freeze(new Uint8Array(0)) as Uint8Array;
  * 16-bit numbers in DUPLICATE_SLOTS slots (by number mod 32), so the wrap at 65536 needs nothing
  * special; time tells a resend from a stream that started over at 0.
  */
+/** The bytes one SeqWindow keeps (a multiple of 8). */
+export const SEQ_WINDOW_BYTES = DUPLICATE_SLOTS * 10;
+
 export class SeqWindow {
   // Each slot's number and when it arrived (−∞: nothing yet, which no time is within the window
   // of), in one buffer.
   private readonly at: Float64Array;
   private readonly seqs: Uint16Array;
 
-  constructor() {
-    const buffer = new ArrayBuffer(DUPLICATE_SLOTS * 10);
-    this.at = new Float64Array(buffer, 0, DUPLICATE_SLOTS);
-    this.seqs = new Uint16Array(buffer, DUPLICATE_SLOTS * 8, DUPLICATE_SLOTS);
+  /** `buffer`, `byteOffset`: where its SEQ_WINDOW_BYTES live (8-aligned), in its owner's buffer; else its own. */
+  constructor(buffer?: ArrayBuffer, byteOffset = 0) {
+    if (buffer !== undefined && !(byteOffset % 8 === 0 && byteOffset >= 0 && byteOffset + SEQ_WINDOW_BYTES <= buffer.byteLength)) throw new RangeError('SeqWindow: its bytes lie outside the buffer');
+    const b = buffer ?? new ArrayBuffer(SEQ_WINDOW_BYTES);
+    const o = buffer !== undefined ? byteOffset : 0;
+    this.at = new Float64Array(b, o, DUPLICATE_SLOTS);
+    this.seqs = new Uint16Array(b, o + DUPLICATE_SLOTS * 8, DUPLICATE_SLOTS);
     this.at.fill(-Infinity);
   }
 

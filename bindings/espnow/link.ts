@@ -22,7 +22,7 @@
 import { Tier } from '../../catalog/schema.js';
 import { ESTOP_MAGIC } from '../../hub/estop-frame.js';
 import { AckForm, type Clock, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
-import { LossDetector, WatermarkDetector } from '../detector.js';
+import { LOSS_BYTES, LossDetector, WatermarkDetector } from '../detector.js';
 import { BroadcastSegment, Route } from './broadcast.js';
 import {
   DatagramCursor,
@@ -36,6 +36,7 @@ import {
   BitmapAck,
   parseBitmapAck,
   SeqWindow,
+  SEQ_WINDOW_BYTES,
 } from './datagram.js';
 import { PairingTable, type EspNowPairing } from './pairing.js';
 
@@ -176,12 +177,17 @@ function capsOf(broadcast: boolean): LinkCaps {
   return Object.freeze({ binding: 'espnow', broadcast, datagram: true, mtu: MAX_DATAGRAM_FRAME, writeAheadSlots: ESTOP_SLOTS, ackForm: AckForm.BITMAP });
 }
 
+/** The bytes a RateMeter keeps. */
+const METER_BYTES = 2 * METER_BUCKETS * 8;
+
 /** Bytes delivered over the last second, in 100 ms buckets: the link estimate's throughput. */
 class RateMeter {
   // Each bucket's number (−∞: none yet), then its bytes.
-  private readonly buckets = new Float64Array(2 * METER_BUCKETS);
+  private readonly buckets: Float64Array;
 
-  constructor() {
+  /** Its METER_BYTES at `byteOffset` (8-aligned) of its link's buffer. */
+  constructor(buffer: ArrayBuffer, byteOffset: number) {
+    this.buckets = new Float64Array(buffer, byteOffset, 2 * METER_BUCKETS);
     this.buckets.fill(-Infinity, 0, METER_BUCKETS);
   }
 
@@ -228,11 +234,11 @@ export class EspNowLink implements Link, LinkEstimate {
   /** @internal When the radio last took from the queue, or a backlog began in it (Link.stalledMs). */
   movedAt: number;
   /** The peer's datagram numbers lately received: its resends are dropped (§13.3.3). */
-  readonly inbound = new SeqWindow();
+  readonly inbound: SeqWindow;
   sink: LinkSink | null = null;
   closed = false;
   lastHeard: number;
-  readonly meter = new RateMeter();
+  readonly meter: RateMeter;
   /** @internal The judged level. */
   lvl = 0;
   /**
@@ -261,8 +267,14 @@ export class EspNowLink implements Link, LinkEstimate {
     this.mac = mac;
     this.caps = caps;
     this.egress = new Egress(queueBytes, queueFrames);
-    this.loss = new LossDetector(now);
-    this.broadcastLoss = caps.broadcast ? new LossDetector(now) : null;
+    // The detectors', duplicate window's and meter's numbers share one buffer (on XS every
+    // buffer costs heap slots of its own): [loss | broadcast loss | inbound | meter].
+    const lossBytes = caps.broadcast ? 2 * LOSS_BYTES : LOSS_BYTES;
+    const buffer = new ArrayBuffer(lossBytes + SEQ_WINDOW_BYTES + METER_BYTES);
+    this.loss = new LossDetector(now, undefined, buffer, 0);
+    this.broadcastLoss = caps.broadcast ? new LossDetector(now, undefined, buffer, LOSS_BYTES) : null;
+    this.inbound = new SeqWindow(buffer, lossBytes);
+    this.meter = new RateMeter(buffer, lossBytes + SEQ_WINDOW_BYTES);
     this.queueLevel = new WatermarkDetector(now);
     this.movedAt = now;
     this.lastHeard = now;

@@ -6,6 +6,7 @@ import {
   LOSS_ACK_TIMEOUT_MS,
   LOSS_BUCKETS,
   LOSS_BUCKET_MS,
+  LOSS_BYTES,
   LOSS_MIN_RESOLVED,
   LOSS_RING,
   LOSS_THRESHOLDS,
@@ -1475,6 +1476,41 @@ describe('detectors: the shortcuts a link takes change nothing', () => {
         equal(skips.outstanding(), every.outstanding(), at);
         equal(skips.since(), every.since(), at);
       }
+    }
+  });
+});
+
+describe('ESP-NOW loss: a detector in its owner\'s buffer', () => {
+  it('judges exactly as one with a buffer of its own, and touches no byte outside its own', () => {
+    const own = new LossDetector(0);
+    const buffer = new ArrayBuffer(8 + LOSS_BYTES + 8);
+    const around = new Uint8Array(buffer);
+    around.fill(0xa5);
+    const shared = new LossDetector(0, undefined, buffer, 8);
+    let seed = 7;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    let seq = 0;
+    for (let t = 0; t < 6000; t += 5) {
+      const r = next();
+      if (r < 0.5) {
+        equal(shared.sent(seq, t), own.sent(seq, t), `sent ${seq} at ${t}`);
+        seq = (seq + 1) & SEQ_MASK;
+      } else if (r < 0.7) {
+        const ok = next() < 0.8;
+        equal(shared.sendStatus(ok, t), own.sendStatus(ok, t), `status at ${t}`);
+      } else if (r < 0.85) {
+        const base = (seq - 1 - Math.floor(next() * 4)) & SEQ_MASK;
+        const bitmap = Math.floor(next() * 2 ** 32) >>> 0;
+        equal(shared.ack(base, bitmap, t), own.ack(base, bitmap, t), `ack at ${t}`);
+      } else {
+        equal(shared.tick(t), own.tick(t), `tick at ${t}`);
+      }
+      equal(counts(shared), counts(own), `counts at ${t}`);
+    }
+    ok(own.resolvedInWindow() > 0, 'the run resolved datagrams');
+    for (let i = 0; i < 8; i++) {
+      equal(around[i], 0xa5, `byte ${i} before it`);
+      equal(around[8 + LOSS_BYTES + i], 0xa5, `byte ${i} after it`);
     }
   });
 });
