@@ -23,7 +23,7 @@ import { Hub, type HubConfig } from '../hub/hub.js';
 import { SessionState } from '../hub/session.js';
 import type { Clock, Random, RobotPort, SampleBlock, Store } from '../hub/ports.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_DEFAULTS, DEVICE_MAX_HUB_FRAME_BYTES } from '../device/config.js';
-import { LinkFraming, TcpLink, type DirectTransport } from '../bindings/tcp/egress.js';
+import { LinkFraming, TakePool, TcpLink, type DirectTransport } from '../bindings/tcp/egress.js';
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
 import { BleLink, type BleTransport } from '../bindings/ble/link.js';
 import { CLIENT_REASSEMBLY, Fragmenter, fragmentSize, Reassembler } from '../bindings/ble/fragment.js';
@@ -471,6 +471,7 @@ class StreamClient extends Client implements DirectTransport {
       maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES,
       sha1: ws ? () => new Uint8Array(20) : undefined,
       takeBytes: SOCKET_TAKE_BYTES,
+      takePool: this.world.takePool ?? undefined,
     });
     this.link = link;
     link.start(this);
@@ -774,6 +775,8 @@ export class DeviceWorld {
   private pumping: StreamClient[] = [];
   readonly radio: BenchRadio;
   espnow: EspNowBinding | null = null;
+  /** The stream connections' egress memory, made at boot as the device makes it (bindings/tcp/device.ts deviceTakePool). */
+  takePool: TakePool | null = null;
   private readonly streams: { id: number; periodMs: number; next: number; fields: number }[] = [];
   private readonly values = new Float64Array(16);
   private nextLog = 0;
@@ -825,6 +828,9 @@ export class DeviceWorld {
       { clock: this.clock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog },
       { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, neverShedBytes: DEVICE_DEFAULTS.never_shed_bytes, maxFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, ...config },
     );
+    // The device makes its TCP and WebSocket connections' egress memory at start, for as many as it serves.
+    const streams = this.clients.filter((c) => c instanceof StreamClient).length;
+    if (streams > 0) this.takePool = new TakePool(streams, DEVICE_QUEUE_BYTES, SOCKET_TAKE_BYTES);
     if (this.clients.some((c) => c.spec.binding === 'espnow')) {
       // The device pairs its ESP-NOW stations (docs/security.md): each client's MAC with a key of its own.
       const peers: EspNowPairing[] = [];

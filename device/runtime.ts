@@ -8,7 +8,7 @@ import Listener from 'embedded:io/socket/listener';
 import TCP from 'embedded:io/socket/tcp';
 import Time from 'time';
 import Timer from 'timer';
-import { DeviceLinkKind, DeviceListener } from '../bindings/tcp/device.js';
+import { DeviceLinkKind, DeviceListener, deviceTakePool } from '../bindings/tcp/device.js';
 import { HttpDeviceServer } from '../bindings/tcp/http-device.js';
 import { EstopSource } from '../hub/estop-frame.js';
 import type { Hub } from '../hub/hub.js';
@@ -73,8 +73,11 @@ export function attempt<T>(what: string, step: () => T): T | null {
  * docs/security.md).
  */
 export function openNetworkListeners(hub: Hub, clock: Clock, config: DeviceConfig, tierCeiling: number): void {
-  if (config.tcpPort) attempt('tcp', () => keep.push(new DeviceListener({ hub, clock, port: config.tcpPort, kind: DeviceLinkKind.TCP, maxConnections: config.tcpMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log, tierCeiling })));
-  if (config.wsPort) attempt('websocket', () => keep.push(new DeviceListener({ hub, clock, port: config.wsPort, kind: DeviceLinkKind.WS, maxConnections: config.wsMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, log, tierCeiling })));
+  // Every TCP and WebSocket connection's egress queue, with one staging area for them all, made now.
+  const connections = (config.tcpPort ? config.tcpMaxClients : 0) + (config.wsPort ? config.wsMaxClients : 0);
+  const takePool = connections > 0 ? (attempt('egress memory', () => deviceTakePool(connections, DEVICE_MAX_HUB_FRAME_BYTES)) ?? undefined) : undefined;
+  if (config.tcpPort) attempt('tcp', () => keep.push(new DeviceListener({ hub, clock, port: config.tcpPort, kind: DeviceLinkKind.TCP, maxConnections: config.tcpMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, takePool, log, tierCeiling })));
+  if (config.wsPort) attempt('websocket', () => keep.push(new DeviceListener({ hub, clock, port: config.wsPort, kind: DeviceLinkKind.WS, maxConnections: config.wsMaxClients, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, takePool, log, tierCeiling })));
   if (config.httpPort) {
     attempt('http', () =>
       keep.push(new HttpDeviceServer({ Listener, TCP, port: config.httpPort, clock, source: hub, log, ...(config.operationsToken ? { token: config.operationsToken } : {}) })),

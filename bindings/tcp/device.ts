@@ -21,7 +21,7 @@ import type { WatermarkOptions } from '../detector.js';
 import type { HubAttach } from '../link.js';
 import { MAX_HUB_FRAME_BYTES } from '../../hub/frames.js';
 import { WS_MAX_HEADER_BYTES } from './framing.js';
-import { LinkFraming, TcpLink, type DirectTransport } from './egress.js';
+import { LinkFraming, TakePool, TcpLink, type DirectTransport } from './egress.js';
 
 /**
  * Egress queue capacity per connection on the device, where the hub writes frames of at most
@@ -41,6 +41,25 @@ export const DEVICE_TAKE_BYTES = 1436;
 /** Connections served at once per listener; lwIP on the ESP32 has 8 active TCP sockets in all. */
 export const DEVICE_MAX_CONNECTIONS = 4;
 
+/** A connection's egress queue for a hub writing frames up to `maxHubFrameBytes`. */
+export function deviceQueueBytes(maxHubFrameBytes: number = MAX_HUB_FRAME_BYTES): number {
+  return Math.max(DEVICE_QUEUE_BYTES, maxHubFrameBytes + WS_MAX_HEADER_BYTES);
+}
+
+/** One take: at most one segment, and never more than the socket may hold. */
+export function deviceTakeBytes(socketLimitBytes: number = DEVICE_SOCKET_LIMIT_BYTES): number {
+  return Math.min(socketLimitBytes, DEVICE_TAKE_BYTES);
+}
+
+/**
+ * The egress memory of `connections` connections across the TCP and WebSocket listeners, made
+ * once at start: their queues and one staging area (TakePool), which a take fills and the socket
+ * copies out at once, so one serves them all in turn. Pass it to every listener.
+ */
+export function deviceTakePool(connections: number, maxHubFrameBytes?: number, socketLimitBytes?: number): TakePool {
+  return new TakePool(connections, deviceQueueBytes(maxHubFrameBytes), deviceTakeBytes(socketLimitBytes));
+}
+
 export const DeviceLinkKind = Object.freeze({ TCP: 'tcp', WS: 'ws' } as const);
 export type DeviceLinkKindName = (typeof DeviceLinkKind)[keyof typeof DeviceLinkKind];
 
@@ -56,6 +75,11 @@ export interface DeviceListenerOptions {
   /** The largest frame the hub writes (its HubConfig.maxFrameBytes; default MAX_HUB_FRAME_BYTES). */
   readonly maxHubFrameBytes?: number;
   readonly maxConnections?: number;
+  /**
+   * The egress memory its connections share (deviceTakePool: one staging area for all of them,
+   * every listener's); without it each connection makes its own.
+   */
+  readonly takePool?: TakePool;
   readonly detector?: WatermarkOptions;
   readonly log?: Log;
   /**
@@ -242,10 +266,10 @@ export class DeviceListener {
         clock: o.clock,
         framing: ws ? LinkFraming.WS_SERVER : LinkFraming.LENGTH_PREFIX,
         binding: o.kind,
-        queueBytes: o.queueBytes ?? Math.max(DEVICE_QUEUE_BYTES, maxHub + WS_MAX_HEADER_BYTES),
+        queueBytes: o.queueBytes ?? deviceQueueBytes(maxHub),
         maxHubFrameBytes: maxHub,
-        // One take is at most one segment, and never more than the socket may hold.
-        takeBytes: Math.min(o.socketLimitBytes ?? DEVICE_SOCKET_LIMIT_BYTES, DEVICE_TAKE_BYTES),
+        takeBytes: deviceTakeBytes(o.socketLimitBytes),
+        takePool: o.takePool,
         maxFrameBytes: o.maxFrameBytes,
         ackWindowFrames: o.ackWindowFrames,
         detector: o.detector,

@@ -31,6 +31,7 @@ import {
   WS_MAX_HEADER_BYTES,
   WsCloseCode,
   WsFrameParser,
+  MAX_HANDSHAKE_BYTES,
   WsHandshake,
   WsOpcode,
   wsAccept,
@@ -73,6 +74,53 @@ function held(kind: number): boolean {
 }
 
 /**
+ * Room for the egress queues of up to `regions` connections in one StagedBytes, with one staging
+ * area for all of them (docs/performance.md "Fits the ESP32"): a take copies a queue's bytes
+ * there and the transport writes them out before anything else runs (the engine is single-
+ * threaded, and no adapter keeps `out` past the call that took it), so one staging area serves
+ * every connection in turn. A connection claims a region as its link is made and gives it back
+ * when its transport is gone; with none free, a link makes its own memory as it would alone.
+ */
+export class TakePool {
+  readonly mem: StagedBytes;
+  /** Bytes of each region: a queue's capacity and its ESTOP slots. */
+  readonly regionBytes: number;
+  readonly capacity: number;
+  readonly regions: number;
+  private free: number;
+
+  constructor(regions: number, capacity: number, takeBytes: number) {
+    if (!Number.isInteger(regions) || regions < 1 || regions > 30) throw new RangeError('TakePool regions must be an integer in 1..30');
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('TakePool capacity must be an integer ≥ 1');
+    this.capacity = capacity;
+    this.regions = regions;
+    this.regionBytes = capacity + AHEAD_SLOTS * AHEAD_SLOT_BYTES;
+    this.mem = new StagedBytes(regions * this.regionBytes, takeBytes);
+    this.free = 2 ** regions - 1;
+  }
+
+  /** Regions not claimed. */
+  get available(): number {
+    let n = 0;
+    for (let f = this.free; f !== 0; f &= f - 1) n++;
+    return n;
+  }
+
+  /** A free region's index (claimed), or -1. */
+  claim(): number {
+    const f = this.free;
+    if (f === 0) return -1;
+    const i = 31 - Math.clz32(f & -f);
+    this.free = f & ~(1 << i);
+    return i;
+  }
+
+  release(region: number): void {
+    if (region >= 0 && region < this.regions) this.free |= 1 << region;
+  }
+}
+
+/**
  * The bounded egress queue of one client: whole records (the binding's header and one frame),
  * each contiguous in a ring of `capacity` bytes (a record that does not fit before the end goes
  * to the front, the tail end left as a gap, as the hub's never-shed ring does), at most
@@ -89,8 +137,13 @@ function held(kind: number): boolean {
 export class EgressQueue {
   readonly capacity: number;
   readonly maxRecords: number;
-  /** [ring | ESTOP slots | staging area]: `mem.out` is what the last take handed over. */
+  /**
+   * [ring | ESTOP slots | staging area], the ring at `base` (0 unless the queue has a region of a
+   * TakePool, whose other regions lie between its own and the staging area): `mem.out` is what
+   * the last take handed over.
+   */
   readonly mem: StagedBytes;
+  readonly base: number;
   readonly ahead: EstopAhead;
   // What is known of each record, by slot, and per channel, in views of one buffer made once:
   // each record's length (16 bits while the capacity allows) and kind; its stamp, which for a
@@ -124,12 +177,16 @@ export class EgressQueue {
   // What a take expires SAMPLE records against as it reaches them (`setExpiry`): off until set.
   private expireAt = 0;
   private budget = Infinity;
+  // The TakePool region the queue holds (-1: memory of its own), and whether it gave it back.
+  private readonly pool: TakePool | null;
+  private readonly region: number;
+  private released = false;
 
   /**
    * `takeBytes`: the most one take hands over (the staging area); by default everything the queue
    * can hold, ESTOPs included.
    */
-  constructor(capacity: number, maxRecords: number = Math.max(16, capacity >>> 4), takeBytes?: number) {
+  constructor(capacity: number, maxRecords: number = Math.max(16, capacity >>> 4), takeBytes?: number, pool?: TakePool) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
     if (!Number.isInteger(maxRecords) || maxRecords < 1) throw new RangeError('EgressQueue maxRecords must be an integer ≥ 1');
     if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
@@ -138,8 +195,13 @@ export class EgressQueue {
     if (!Number.isInteger(take) || take < AHEAD_SLOT_BYTES) throw new RangeError(`EgressQueue takeBytes must be an integer ≥ ${AHEAD_SLOT_BYTES}`);
     this.capacity = capacity;
     this.maxRecords = maxRecords;
-    this.mem = new StagedBytes(capacity + aheadBytes, take);
-    this.ahead = new EstopAhead(AHEAD_SLOT_BYTES, AHEAD_SLOTS, this.mem.all, capacity);
+    // A pool's region when it fits (same capacity, a staging area as large as this queue's take) and one is free.
+    const region = pool !== undefined && pool.capacity === capacity && pool.mem.stageBytes === take ? pool.claim() : -1;
+    this.pool = region >= 0 ? (pool as TakePool) : null;
+    this.region = region;
+    this.mem = region >= 0 ? (pool as TakePool).mem : new StagedBytes(capacity + aheadBytes, take);
+    this.base = region >= 0 ? region * (pool as TakePool).regionBytes : 0;
+    this.ahead = new EstopAhead(AHEAD_SLOT_BYTES, AHEAD_SLOTS, this.mem.all, this.base + capacity);
     // A record is at most `capacity` bytes: 16 bits hold its length up to 65535.
     const lenBytes = capacity <= 0xffff ? 2 : 4;
     const latestBytes = maxRecords < 0xff ? 1 : 2;
@@ -204,9 +266,10 @@ export class EgressQueue {
    */
   push(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number, kind: number, now = 0, channel = 0): boolean {
     const total = hlen + flen;
-    if (!(total >= 1) || this.count >= this.maxRecords) return false;
-    const at = this.placeFor(total);
-    if (at < 0) return false;
+    if (!(total >= 1) || this.count >= this.maxRecords || this.released) return false;
+    const place = this.placeFor(total);
+    if (place < 0) return false;
+    const at = this.base + place;
     let slot = this.first + this.count;
     if (slot >= this.maxRecords) slot -= this.maxRecords;
     if (kind === RecordKind.VALUE) {
@@ -226,16 +289,17 @@ export class EgressQueue {
     if (flen > 0) all.set(flen === frame.length ? frame : frame.subarray(0, flen), at + hlen);
     this.lens[slot] = total;
     this.kinds[slot] = kind;
-    if (this.count === 0) this.head = at;
-    else if (at === 0) this.gapAt = this.tail;
+    if (this.count === 0) this.head = place;
+    else if (place === 0) this.gapAt = this.tail;
     this.count++;
-    this.tail = at + total;
+    this.tail = place + total;
     this.used += total;
     return true;
   }
 
   /** Puts header[0, hlen) + the ESTOP frame ahead of every queued record (see the class comment). */
   writeAhead(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number = frame.length): void {
+    if (this.released) return;
     this.ahead.write(header, hlen, flen === frame.length ? frame : frame.subarray(0, flen));
   }
 
@@ -245,6 +309,7 @@ export class EgressQueue {
    * frame started uses one, and a DATA record is not started once none is left.
    */
   take(max: number, frameStarts: number): number {
+    if (this.released) return 0;
     const mem = this.mem;
     mem.unstage();
     const all = mem.all;
@@ -281,7 +346,7 @@ export class EgressQueue {
       if (this.headDone === 0 && held(kind) && !(allowance > 0)) break;
       const len = (this.lens[this.first] as number) - this.headDone;
       const k = len < room - p ? len : room - p;
-      const from = this.head + this.headDone;
+      const from = this.base + this.head + this.headDone;
       all.copyWithin(out + p, from, from + k);
       if (this.headDone === 0 && kind !== RecordKind.RAW) {
         this.framesStarted++;
@@ -365,6 +430,25 @@ export class EgressQueue {
     this.aDone = 0;
     this.ahead.clear();
     this.mem.unstage();
+  }
+
+  /**
+   * The queue's own memory, for a use before anything is queued (the WebSocket upgrade is read
+   * there): everything when it has memory of its own, else its region of the pool.
+   */
+  ownBytes(): Uint8Array {
+    return this.pool === null ? this.mem.all : this.mem.all.subarray(this.base, this.base + this.capacity + AHEAD_SLOTS * AHEAD_SLOT_BYTES);
+  }
+
+  /**
+   * Clears the queue and gives its TakePool region back, for good: it takes nothing more (the
+   * transport is gone). Nothing to give back for a queue with memory of its own.
+   */
+  release(): void {
+    this.clear();
+    if (this.released) return;
+    this.released = true;
+    if (this.pool !== null) this.pool.release(this.region);
   }
 
   // The head record is gone: handed over whole (`out`), or dropped unsent.
@@ -490,6 +574,11 @@ export interface TcpLinkOptions {
   /** Egress queue capacity in bytes (≥ the largest hub frame and its header: MIN_QUEUE_BYTES by default). */
   readonly queueBytes?: number;
   readonly maxRecords?: number;
+  /**
+   * Where the egress queue's memory comes from when it has room (TakePool: one staging area for
+   * every connection of the pool); without one, or with no region free, the link makes its own.
+   */
+  readonly takePool?: TakePool;
   /** Largest inbound frame; a larger one is answered NACK TOO_LARGE and discarded. */
   readonly maxFrameBytes?: number;
   readonly ackWindowFrames?: number;
@@ -594,7 +683,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.log = options.log ?? NULL_LOG;
     this.sha1 = options.sha1;
     this.ackWindowFrames = windowFrames;
-    this.queue = new EgressQueue(queueBytes, options.maxRecords, options.takeBytes);
+    this.queue = new EgressQueue(queueBytes, options.maxRecords, options.takeBytes, options.takePool);
     this.detector = new WatermarkDetector(now, options.detector);
     this.lagHeeded = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
     this.throughput = new ThroughputEstimator(now);
@@ -609,7 +698,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.reassembler = options.framing === LinkFraming.LENGTH_PREFIX ? new FrameReassembler(maxFrame) : null;
     this.wsParser = options.framing === LinkFraming.WS_SERVER ? new WsFrameParser(maxFrame) : null;
     // The upgrade request is read into the egress ring: nothing is queued before it is answered.
-    this.handshake = options.framing === LinkFraming.WS_SERVER ? new WsHandshake(this.queue.mem.all) : null;
+    const room = this.queue.ownBytes();
+    this.handshake = options.framing === LinkFraming.WS_SERVER ? new WsHandshake(room.length >= MAX_HANDSHAKE_BYTES ? room : undefined) : null;
     this.st = options.framing === LinkFraming.WS_SERVER ? LinkState.HANDSHAKE : LinkState.OPEN;
   }
 
@@ -920,7 +1010,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   transportClosed(): void {
     if (this.st === LinkState.CLOSED) return;
     this.st = LinkState.CLOSED;
-    this.queue.clear();
+    // The queue's memory goes back to its TakePool, if it has one: the link takes nothing more.
+    this.queue.release();
     // §6.6: a lost transport makes the session STALE; the core decides, the link only reports.
     this.reportLost();
   }

@@ -15,6 +15,7 @@ import {
   LinkState,
   MIN_QUEUE_BYTES,
   RecordKind,
+  TakePool,
   TcpLink,
   type LinkFramingCode,
   type LinkTransport,
@@ -121,6 +122,46 @@ describe('tcp egress: EgressQueue', () => {
     deepEqual(drain(q, 1000), Array.from(rec(30, 1).subarray(23)));
     equal(q.take(1000, 1), 0);
     throws(() => new EgressQueue(100, 16, 15), (e) => e instanceof RangeError, 'the staging area holds one framed ESTOP at least');
+  });
+
+  it('queues sharing a TakePool keep their own records and ESTOPs, take in turn through one staging area, and give their region back', () => {
+    const pool = new TakePool(2, 40, 16);
+    equal(pool.available, 2);
+    const a = new EgressQueue(40, 8, 16, pool);
+    const b = new EgressQueue(40, 8, 16, pool);
+    equal(pool.available, 0);
+    ok(a.mem === pool.mem && b.mem === pool.mem, 'both in the pool');
+    ok(a.base !== b.base);
+    const c = new EgressQueue(40, 8, 16, pool);
+    ok(c.mem !== pool.mem, 'no region free: memory of its own');
+    const h = new Uint8Array([9]);
+    // Each fills its ring to the end and wraps, interleaved with the other's takes.
+    ok(a.push(h, 1, rec(25, 1), 25, RecordKind.CONTROL));
+    ok(b.push(h, 1, rec(30, 2), 30, RecordKind.CONTROL));
+    ok(!a.fits(15), "a's ring is its own 40 bytes: 26 used, 14 left before the end");
+    deepEqual(drain(a, 16), [9, ...rec(15, 1)]);
+    b.writeAhead(new Uint8Array([0, 12]), 2, estopBytes(3), 12);
+    deepEqual(drain(b, 16), [0, 12, ...estopBytes(3), 9, ...rec(1, 2)]);
+    deepEqual(drain(a), Array.from(rec(25, 1).subarray(15)));
+    ok(a.push(h, 1, rec(20, 4), 20, RecordKind.CONTROL), 'a wraps to the front of its own region');
+    deepEqual(drain(b), Array.from(rec(30, 2).subarray(1, 17)));
+    deepEqual(drain(a), [9, ...rec(15, 4)]);
+    deepEqual(drain(b), Array.from(rec(30, 2).subarray(17)));
+    deepEqual(drain(a), Array.from(rec(20, 4).subarray(15)));
+    equal(a.bytes + b.bytes, 0);
+    // Given back: it takes nothing more, and its region serves the next queue.
+    ok(a.push(h, 1, rec(5, 5), 5, RecordKind.CONTROL));
+    a.release();
+    equal(a.take(100, 100), 0);
+    ok(!a.push(h, 1, rec(5, 6), 5, RecordKind.CONTROL), 'a released queue takes nothing');
+    equal(pool.available, 1);
+    const d = new EgressQueue(40, 8, 16, pool);
+    equal(d.base, a.base, "d has a's region");
+    ok(d.push(h, 1, rec(4, 7), 4, RecordKind.CONTROL));
+    deepEqual(drain(d), [9, ...rec(4, 7)]);
+    const e = new EgressQueue(41, 8, 16, pool);
+    ok(e.mem !== pool.mem, 'a queue of another capacity does not use the pool');
+    throws(() => new TakePool(0, 40, 16), (x) => x instanceof RangeError);
   });
 
   it('puts ESTOP ahead of every queued record', () => {
