@@ -1288,7 +1288,7 @@ export const MEMORY_TRAFFIC_S = 2;
 export function deviceMemoryBench(): RetainedBench {
   let world: DeviceWorld | null = null;
   const steps = [
-    { name: 'hub', count: 1, per: 'idle hub and ESP-NOW binding (new Hub, new EspNowBinding)' },
+    { name: 'hub', count: 1, per: 'idle hub, ESP-NOW binding and the Wi-Fi connections\' egress memory (new Hub, new EspNowBinding, the TakePool)' },
     { name: 'links', count: 4, per: 'stream or BLE link (1 TCP, 2 WebSocket with the upgrade, 1 BLE)' },
     { name: 'sessions', count: 8, per: `session with ${MEMORY_SUBSCRIPTIONS} subscriptions (HELLO; an ESP-NOW peer's link comes with its first datagram)` },
     { name: 'traffic', count: 1, per: `${MEMORY_TRAFFIC_S} s of the robot's streams at their default rates, the clients acknowledging` },

@@ -65,7 +65,7 @@ export const DEVICE_DEFAULTS = Object.freeze({
   http_port: 80,
   /** Bearer token for GET /api/operations/health, 32–256 visible ASCII characters; empty: that endpoint is off. */
   operations_token: '',
-  /** Connections served at once per listener: each holds about 10 KB of the chunk heap (manifest.json "creation"). */
+  /** Connections served at once per listener: each reserves its egress queue at start and holds about 4 KB more of the chunk heap while open (docs/operations.md "Memory"). */
   tcp_max_clients: 1,
   ws_max_clients: 2,
   ble: true,

@@ -10,9 +10,7 @@
 // can produce, and one StagedBytes arena holding every session slot's never-shed queue followed
 // by the staging area where control frames are written (and from where a queued frame is handed
 // on): a frame moves between them with one native copy, and every frame a link receives is an
-// exact view, copied whole (docs/architecture.md "Copies"). The never-shed queues' per-frame
-// lengths, tags and push times are columns of one more buffer (RingColumns), not three typed
-// arrays and a buffer per queue: on XS each costs heap slots of its own.
+// exact view, copied whole (docs/architecture.md "Copies").
 //
 // Re-entry: while a push is being routed (`routing`), nothing the hub would do in answer to a
 // link (a lost transport, a park for an overflowing never-shed queue) runs; the hub takes it up
@@ -78,7 +76,6 @@ export class Egress {
   levelFloor = 0;
   private readonly fp = new FloatProbe();
   private readonly rings: (FrameRing | undefined)[];
-  /** Every slot's never-shed ring's per-frame columns, in one buffer (made with the first ring). */
   private columns: RingColumns | null = null;
   private readonly neverShedBytes: number;
   private readonly maxFrameBytes: number;
@@ -101,14 +98,9 @@ export class Egress {
     this.rings = new Array<FrameRing | undefined>(slots.length).fill(undefined);
   }
 
-  /** The never-shed queue of a session slot, in the arena (made at the slot's first session). */
+  /** The never-shed queue of a session slot, in the arena (made at the slot's first session), its per-frame bookkeeping in `columns`, one buffer for every ring (on XS each typed array costs heap slots). */
   ringFor(slot: number): FrameRing {
-    let r = this.rings[slot];
-    if (r === undefined) {
-      const c = this.columns ?? (this.columns = new RingColumns(this.rings.length, NEVER_SHED_FRAMES, this.neverShedBytes));
-      this.rings[slot] = r = new FrameRing(this.neverShedBytes, NEVER_SHED_FRAMES, this.arena, slot * this.neverShedBytes, c, slot);
-    }
-    return r;
+    return this.rings[slot] ?? (this.rings[slot] = new FrameRing(this.neverShedBytes, NEVER_SHED_FRAMES, this.arena, slot * this.neverShedBytes, (this.columns ??= new RingColumns(this.rings.length, NEVER_SHED_FRAMES, this.neverShedBytes)), slot));
   }
 
   // ------------------------------------------------------------------ the hot path
