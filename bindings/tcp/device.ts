@@ -121,13 +121,27 @@ class DeviceTransport implements DirectTransport {
   }
 
   open(from: TCP): void {
-    this.tcp = new TCP({
-      from,
-      nodelay: true,
-      onReadable: () => this.readable(),
-      onWritable: (free: number) => this.writable(free),
-      onError: () => this.end(),
-    });
+    try {
+      this.tcp = new TCP({
+        from,
+        nodelay: true,
+        onReadable: () => this.readable(),
+        onWritable: (free: number) => this.writable(free),
+        onError: () => this.end(),
+      });
+    } catch {
+      // No socket (lwIP out of memory): the timer, the link's pool region and the listener's
+      // record go back now, as when a socket ends.
+      Timer.clear(this.timer);
+      try {
+        from.close();
+      } catch {
+        // already gone
+      }
+      this.link.transportClosed();
+      this.gone(this);
+      return;
+    }
     this.link.start(this);
   }
 
