@@ -329,6 +329,7 @@ describe('dashboard: the page in headless Chromium', function () {
     const rows = live.sim.hub.counters.rows;
     const before13 = rows[13] as number;
     const before15 = rows[15] as number;
+    const forcedAt = live.sim.nowMs;
     await page.check('#force');
     await until('the server forces level 2', () => live.forced === 2);
     await until('row 13 (level ≥ 2, background: drop) fires', () => (rows[13] as number) > before13 + 20);
@@ -340,14 +341,27 @@ describe('dashboard: the page in headless Chromium', function () {
     await until('the health card explains the calm ladder', async () => /links at level 2 \(forced\)/.test((await page.textContent('#health-rung-why')) ?? ''));
     assert.match((await page.textContent('#health-rung-why')) ?? '', /^The ladder reads the hub's own load .*not the links' congestion levels/);
     assert.ok(await page.isVisible('#health-rung-why'));
+    // A page opened now opens its §10.4 demo at the level the links are at (2, forced), not at 0.
+    const second = await context!.newPage();
+    try {
+      await second.goto(dash!.url, { timeout: WAIT_MS });
+      await second.waitForFunction(() => document.querySelector('#levels')?.getAttribute('data-source') === 'live', undefined, { timeout: WAIT_MS });
+      assert.equal(await second.$eval('input[name="level"]:checked', (el) => (el as HTMLInputElement).value), '2');
+      assert.match((await second.textContent('#demo-explain')) ?? '', /^Level 2 \(severe \(≥ 2\); the level forced onto every link now\)/);
+    } finally {
+      await second.close();
+    }
     // Level 2 drops the background logger's IMU (row 13): nothing is delivered to it meanwhile.
-    const breaksBefore = Number(await page.getAttribute('#plot-a', 'data-breaks'));
+    const breakXs = async (): Promise<number[]> => ((await page.getAttribute('#plot-a', 'data-break-xs')) ?? '').split(' ').filter((x) => x !== '').map(Number);
     const from = live.sim.nowMs;
     await until('1.5 s of forced level 2', () => live.sim.nowMs > from + 1500);
+    const inHole = (x: number): boolean => x > forcedAt / 1000 - 0.5 && x < live.sim.nowMs / 1000 + 2;
+    assert.deepEqual((await breakXs()).filter(inHole), [], 'no break in the line before delivery resumes');
     await page.uncheck('#force');
     await until('the links are back to their own levels', () => live.forced === null);
-    // Delivery resumes: the delivered line breaks across the hole instead of bridging it.
-    await until('the logger’s IMU line breaks across the hole', async () => Number(await page.getAttribute('#plot-a', 'data-breaks')) > breaksBefore);
+    // Delivery resumes: the delivered line, as uPlot holds it, breaks (a null) inside the hole
+    // instead of bridging it.
+    await until('the logger’s IMU line breaks across the hole', async () => (await breakXs()).some(inHole));
   });
 
   it('ESTOP on the page latches the hub and stops the simulated robot', async () => {
