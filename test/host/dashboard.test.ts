@@ -19,7 +19,7 @@ import type { HubClient } from '../../client/core.js';
 import { NO_STREAM_KIND, SHED_DECISION_NAME, shedDecide, shedDecision, shedRow } from '../../hub/shed.js';
 import { SHED_ROW_TEXT } from '../../host-sim/dashboard/rows.js';
 import { startDashboard, type Dashboard } from '../../host-sim/dashboard/server.js';
-import { validateScenario } from '../../host-sim/scenario.js';
+import { validateScenario, type EventSpec } from '../../host-sim/scenario.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -418,6 +418,23 @@ describe('dashboard: the page in headless Chromium', function () {
     await page.click('#arm');
     await until('the owner\'s arm intent arms the hub', () => live.sim.hub.armed);
     await page.waitForFunction(() => /clear · armed/.test(document.querySelector('#latch')?.textContent ?? ''), undefined, { timeout: WAIT_MS });
+  });
+
+  it('a client’s ESTOP: the banner names the client, and says why Clear is disabled while nobody owns control', async () => {
+    const live = dash!.live;
+    // The scenario events the simulator runs: the viewer stops the robot, the console lets go of control.
+    const run = (e: EventSpec): void => (live.sim as unknown as { apply(e: EventSpec): void }).apply(e);
+    run({ atMs: 0, type: 'estop', client: 'viewer' });
+    await until('the hub latches', () => live.sim.hub.latch.latched);
+    await page.waitForFunction(() => document.querySelector('#estop-banner')?.getAttribute('data-source') === 'client', undefined, { timeout: WAIT_MS });
+    assert.match((await page.textContent('#estop-banner')) ?? '', /ESTOP LATCHED — latched by client: viewer sent ESTOP\./);
+    run({ atMs: 0, type: 'release-control', client: 'console' });
+    await until('nobody owns control', () => live.clearer() === null && live.sim.hub.owner === null);
+    await page.waitForFunction(() => (document.querySelector('#clear') as HTMLButtonElement | null)?.disabled === true && /no simulated client owns control/.test(document.querySelector('#clear-why')?.textContent ?? ''), undefined, {
+      timeout: WAIT_MS,
+    });
+    assert.equal(await page.textContent('#clear-why'), 'Clear is disabled: only the control owner may clear (§11.2), and no simulated client owns control now.');
+    assert.match((await page.textContent('#estop-banner')) ?? '', /Clear is disabled: only the control owner may clear/);
   });
 });
 
