@@ -39,7 +39,8 @@ const scenario = validateScenario(
     credentials: { 'operator-key': 'operator' },
     links: { wifi: { binding: 'tcp' }, ws: { binding: 'ws' } },
     clients: [
-      { name: 'console', role: 'console', link: 'wifi', credential: 'operator-key' },
+      // The console also plans: its trajectory, once armed, comes back on `path` (a segments stream).
+      { name: 'console', role: 'console', link: 'wifi', credential: 'operator-key', publications: [{ channel: 'trajectory', rateHz: 5, burst: 20 }] },
       { name: 'scope', role: 'scope', link: 'ws', credential: 'operator-key', startMs: 100 },
       { name: 'logger', role: 'logger', link: 'wifi', startMs: 200 },
       { name: 'viewer', role: 'viewer', link: 'wifi', startMs: 300 },
@@ -362,6 +363,32 @@ describe('dashboard: the page in headless Chromium', function () {
     // Delivery resumes: the delivered line, as uPlot holds it, breaks (a null) inside the hole
     // instead of bridging it.
     await until('the logger’s IMU line breaks across the hole', async () => (await breakXs()).some(inHole));
+  });
+
+  it('the delivered line also breaks before a sample that carries gap, across a hole too short to break it alone', async () => {
+    const live = dash!.live;
+    const sim = live.sim;
+    const path = catalog.byName('path')!.id;
+    assert.equal(sim.hub.armed, true, 'the console armed the robot (800 ms)');
+    // The console plans faster than its 5 Hz grant (the scenario event the simulator runs), so the
+    // robot relays a segment on `path` every 200 ms, which the viewer subscribes at normal priority.
+    (sim as unknown as { apply(e: EventSpec): void }).apply({ atMs: 0, type: 'trajectory', client: 'console', durationMs: 20000, meanPerS: 20, peakEveryMs: 0, peakCount: 0 });
+    await page.selectOption('#plot-b-channel', String(path));
+    await page.selectOption('#plot-b-subscriber', 'viewer');
+    await until('the viewer is delivered path segments', async () => Number(await page.getAttribute('#plot-b', 'data-delivered')) > 5);
+    const rows = sim.hub.counters.rows;
+    const before6 = rows[6] as number;
+    // Level 2 for 400 ms of simulated time, scheduled on the simulation's own clock: the viewer's
+    // path is dropped whole (row 6) and the next segment sent to it carries gap. The hole, under
+    // 1 s, is too short to break the line by itself (ten granted periods, at least 1 s).
+    const fromMs = sim.nowMs + 50;
+    const toMs = fromMs + 400;
+    sim.kernel.at(Math.round(fromMs * 1000), { run: () => live.force(2) });
+    sim.kernel.at(Math.round(toMs * 1000), { run: () => live.force(null) });
+    await until('the forced 400 ms are over', () => sim.nowMs > toMs + 50 && live.forced === null);
+    assert.ok((rows[6] as number) > before6, 'row 6 dropped the path source meanwhile');
+    const breakXs = async (): Promise<number[]> => ((await page.getAttribute('#plot-b', 'data-break-xs')) ?? '').split(' ').filter((x) => x !== '').map(Number);
+    await until('the viewer’s path line breaks at the gap', async () => (await breakXs()).some((x) => x > fromMs / 1000 - 0.3 && x < toMs / 1000 + 0.5));
   });
 
   it('ESTOP on the page latches the hub and stops the simulated robot', async () => {
