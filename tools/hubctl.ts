@@ -492,7 +492,7 @@ async function estop(a: Args, out: Output): Promise<number> {
     const ok = await Promise.race([seen, sleep(5000).then(() => client.latched)]);
     const e = client.lastEstop;
     out.emit(
-      () => (ok ? `ESTOP latched on ${hub.url}${e ? ` (source ${estopSourceName(e.source)}, hub sequence ${e.seq})` : ''}; clear it with hubctl clear (operator tier, control owner)` : `ESTOP sent to ${hub.url}, but no latch was announced within 5 s`),
+      () => (ok ? `ESTOP latched on ${hub.url}${e ? ` (source ${estopSourceName(e.source)}, origin ${e.origin}, sequence ${e.seq})` : ''}; clear it with hubctl clear (operator tier, control owner)` : `ESTOP sent to ${hub.url}, but no latch was announced within 5 s`),
       { latched: ok, ...(e ? { seq: e.seq, source: estopSourceName(e.source), origin: e.origin } : {}) },
     );
     return ok ? 0 : 1;

@@ -19,7 +19,7 @@ import type { HubClient } from '../../client/core.js';
 import { NO_STREAM_KIND, SHED_DECISION_NAME, shedDecide, shedDecision, shedRow } from '../../hub/shed.js';
 import { SHED_ROW_TEXT } from '../../host-sim/dashboard/rows.js';
 import { startDashboard, type Dashboard } from '../../host-sim/dashboard/server.js';
-import { validateScenario } from '../../host-sim/scenario.js';
+import { validateScenario, type EventSpec } from '../../host-sim/scenario.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -39,7 +39,8 @@ const scenario = validateScenario(
     credentials: { 'operator-key': 'operator' },
     links: { wifi: { binding: 'tcp' }, ws: { binding: 'ws' } },
     clients: [
-      { name: 'console', role: 'console', link: 'wifi', credential: 'operator-key' },
+      // The console also plans: its trajectory, once armed, comes back on `path` (a segments stream).
+      { name: 'console', role: 'console', link: 'wifi', credential: 'operator-key', publications: [{ channel: 'trajectory', rateHz: 5, burst: 20 }] },
       { name: 'scope', role: 'scope', link: 'ws', credential: 'operator-key', startMs: 100 },
       { name: 'logger', role: 'logger', link: 'wifi', startMs: 200 },
       { name: 'viewer', role: 'viewer', link: 'wifi', startMs: 300 },
@@ -329,6 +330,7 @@ describe('dashboard: the page in headless Chromium', function () {
     const rows = live.sim.hub.counters.rows;
     const before13 = rows[13] as number;
     const before15 = rows[15] as number;
+    const forcedAt = live.sim.nowMs;
     await page.check('#force');
     await until('the server forces level 2', () => live.forced === 2);
     await until('row 13 (level ≥ 2, background: drop) fires', () => (rows[13] as number) > before13 + 20);
@@ -340,14 +342,53 @@ describe('dashboard: the page in headless Chromium', function () {
     await until('the health card explains the calm ladder', async () => /links at level 2 \(forced\)/.test((await page.textContent('#health-rung-why')) ?? ''));
     assert.match((await page.textContent('#health-rung-why')) ?? '', /^The ladder reads the hub's own load .*not the links' congestion levels/);
     assert.ok(await page.isVisible('#health-rung-why'));
+    // A page opened now opens its §10.4 demo at the level the links are at (2, forced), not at 0.
+    const second = await context!.newPage();
+    try {
+      await second.goto(dash!.url, { timeout: WAIT_MS });
+      await second.waitForFunction(() => document.querySelector('#levels')?.getAttribute('data-source') === 'live', undefined, { timeout: WAIT_MS });
+      assert.equal(await second.$eval('input[name="level"]:checked', (el) => (el as HTMLInputElement).value), '2');
+      assert.match((await second.textContent('#demo-explain')) ?? '', /^Level 2 \(severe \(≥ 2\); the level forced onto every link now\)/);
+    } finally {
+      await second.close();
+    }
     // Level 2 drops the background logger's IMU (row 13): nothing is delivered to it meanwhile.
-    const breaksBefore = Number(await page.getAttribute('#plot-a', 'data-breaks'));
+    const breakXs = async (): Promise<number[]> => ((await page.getAttribute('#plot-a', 'data-break-xs')) ?? '').split(' ').filter((x) => x !== '').map(Number);
     const from = live.sim.nowMs;
     await until('1.5 s of forced level 2', () => live.sim.nowMs > from + 1500);
+    const inHole = (x: number): boolean => x > forcedAt / 1000 - 0.5 && x < live.sim.nowMs / 1000 + 2;
+    assert.deepEqual((await breakXs()).filter(inHole), [], 'no break in the line before delivery resumes');
     await page.uncheck('#force');
     await until('the links are back to their own levels', () => live.forced === null);
-    // Delivery resumes: the delivered line breaks across the hole instead of bridging it.
-    await until('the logger’s IMU line breaks across the hole', async () => Number(await page.getAttribute('#plot-a', 'data-breaks')) > breaksBefore);
+    // Delivery resumes: the delivered line, as uPlot holds it, breaks (a null) inside the hole
+    // instead of bridging it.
+    await until('the logger’s IMU line breaks across the hole', async () => (await breakXs()).some(inHole));
+  });
+
+  it('the delivered line also breaks before a sample that carries gap, across a hole too short to break it alone', async () => {
+    const live = dash!.live;
+    const sim = live.sim;
+    const path = catalog.byName('path')!.id;
+    assert.equal(sim.hub.armed, true, 'the console armed the robot (800 ms)');
+    // The console plans faster than its 5 Hz grant (the scenario event the simulator runs), so the
+    // robot relays a segment on `path` every 200 ms, which the viewer subscribes at normal priority.
+    (sim as unknown as { apply(e: EventSpec): void }).apply({ atMs: 0, type: 'trajectory', client: 'console', durationMs: 20000, meanPerS: 20, peakEveryMs: 0, peakCount: 0 });
+    await page.selectOption('#plot-b-channel', String(path));
+    await page.selectOption('#plot-b-subscriber', 'viewer');
+    await until('the viewer is delivered path segments', async () => Number(await page.getAttribute('#plot-b', 'data-delivered')) > 5);
+    const rows = sim.hub.counters.rows;
+    const before6 = rows[6] as number;
+    // Level 2 for 400 ms of simulated time, scheduled on the simulation's own clock: the viewer's
+    // path is dropped whole (row 6) and the next segment sent to it carries gap. The hole, under
+    // 1 s, is too short to break the line by itself (ten granted periods, at least 1 s).
+    const fromMs = sim.nowMs + 50;
+    const toMs = fromMs + 400;
+    sim.kernel.at(Math.round(fromMs * 1000), { run: () => live.force(2) });
+    sim.kernel.at(Math.round(toMs * 1000), { run: () => live.force(null) });
+    await until('the forced 400 ms are over', () => sim.nowMs > toMs + 50 && live.forced === null);
+    assert.ok((rows[6] as number) > before6, 'row 6 dropped the path source meanwhile');
+    const breakXs = async (): Promise<number[]> => ((await page.getAttribute('#plot-b', 'data-break-xs')) ?? '').split(' ').filter((x) => x !== '').map(Number);
+    await until('the viewer’s path line breaks at the gap', async () => (await breakXs()).some((x) => x > fromMs / 1000 - 0.3 && x < toMs / 1000 + 0.5));
   });
 
   it('ESTOP on the page latches the hub and stops the simulated robot', async () => {
@@ -404,6 +445,23 @@ describe('dashboard: the page in headless Chromium', function () {
     await page.click('#arm');
     await until('the owner\'s arm intent arms the hub', () => live.sim.hub.armed);
     await page.waitForFunction(() => /clear · armed/.test(document.querySelector('#latch')?.textContent ?? ''), undefined, { timeout: WAIT_MS });
+  });
+
+  it('a client’s ESTOP: the banner names the client, and says why Clear is disabled while nobody owns control', async () => {
+    const live = dash!.live;
+    // The scenario events the simulator runs: the viewer stops the robot, the console lets go of control.
+    const run = (e: EventSpec): void => (live.sim as unknown as { apply(e: EventSpec): void }).apply(e);
+    run({ atMs: 0, type: 'estop', client: 'viewer' });
+    await until('the hub latches', () => live.sim.hub.latch.latched);
+    await page.waitForFunction(() => document.querySelector('#estop-banner')?.getAttribute('data-source') === 'client', undefined, { timeout: WAIT_MS });
+    assert.match((await page.textContent('#estop-banner')) ?? '', /ESTOP LATCHED — latched by client: viewer sent ESTOP\./);
+    run({ atMs: 0, type: 'release-control', client: 'console' });
+    await until('nobody owns control', () => live.clearer() === null && live.sim.hub.owner === null);
+    await page.waitForFunction(() => (document.querySelector('#clear') as HTMLButtonElement | null)?.disabled === true && /no simulated client owns control/.test(document.querySelector('#clear-why')?.textContent ?? ''), undefined, {
+      timeout: WAIT_MS,
+    });
+    assert.equal(await page.textContent('#clear-why'), 'Clear is disabled: only the control owner may clear (§11.2), and no simulated client owns control now.');
+    assert.match((await page.textContent('#estop-banner')) ?? '', /Clear is disabled: only the control owner may clear/);
   });
 });
 

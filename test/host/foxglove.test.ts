@@ -3,7 +3,10 @@
 // viewer. Rates are counted over the hub's timestamps, not wall time; every wait is for an event
 // (a message, a status, a counter) with a generous bound.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import wsProtocol from '@foxglove/ws-protocol';
 import type { Channel, IWebSocket, MessageData, StatusMessage } from '@foxglove/ws-protocol';
@@ -14,7 +17,7 @@ import { EstopSource } from '../../hub/estop-frame.js';
 import { startDashboard, type Dashboard } from '../../host-sim/dashboard/server.js';
 import { parseHubUrl } from '../../tools/connect.js';
 import { FoxgloveBridge } from '../../tools/foxglove.js';
-import { testScenario } from '../lib/hubctl-fixture.js';
+import { repo, testScenario } from '../lib/hubctl-fixture.js';
 
 const { FoxgloveClient, StatusLevel } = wsProtocol;
 const catalog = loadCatalog(DEFAULT_CATALOG);
@@ -287,6 +290,34 @@ describe('Foxglove bridge against the simulator', function () {
     obs.publish('/take_control', {});
     assert.equal((await status(obs, /\/take_control: refused: FORBIDDEN/)).level, StatusLevel.ERROR);
     assert.equal(dash.live.sim.hub.owner, null);
+  });
+
+  it('npm run foxglove: the command serves a bridge on its own port, a viewer gets imu through it, and SIGINT ends it with 0', async () => {
+    // The package's script, run as npm runs it (node and the esbuild runner, no tsc).
+    const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const [cmd, ...script] = (pkg.scripts['foxglove'] ?? '').split(' ');
+    assert.equal(cmd, 'node');
+    assert.deepEqual(script, ['scripts/run-ts.mjs', 'tools/foxglove-cli.ts']);
+    const child = spawn(process.execPath, [...script, '--hub', `tcp://127.0.0.1:${dash.tcp!.port}`, '--port', '0', '--credential', 'operator-key'], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const exited = new Promise<number | null>((ok) => child.once('close', ok));
+    try {
+      await until('the command serves', () => /Foxglove bridge on ws:\/\/127\.0\.0\.1:\d+/.test(out) || child.exitCode !== null);
+      const m = /Foxglove bridge on (ws:\/\/127\.0\.0\.1:\d+\/?) for tcp:\/\/127\.0\.0\.1:\d+ \(session operator, (\d+) channels\)/.exec(out);
+      assert.ok(m, out);
+      assert.equal(Number(m[2]), catalog.channels.filter((c) => c.direction === Direction.telemetry).length);
+      const v = await View.open(m[1]!);
+      open.push(v);
+      v.subscribe('/imu');
+      await until('imu through the command', () => v.messages('/imu').length >= 20);
+      v.close();
+      child.kill('SIGINT');
+      assert.equal(await exited, 0, out);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
   });
 
   it('/hub/estop reflects an ESTOP, for a viewer already subscribed and one that comes after', async () => {

@@ -109,7 +109,8 @@ describe('hubctl against the simulator', function () {
     assert.equal(hub.latch.latched, false);
     const stop = await hubctl(['estop', '--hub', tcp]);
     assert.equal(stop.code, 0, stop.stderr);
-    assert.match(stop.stdout, /ESTOP latched/);
+    // The stop in force as the hub announced it (written before the HELLO, so no session is its origin).
+    assert.match(stop.stdout, new RegExp(`ESTOP latched on ${tcp} \\(source client, origin ${hub.latch.origin}, sequence ${hub.latch.originSeq}\\)`));
     assert.equal(hub.latch.latched, true);
     assert.equal(hub.armed, false);
 
@@ -123,6 +124,15 @@ describe('hubctl against the simulator', function () {
     assert.deepEqual(JSON.parse(cleared.stdout), { cleared: true, wasLatched: true, latched: false });
     assert.equal(hub.latch.latched, false);
     assert.equal(hub.armed, false, 'a clear never restarts the robot');
+
+    // --json: the latch as the hub announced it (source, origin and that origin's sequence).
+    const again = await hubctl(['estop', '--hub', ws, '--json']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(hub.latch.latched, true);
+    assert.deepEqual(JSON.parse(again.stdout), { latched: true, source: 'client', origin: hub.latch.origin, seq: hub.latch.originSeq });
+    const cleared2 = await hubctl(['clear', '--hub', tcp, '--credential', 'operator-key', '--json']);
+    assert.deepEqual(JSON.parse(cleared2.stdout), { cleared: true, wasLatched: true, latched: false });
+    assert.equal(hub.latch.latched, false);
   });
 
   it('health and sessions: the report over HEALTH for a maintainer, refused below', async () => {

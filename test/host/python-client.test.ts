@@ -6,6 +6,8 @@
 // with pytest's own words. scripts/lib/prepare.mjs installs the Debian packages when missing.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadCatalog } from '../../catalog/index.js';
@@ -97,6 +99,25 @@ describe('Python client (clients/python) under pytest, against the simulator on 
     const r = spawnSync(PYTHON, ['-m', 'mypy', 'robot_hub', 'tests'], { cwd: pkg, env: { ...ENV, MYPY_CACHE_DIR: '/dev/null' }, encoding: 'utf8', timeout: 170000 });
     assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /^Success: no issues found/m);
+  });
+
+  it('the Python example in docs/client.md type-checks under mypy --strict against robot_hub', function () {
+    this.timeout(180000);
+    const doc = readFileSync(join(repo, 'docs', 'client.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('\n## Python'));
+    const m = /\n```python\n([\s\S]*?)\n```\n/.exec(section);
+    assert.ok(m, 'docs/client.md has a Python example under "## Python"');
+    assert.match(m[1]!, /async with connect\(/);
+    const dir = mkdtempSync(join(tmpdir(), 'hub-py-example-'));
+    try {
+      const file = join(dir, 'client_md_example.py');
+      writeFileSync(file, m[1]! + '\n');
+      const r = spawnSync(PYTHON, ['-m', 'mypy', file], { cwd: pkg, env: { ...ENV, MYPY_CACHE_DIR: '/dev/null' }, encoding: 'utf8', timeout: 170000 });
+      assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+      assert.match(r.stdout, /^Success: no issues found/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the hub refused no frame of the Python client as MALFORMED or TOO_LARGE (the client checks its frames first)', function () {

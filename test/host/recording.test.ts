@@ -225,6 +225,16 @@ describe('recordings: MCAP', function () {
           },
         });
         await until('replayed imu samples', () => got.length >= 10);
+        // The simulator's dashboard serves the replay: its own scope is delivered the recorded imu.
+        const dashboard = /dashboard +(http:\/\/127\.0\.0\.1:\d+\/)/.exec(stdout);
+        assert.ok(dashboard, stdout);
+        type SimReport = { scenario: { name: string }; clients: Record<string, { subscriptions: Record<string, { frames: number }> }> };
+        const report = async (): Promise<SimReport> => (await (await fetch(new URL('/api/report', dashboard[1]))).json()) as SimReport;
+        assert.equal((await report()).scenario.name, 'replay');
+        let scopeImu = 0;
+        const deadline = performance.now() + WAIT_MS;
+        while ((scopeImu = (await report()).clients['scope']?.subscriptions['imu']?.frames ?? 0) < 10 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        assert.ok(scopeImu >= 10, `the dashboard's scope was delivered ${scopeImu} replayed imu samples`);
       } finally {
         client?.close();
         child.kill('SIGTERM');

@@ -798,6 +798,11 @@ describe('simulator: scenario validation', () => {
   it('npm run sim (bundled, no tsc) prints the report in words and writes the JSON, of labelled objects, beside it', function () {
     this.timeout(180000);
     const repo = fileURLToPath(new URL('../../..', import.meta.url));
+    // Through the esbuild runner, with no tsc before it.
+    const scripts = (JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    for (const name of ['sim', 'shed-table']) {
+      assert.match(scripts[name] ?? '', /^node scripts\/run-ts\.mjs \S+\.ts$/, `npm run ${name}: ${scripts[name]}`);
+    }
     const file = join(mkdtempSync(join(tmpdir(), 'sim-')), 'calm.json');
     const res = spawnSync('npm', ['run', '-s', 'sim', '--', '--scenario', 'calm', '--report', file], { cwd: repo, encoding: 'utf8' });
     assert.equal(res.status, 0, res.stderr);

@@ -287,7 +287,6 @@ function drawPlot(p: PlotPanel): void {
   const sub = subscription(who, ch);
   const holeMs = deliveredHoleMs(sub ? sub.grantedHz : 0);
   let prevD = -Infinity;
-  let breaks = 0;
   while (i < rt.length || j < dt.length) {
     const a = i < rt.length ? (rt[i] as number) : Infinity;
     const b = j < dt.length ? (dt[j] as number) : Infinity;
@@ -305,7 +304,6 @@ function drawPlot(p: PlotPanel): void {
           zs.push(null);
           gaps.push(undefined);
         }
-        breaks++;
       }
     }
     xs.push(t / 1000);
@@ -341,7 +339,13 @@ function drawPlot(p: PlotPanel): void {
   p.box.dataset['ymin'] = String(p.plot.scales['y']?.min ?? '');
   p.box.dataset['ymax'] = String(p.plot.scales['y']?.max ?? '');
   p.box.dataset['delivered'] = String(n);
-  p.box.dataset['breaks'] = String(breaks);
+  // The breaks as uPlot holds them: a null in the delivered series is where its line stops.
+  const breakXs: string[] = [];
+  const px = p.plot.data[0];
+  const pz = p.plot.data[2] ?? [];
+  for (let k = 0; k < pz.length; k++) if (pz[k] === null) breakXs.push((px[k] as number).toFixed(3));
+  p.box.dataset['breaks'] = String(breakXs.length);
+  p.box.dataset['breakXs'] = breakXs.join(' ');
 }
 
 function subscription(client: string, ch: number): (SubMsg & { level: number }) | null {
