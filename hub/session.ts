@@ -316,15 +316,19 @@ export class Session {
    * `neverShed`: the slot's never-shed queue (the hub keeps one per slot, in its egress arena),
    * emptied. `malformed` and `rateNacks`: the opening transport's, restarted: a transport needs
    * them only until its HELLO, so the session takes them over rather than making its own.
+   * `tokens`: the hub's buffer of every slot's resume tokens (sessions.ts).
    */
-  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, malformed: WindowCounter, rateNacks: NackThrottle) {
+  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, malformed: WindowCounter, rateNacks: NackThrottle, tokens?: ArrayBuffer) {
     this.id = id;
     this.slot = slot;
     this.tier = tier;
-    // Both tokens in one buffer (on XS a buffer costs heap slots of its own).
-    const tokens = new ArrayBuffer(2 * RESUME_TOKEN_BYTES);
-    this.resumeToken = new Uint8Array(tokens, 0, RESUME_TOKEN_BYTES);
-    this.priorToken = new Uint8Array(tokens, RESUME_TOKEN_BYTES, RESUME_TOKEN_BYTES);
+    // Both tokens: the slot's place in the hub's buffer of them (on XS a buffer costs heap slots
+    // of its own), or a buffer of their own. The slot's last session is gone by now; what it left
+    // is overwritten at open (resumeToken) or unread (priorToken, not valid).
+    const at = tokens ? slot * 2 * RESUME_TOKEN_BYTES : 0;
+    const b = tokens ?? new ArrayBuffer(2 * RESUME_TOKEN_BYTES);
+    this.resumeToken = new Uint8Array(b, at, RESUME_TOKEN_BYTES);
+    this.priorToken = new Uint8Array(b, at + RESUME_TOKEN_BYTES, RESUME_TOKEN_BYTES);
     this.lastHeard = now;
     neverShed.clear();
     this.neverShed = neverShed;
