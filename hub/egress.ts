@@ -120,12 +120,13 @@ export class Egress {
     const r = route.index;
     const subscriberCount = tab.subscriberCount;
     if (subscriberCount[r] === 0) return;
-    // A sample carries at most the catalog's fields and the values given; a fraction of a count is dropped.
-    let n = route.fields;
+    const ch = route.ch;
+    let n = ch.fieldCount; // a sample carries at most the catalog's fields and the values given; a fraction of a count is dropped
     if (count < n) n = count > 0 ? count - (count % 1) : 0;
     if (n > values.length) n = values.length;
     const now = this.clock.now();
-    const critical = route.critical;
+    const critical = ch.critical;
+    const sharedTag = route.tag | Tag.SHARED;
     const segments = route.segments;
     const lastAt = route.lastAt;
     const counters = this.counters;
@@ -201,8 +202,8 @@ export class Egress {
           frame = data.seal(writeSample(data.bytes, data.view, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
         }
         if (critical) {
-          if (!this.critical(s, frame, route.sharedTag, seq)) continue;
-        } else if (s.neverShed.size > 0 || !link.send(frame, route.sharedTag, seq)) {
+          if (!this.critical(s, frame, sharedTag, seq)) continue;
+        } else if (s.neverShed.size > 0 || !link.send(frame, sharedTag, seq)) {
           // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
           counters.egressDrops++;
           if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
@@ -220,7 +221,7 @@ export class Egress {
       if (lastAt >= 0) {
         // §10.4 row 8: the values sent (n is at most the channel's fields), for the next conflation test.
         const last = tab.lastValues;
-        const at = lastAt + slot * route.fields;
+        const at = lastAt + slot * ch.fieldCount;
         for (let j = 0; j < n; j++) last[at + j] = values[j] as number;
         tab.lastLen[k] = n;
       }
@@ -236,7 +237,7 @@ export class Egress {
     arena.unstage();
     const out = arena.seal(writeData(arena.out, arena.outView, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n, true, 0));
     let went = true;
-    if (route.critical) went = this.critical(s, out, route.tag, seq);
+    if (route.ch.critical) went = this.critical(s, out, route.tag, seq);
     else if (s.neverShed.size > 0 || !link.send(out, route.tag, seq)) {
       this.counters.egressDrops++;
       went = false;
@@ -279,7 +280,7 @@ export class Egress {
     const lastAt = route.lastAt;
     if (decision === CONFLATE && lastAt >= 0 && tab.lastLen[k] === n) {
       const last = tab.lastValues;
-      const at = lastAt + slot * route.fields;
+      const at = lastAt + slot * route.ch.fieldCount;
       let j = 0;
       for (; j < n; j++) {
         const x = values[j] as number;
