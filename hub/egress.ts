@@ -31,7 +31,7 @@ import type { HealthMetrics } from './health.js';
 import { Tag, tagOf, type Clock, type Link } from './ports.js';
 import { FrameRing, RingColumns } from './queues.js';
 import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
-import { decimate, DECIMATION_STATE, resetDecimation, SHED_DECISION, SHED_LOOKUP } from './shed.js';
+import { decimate, DECIMATION_STATE, resetDecimation, SEGMENTS_SHED_BASE, SHED_DECISION, SHED_LOOKUP } from './shed.js';
 import { LEVEL_CONGESTED, LEVEL_SEVERE } from './constants.js';
 
 // The table's decisions the shedding path tells apart, as plain constants: it compares against
@@ -127,7 +127,7 @@ export class Egress {
     const now = this.clock.now();
     const critical = ch.critical;
     const sharedTag = route.tag | Tag.SHARED;
-    const segments = route.segments;
+    const segments = route.shedBase === SEGMENTS_SHED_BASE;
     const lastAt = route.lastAt;
     const counters = this.counters;
     const slots = this.slots;

@@ -49,8 +49,6 @@ export class ChannelRoute {
   readonly lastAt: number;
   /** §9.4, EVENT channels only: the bounded queue of every subscriber, one reader per session slot. */
   readonly events: EventRing<EventRecord> | null;
-  /** §10.4 rows 4–6: a segments STREAM, shed whole-source or not at all, never thinned by its grant. */
-  readonly segments: boolean;
   /**
    * What the core tells a link of this channel's DATA frames (hub/ports.ts Tag): per-subscriber
    * variants; the push's shared encoding adds Tag.SHARED. Whether the channel is critical
@@ -58,7 +56,10 @@ export class ChannelRoute {
    * field of the hub's routes is a heap slot).
    */
   readonly tag: number;
-  /** This channel's block of the shedding lookup (shed.ts SHED_LOOKUP). */
+  /**
+   * This channel's block of the shedding lookup (shed.ts SHED_LOOKUP); SEGMENTS_SHED_BASE for a
+   * segments STREAM (§10.4 rows 4–6: shed whole-source or not at all, never thinned by its grant).
+   */
   readonly shedBase: number;
   /** Its DATA frames' first bytes, up to the seq (fast-frames.ts dataPrefix). */
   readonly prefix: Uint8Array;
@@ -70,11 +71,11 @@ export class ChannelRoute {
   constructor(ch: ChannelInfo, index: number, slots: number, prefix: Uint8Array = dataPrefix(ch.id), lastAt = 0) {
     this.ch = ch;
     this.index = index;
-    this.segments = ch.cls === ChannelClass.STREAM && ch.kind === StreamKind.segments;
+    const segments = ch.cls === ChannelClass.STREAM && ch.kind === StreamKind.segments;
     // §10.4 "never delay-and-burst", at the binding (docs/protocol.md §13.6): a STREAM sample may
     // be dropped unsent once it waited past the link's sample budget; a STATE value once a newer
     // value of its channel waits behind it. Critical channels and segments never are.
-    const flags = ch.critical ? Tag.CRITICAL : this.segments ? 0 : ch.cls === ChannelClass.STREAM ? Tag.SAMPLE : ch.cls === ChannelClass.STATE ? Tag.VALUE : 0;
+    const flags = ch.critical ? Tag.CRITICAL : segments ? 0 : ch.cls === ChannelClass.STREAM ? Tag.SAMPLE : ch.cls === ChannelClass.STATE ? Tag.VALUE : 0;
     this.tag = tagOf(FrameType.DATA, flags, ch.id);
     this.shedBase = shedBase(ch.cls, ch.kind);
     this.prefix = prefix;
