@@ -12,9 +12,8 @@
 // on): a frame moves between them with one native copy, and every frame a link receives is an
 // exact view, copied whole (docs/architecture.md "Copies").
 //
-// Re-entry: while a push is being routed (`routing`), nothing the hub would do in answer to a
-// link (a lost transport, a park for an overflowing never-shed queue) runs; the hub takes it up
-// once the loop is done (EgressHost).
+// Re-entry: while a push is routed (`routing`), what the hub would do in answer to a link (a lost
+// transport, a park for an overflowing never-shed queue) waits until the loop is done (EgressHost).
 
 import { StagedBytes, SealedBytes } from './bytes.js';
 import { CborWriter } from './cbor.js';
@@ -61,6 +60,7 @@ export interface EgressConn {
 }
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+const SHARED = Tag.SHARED;
 
 export class Egress {
   readonly counters = new HubCounters();
@@ -126,7 +126,7 @@ export class Egress {
     if (n > values.length) n = values.length;
     const now = this.clock.now();
     const critical = ch.critical;
-    const sharedTag = route.tag | Tag.SHARED;
+    const sharedTag = route.tag | SHARED;
     const segments = route.shedBase === SEGMENTS_SHED_BASE;
     const lastAt = route.lastAt;
     const counters = this.counters;
