@@ -325,6 +325,23 @@ export class EstopAhead {
   write(header: Uint8Array, hlen: number, frame: Uint8Array): void {
     const flen = frame.length < ESTOP_FRAME_BYTES ? frame.length : ESTOP_FRAME_BYTES;
     if (hlen + flen > this.slotBytes) throw new RangeError('EstopAhead.write: the framed ESTOP is larger than a slot');
+    const at = this.claim(hlen + flen);
+    const s = this.storage;
+    for (let i = 0; i < hlen; i++) s[at + i] = header[i] as number;
+    s.set(flen === frame.length ? frame : frame.subarray(0, flen), at + hlen);
+  }
+
+  /**
+   * As `write`, for a framed ESTOP of `length` bytes its owner keeps in `storage` at `from`,
+   * outside the slots (a frame owed again: no view of it needed).
+   */
+  writeFrom(from: number, length: number): void {
+    if (length > this.slotBytes) throw new RangeError('EstopAhead.writeFrom: the framed ESTOP is larger than a slot');
+    this.storage.copyWithin(this.claim(length), from, from + length);
+  }
+
+  // A slot for `length` bytes, the oldest not started dropped when every slot is full: where it starts.
+  private claim(length: number): number {
     this.written++;
     if (this.n === this.slots) {
       // Drop the oldest not started: the front one, or the one after it while the front is going.
@@ -334,12 +351,9 @@ export class EstopAhead {
       this.dropped++;
     }
     const slot = this.index(this.n);
-    const at = this.base + slot * this.slotBytes;
-    const s = this.storage;
-    for (let i = 0; i < hlen; i++) s[at + i] = header[i] as number;
-    s.set(flen === frame.length ? frame : frame.subarray(0, flen), at + hlen);
-    this.setLength(slot, hlen + flen);
+    this.setLength(slot, length);
     this.n++;
+    return this.base + slot * this.slotBytes;
   }
 
   /** Where the front one starts in `storage`, and its length; only while count > 0. */

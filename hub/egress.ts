@@ -12,9 +12,8 @@
 // on): a frame moves between them with one native copy, and every frame a link receives is an
 // exact view, copied whole (docs/architecture.md "Copies").
 //
-// Re-entry: while a push is being routed (`routing`), nothing the hub would do in answer to a
-// link (a lost transport, a park for an overflowing never-shed queue) runs; the hub takes it up
-// once the loop is done (EgressHost).
+// Re-entry: while a push is routed (`routing`), what the hub would do in answer to a link (a lost
+// transport, a park for an overflowing never-shed queue) waits until the loop is done (EgressHost).
 
 import { StagedBytes, SealedBytes } from './bytes.js';
 import { CborWriter } from './cbor.js';
@@ -31,7 +30,7 @@ import type { HealthMetrics } from './health.js';
 import { Tag, tagOf, type Clock, type Link } from './ports.js';
 import { FrameRing, RingColumns } from './queues.js';
 import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
-import { decimate, DECIMATION_STATE, resetDecimation, SHED_DECISION, SHED_LOOKUP } from './shed.js';
+import { decimate, DECIMATION_STATE, resetDecimation, SEGMENTS_SHED_BASE, SHED_DECISION, SHED_LOOKUP } from './shed.js';
 import { LEVEL_CONGESTED, LEVEL_SEVERE } from './constants.js';
 
 // The table's decisions the shedding path tells apart, as plain constants: it compares against
@@ -61,6 +60,7 @@ export interface EgressConn {
 }
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+const SHARED = Tag.SHARED;
 
 export class Egress {
   readonly counters = new HubCounters();
@@ -120,13 +120,14 @@ export class Egress {
     const r = route.index;
     const subscriberCount = tab.subscriberCount;
     if (subscriberCount[r] === 0) return;
-    // A sample carries at most the catalog's fields and the values given; a fraction of a count is dropped.
-    let n = route.fields;
+    const ch = route.ch;
+    let n = ch.fieldCount; // a sample carries at most the catalog's fields and the values given; a fraction of a count is dropped
     if (count < n) n = count > 0 ? count - (count % 1) : 0;
     if (n > values.length) n = values.length;
     const now = this.clock.now();
-    const critical = route.critical;
-    const segments = route.segments;
+    const critical = ch.critical;
+    const sharedTag = route.tag | SHARED;
+    const segments = route.shedBase === SEGMENTS_SHED_BASE;
     const lastAt = route.lastAt;
     const counters = this.counters;
     const slots = this.slots;
@@ -201,8 +202,8 @@ export class Egress {
           frame = data.seal(writeSample(data.bytes, data.view, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
         }
         if (critical) {
-          if (!this.critical(s, frame, route.sharedTag, seq)) continue;
-        } else if (s.neverShed.size > 0 || !link.send(frame, route.sharedTag, seq)) {
+          if (!this.critical(s, frame, sharedTag, seq)) continue;
+        } else if (s.neverShed.size > 0 || !link.send(frame, sharedTag, seq)) {
           // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
           counters.egressDrops++;
           if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
@@ -220,7 +221,7 @@ export class Egress {
       if (lastAt >= 0) {
         // §10.4 row 8: the values sent (n is at most the channel's fields), for the next conflation test.
         const last = tab.lastValues;
-        const at = lastAt + slot * route.fields;
+        const at = lastAt + slot * ch.fieldCount;
         for (let j = 0; j < n; j++) last[at + j] = values[j] as number;
         tab.lastLen[k] = n;
       }
@@ -236,7 +237,7 @@ export class Egress {
     arena.unstage();
     const out = arena.seal(writeData(arena.out, arena.outView, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n, true, 0));
     let went = true;
-    if (route.critical) went = this.critical(s, out, route.tag, seq);
+    if (route.ch.critical) went = this.critical(s, out, route.tag, seq);
     else if (s.neverShed.size > 0 || !link.send(out, route.tag, seq)) {
       this.counters.egressDrops++;
       went = false;
@@ -279,7 +280,7 @@ export class Egress {
     const lastAt = route.lastAt;
     if (decision === CONFLATE && lastAt >= 0 && tab.lastLen[k] === n) {
       const last = tab.lastValues;
-      const at = lastAt + slot * route.fields;
+      const at = lastAt + slot * route.ch.fieldCount;
       let j = 0;
       for (; j < n; j++) {
         const x = values[j] as number;

@@ -68,8 +68,9 @@ export class EstopLatch {
   private holding = 0; // bit per source that still asserts
   private since = 0;
   private storeErrors = 0;
-  private readonly seenOrigin = new Uint32Array(ESTOP_DEDUP_PAIRS);
-  private readonly seenSeq = new Uint16Array(ESTOP_DEDUP_PAIRS);
+  // Both in one buffer (on XS a buffer costs heap slots of its own).
+  private readonly seenOrigin: Uint32Array;
+  private readonly seenSeq: Uint16Array;
   private seenCount = 0;
   private seenNext = 0;
 
@@ -78,6 +79,9 @@ export class EstopLatch {
     private readonly robot: EstopRobot,
     private readonly clock: Clock,
   ) {
+    const seen = new ArrayBuffer(ESTOP_DEDUP_PAIRS * 6);
+    this.seenOrigin = new Uint32Array(seen, 0, ESTOP_DEDUP_PAIRS);
+    this.seenSeq = new Uint16Array(seen, ESTOP_DEDUP_PAIRS * 4, ESTOP_DEDUP_PAIRS);
     let rec: Uint8Array | undefined;
     try {
       rec = store.get(ESTOP_STORE_KEY);

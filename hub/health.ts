@@ -4,7 +4,8 @@
 // credentials, tokens or payloads, no per-client labels (a link row carries its slot index and a
 // binding code, nothing else). The operators' detailed endpoint is gated here too (OperatorGate).
 //
-// Memory, fixed at construction: HealthMetrics holds four Window60 (3,060 B each, window60.ts).
+// Memory, fixed at construction: HealthMetrics holds four Window60 in one buffer (3,328 B each,
+// window60.ts).
 
 import { ADMISSION_LOOP_DELAY_MS, ADMISSION_REASON_NAMES, ADMISSION_WINDOW_S, type Admission, type AdmissionSignals } from './admission.js';
 import type { AckLagSummary } from './acklag.js';
@@ -12,7 +13,7 @@ import type { IngressGovernor } from './governor.js';
 import type { Ladder, LadderSignals } from './ladder.js';
 import { NACK_MAX_CODE, nackName } from './nack.js';
 import { WindowCounter } from './limits.js';
-import { DURATION_HISTOGRAM, WINDOW_BUCKETS, Window60, type Histogram } from './window60.js';
+import { DURATION_HISTOGRAM, WINDOW_BUCKETS, Window60, windowBytes, type Histogram } from './window60.js';
 
 export const METRICS_VERSION = 1;
 
@@ -132,10 +133,13 @@ export class HealthMetrics {
   constructor(tickPeriodMs = 0, histogram: Histogram = DURATION_HISTOGRAM) {
     this.tickPeriodMs = tickPeriodMs > 0 ? tickPeriodMs : 0;
     this.period = tickPeriodMs > 0 ? tickPeriodMs : NaN;
-    this.loopDelay = new Window60(histogram);
-    this.tick = new Window60(histogram);
-    this.intentEcho = new Window60(histogram);
-    this.egressWait = new Window60(histogram);
+    // The four windows lie end to end in one buffer (on XS a buffer costs heap slots of its own).
+    const w = windowBytes(histogram);
+    const buffer = new ArrayBuffer(4 * w);
+    this.loopDelay = new Window60(histogram, buffer, 0);
+    this.tick = new Window60(histogram, buffer, w);
+    this.intentEcho = new Window60(histogram, buffer, 2 * w);
+    this.egressWait = new Window60(histogram, buffer, 3 * w);
   }
 
   /**
@@ -420,8 +424,11 @@ export class OperatorGate {
   constructor(token: string | undefined) {
     this.enabled = operatorTokenUsable(token);
     this.token = this.enabled ? (token as string) : '';
-    this.times = new Float64Array(OPERATIONS_TRACKED_ADDRESSES * OPERATIONS_RATE_LIMIT);
-    this.counts = new Uint8Array(OPERATIONS_TRACKED_ADDRESSES);
+    // Both in one buffer (on XS a buffer costs heap slots of its own).
+    const n = OPERATIONS_TRACKED_ADDRESSES * OPERATIONS_RATE_LIMIT;
+    const buffer = new ArrayBuffer(n * 8 + OPERATIONS_TRACKED_ADDRESSES);
+    this.times = new Float64Array(buffer, 0, n);
+    this.counts = new Uint8Array(buffer, n * 8, OPERATIONS_TRACKED_ADDRESSES);
   }
 
   check(address: string, authorization: string | undefined, now: number): OperatorStatusCode {

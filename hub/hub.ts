@@ -108,7 +108,7 @@ export class Hub {
     let maxFields = 0;
     for (const r of this.routes) {
       if (r.ch.id > maxId) maxId = r.ch.id;
-      if (r.fields > maxFields) maxFields = r.fields;
+      if (r.ch.fieldCount > maxFields) maxFields = r.ch.fieldCount;
     }
     this.routeIds = new Uint16Array(maxId + 1);
     for (const r of this.routes) this.routeIds[r.ch.id] = r.index + 1;

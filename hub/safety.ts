@@ -28,7 +28,7 @@ export class Safety {
   buttonHeld = false;
   readonly deadman: Deadman;
   private readonly latch: EstopLatch;
-  private readonly frame = new Uint8Array(ESTOP_FRAME_BYTES);
+  private readonly frame: Uint8Array;
   /** When the latched state was last announced to every link; -Infinity while it was not. */
   private announcedAt = -Infinity;
   /** An assertion arrived while latched and inside ESTOP_REANNOUNCE_MS: the tick announces it. */
@@ -46,7 +46,11 @@ export class Safety {
     const c = hub.catalog;
     const safety = c.byName('safety');
     const owner = c.byName('control-owner');
-    this.scratch = new Float64Array(Math.max(3, safety ? safety.fieldCount : 0, owner ? owner.fieldCount : 0));
+    // The samples' numbers and the ESTOP frame share one buffer (on XS a buffer costs heap slots of its own).
+    const n = Math.max(3, safety ? safety.fieldCount : 0, owner ? owner.fieldCount : 0);
+    const buffer = new ArrayBuffer(n * 8 + ESTOP_FRAME_BYTES);
+    this.scratch = new Float64Array(buffer, 0, n);
+    this.frame = new Uint8Array(buffer, n * 8, ESTOP_FRAME_BYTES);
     if (latch.latched) this.armedFlag = false;
   }
 

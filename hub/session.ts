@@ -49,19 +49,20 @@ export class ChannelRoute {
   readonly lastAt: number;
   /** §9.4, EVENT channels only: the bounded queue of every subscriber, one reader per session slot. */
   readonly events: EventRing<EventRecord> | null;
-  /** In the never-shed set (§10.1): the catalog marks it critical. */
-  readonly critical: boolean;
-  /** §10.4 rows 4–6: a segments STREAM, shed whole-source or not at all, never thinned by its grant. */
-  readonly segments: boolean;
-  /** What the core tells a link of this channel's DATA frames (hub/ports.ts Tag): per-subscriber variants, and the push's shared encoding. */
+  /**
+   * What the core tells a link of this channel's DATA frames (hub/ports.ts Tag): per-subscriber
+   * variants; the push's shared encoding adds Tag.SHARED. Whether the channel is critical
+   * (§10.1) and its field count are its `ch`'s: read once a push, not kept here (on XS every
+   * field of the hub's routes is a heap slot).
+   */
   readonly tag: number;
-  readonly sharedTag: number;
-  /** This channel's block of the shedding lookup (shed.ts SHED_LOOKUP). */
+  /**
+   * This channel's block of the shedding lookup (shed.ts SHED_LOOKUP); SEGMENTS_SHED_BASE for a
+   * segments STREAM (§10.4 rows 4–6: shed whole-source or not at all, never thinned by its grant).
+   */
   readonly shedBase: number;
   /** Its DATA frames' first bytes, up to the seq (fast-frames.ts dataPrefix). */
   readonly prefix: Uint8Array;
-  /** The catalog's field count: the most values a sample carries. */
-  readonly fields: number;
 
   /**
    * `prefix`: dataPrefix(ch.id), or a view holding it (the hub's routes share one buffer);
@@ -70,17 +71,14 @@ export class ChannelRoute {
   constructor(ch: ChannelInfo, index: number, slots: number, prefix: Uint8Array = dataPrefix(ch.id), lastAt = 0) {
     this.ch = ch;
     this.index = index;
-    this.critical = ch.critical;
-    this.segments = ch.cls === ChannelClass.STREAM && ch.kind === StreamKind.segments;
+    const segments = ch.cls === ChannelClass.STREAM && ch.kind === StreamKind.segments;
     // §10.4 "never delay-and-burst", at the binding (docs/protocol.md §13.6): a STREAM sample may
     // be dropped unsent once it waited past the link's sample budget; a STATE value once a newer
     // value of its channel waits behind it. Critical channels and segments never are.
-    const flags = this.critical ? Tag.CRITICAL : this.segments ? 0 : ch.cls === ChannelClass.STREAM ? Tag.SAMPLE : ch.cls === ChannelClass.STATE ? Tag.VALUE : 0;
+    const flags = ch.critical ? Tag.CRITICAL : segments ? 0 : ch.cls === ChannelClass.STREAM ? Tag.SAMPLE : ch.cls === ChannelClass.STATE ? Tag.VALUE : 0;
     this.tag = tagOf(FrameType.DATA, flags, ch.id);
-    this.sharedTag = this.tag | Tag.SHARED;
     this.shedBase = shedBase(ch.cls, ch.kind);
     this.prefix = prefix;
-    this.fields = ch.fieldCount;
     this.lastAt = ch.cls === ChannelClass.STATE ? lastAt : -1;
     this.events = ch.cls === ChannelClass.EVENT ? new EventRing<EventRecord>(Math.max(1, ch.queueDepth), slots) : null;
   }
@@ -316,15 +314,19 @@ export class Session {
    * `neverShed`: the slot's never-shed queue (the hub keeps one per slot, in its egress arena),
    * emptied. `malformed` and `rateNacks`: the opening transport's, restarted: a transport needs
    * them only until its HELLO, so the session takes them over rather than making its own.
+   * `tokens`: the hub's buffer of every slot's resume tokens (sessions.ts).
    */
-  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, malformed: WindowCounter, rateNacks: NackThrottle) {
+  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, malformed: WindowCounter, rateNacks: NackThrottle, tokens?: ArrayBuffer) {
     this.id = id;
     this.slot = slot;
     this.tier = tier;
-    // Both tokens in one buffer (on XS a buffer costs heap slots of its own).
-    const tokens = new ArrayBuffer(2 * RESUME_TOKEN_BYTES);
-    this.resumeToken = new Uint8Array(tokens, 0, RESUME_TOKEN_BYTES);
-    this.priorToken = new Uint8Array(tokens, RESUME_TOKEN_BYTES, RESUME_TOKEN_BYTES);
+    // Both tokens: the slot's place in the hub's buffer of them (on XS a buffer costs heap slots
+    // of its own), or a buffer of their own. The slot's last session is gone by now; what it left
+    // is overwritten at open (resumeToken) or unread (priorToken, not valid).
+    const at = tokens ? slot * 2 * RESUME_TOKEN_BYTES : 0;
+    const b = tokens ?? new ArrayBuffer(2 * RESUME_TOKEN_BYTES);
+    this.resumeToken = new Uint8Array(b, at, RESUME_TOKEN_BYTES);
+    this.priorToken = new Uint8Array(b, at + RESUME_TOKEN_BYTES, RESUME_TOKEN_BYTES);
     this.lastHeard = now;
     neverShed.clear();
     this.neverShed = neverShed;

@@ -3,7 +3,7 @@
 // (§6.9). A session outlives its transports; its subscriptions and grants are kept while it is
 // STALE and re-stated on resume.
 
-import { GoodbyeReason, FrameType, PROTOCOL_VERSION, type HelloFrame } from './frame-types.js';
+import { GoodbyeReason, FrameType, PROTOCOL_VERSION, RESUME_TOKEN_BYTES, type HelloFrame } from './frame-types.js';
 import { tierFor } from './credentials.js';
 import type { Conn } from './conn.js';
 import type { Hub } from './hub.js';
@@ -25,6 +25,8 @@ export function tierCeilingOf(link: Link): number {
 
 export class SessionKeeper {
   private nextId = 1;
+  /** Every slot's two resume tokens, made with the first session (one buffer, not one a session: on XS a buffer costs heap slots). */
+  private tokens: ArrayBuffer | null = null;
 
   constructor(private readonly hub: Hub) {}
 
@@ -80,7 +82,8 @@ export class SessionKeeper {
       if (capped) tier = ceiling;
       const slot = this.freeSlot();
       // The transport's malformed-frame counter and NACK throttle become the session's, restarted (§12).
-      s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), conn.malformed, conn.nackThrottle);
+      const tokens = (this.tokens ??= new ArrayBuffer(hub.slots.length * 2 * RESUME_TOKEN_BYTES));
+      s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), conn.malformed, conn.nackThrottle, tokens);
       hub.random.fill(s.resumeToken);
       hub.slots[slot] = s;
       s.link = conn.link;

@@ -214,6 +214,9 @@ function lookupTable(): readonly number[] {
 export const SHED_LOOKUP: readonly number[] = lookupTable();
 
 /** Where a channel's block of SHED_LOOKUP starts. */
+/** shedBase of a segments STREAM (§10.4 rows 4–6): how a route tells it is one. */
+export const SEGMENTS_SHED_BASE = CLASS_SEGMENTS * SHED_BLOCK;
+
 export function shedBase(cls: number, kind: number): number {
   if (cls === STREAM) return (kind === SEGMENTS ? CLASS_SEGMENTS : CLASS_SAMPLES) * SHED_BLOCK;
   return (cls === STATE ? CLASS_STATE : CLASS_OTHER) * SHED_BLOCK;

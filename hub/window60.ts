@@ -11,8 +11,8 @@
 // it: no timer, no sweep, nothing allocated per sample. A record is a few field writes; a view
 // moves its totals on by the seconds that entered and left it (Window60).
 //
-// Memory, fixed at construction: per Window60 one ArrayBuffer of 3,324 B (on XS every typed
-// array is a view and a buffer of several heap slots each, so the arrays share one): 60 sums and
+// Memory, fixed at construction: per Window60 3,324 B of one ArrayBuffer, its own or its owner's
+// (on XS every typed array is a view and a buffer of several heap slots each): 60 sums and
 // maxes and two views' totals (Float64, 1,104 B), 60 counts and the bins of the newest second and
 // of the two views (Uint32, 420 B) and 60 × 15 Uint16 bins (1,800 B). The bounds are the
 // histogram's own frozen array, shared by every window; no bucket keeps the second it holds.
@@ -71,6 +71,11 @@ export interface DurationSummary {
   readonly mean: number;
   readonly max: number;
   readonly p95: number;
+}
+
+/** The bytes of one Window60, rounded up to 8: windows can lie end to end in one buffer. */
+export function windowBytes(h: Histogram): number {
+  return ((VIEWS + 2 * V_SIZE) * 8 + (WINDOW_BUCKETS + 3 * h.bins) * 4 + WINDOW_BUCKETS * h.bins * 2 + 7) & ~7;
 }
 
 function bucketOf(second: number): number {
@@ -141,18 +146,19 @@ export class Window60 {
   /** The count of the view p95Over read last. */
   viewCount = 0;
 
-  constructor(histogram: Histogram = DURATION_HISTOGRAM) {
+  /** Its windowBytes at `at` (8-aligned) of `buffer` when given (windows can share one), else a buffer of its own. */
+  constructor(histogram: Histogram = DURATION_HISTOGRAM, buffer?: ArrayBuffer, at = 0) {
     this.histogram = histogram;
     const bins = histogram.bins;
     this.bins = bins;
     this.firstBound = histogram.bounds[0] as number;
     const f64 = VIEWS + 2 * V_SIZE;
     const u32 = WINDOW_BUCKETS + 3 * bins;
-    const buffer = new ArrayBuffer(f64 * 8 + u32 * 4 + WINDOW_BUCKETS * bins * 2);
-    const f = new Float64Array(buffer, 0, f64);
+    const b = buffer ?? new ArrayBuffer(windowBytes(histogram));
+    const f = new Float64Array(b, at, f64);
     this.f64 = f;
-    this.u32 = new Uint32Array(buffer, f64 * 8, u32);
-    this.binCounts = new Uint16Array(buffer, f64 * 8 + u32 * 4, WINDOW_BUCKETS * bins);
+    this.u32 = new Uint32Array(b, at + f64 * 8, u32);
+    this.binCounts = new Uint16Array(b, at + f64 * 8 + u32 * 4, WINDOW_BUCKETS * bins);
     for (let v = 0; v < 2; v++) {
       f[VIEWS + v * V_SIZE + V_LO] = NaN;
       f[VIEWS + v * V_SIZE + V_NEWEST] = NaN;
@@ -476,13 +482,8 @@ export class Window60 {
   /** Forgets every sample: the next record empties every bucket. */
   clear(): void {
     this.newest = -Infinity;
-    this.liveFrom = NaN;
-    this.liveTo = NaN;
-    this.liveCount = 0;
-    this.zeros = 0;
-    this.liveSum = 0;
-    this.liveMax = 0;
-    this.earlier = 0;
+    this.liveFrom = this.liveTo = NaN;
+    this.liveCount = this.zeros = this.liveSum = this.liveMax = this.earlier = 0;
     this.u32.fill(0, LIVE_BINS, LIVE_BINS + this.bins);
     for (let k = VIEWS; k < VIEWS + 2 * V_SIZE; k += V_SIZE) {
       this.f64[k + V_LO] = NaN;

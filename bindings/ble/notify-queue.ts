@@ -160,10 +160,13 @@ export class NotifyQueue {
     this.out = new Uint8Array(this.rab, this.outAt);
     this.storage = this.all;
     this.ahead = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_AHEAD_SLOTS, this.all, this.capacityBytes);
-    this.starts = new Uint32Array(this.maxFrames);
-    this.lengths = new Uint32Array(this.maxFrames);
-    this.times = new Float64Array(this.maxFrames);
-    this.expendable = new Uint8Array(this.maxFrames);
+    // The frames' columns share one buffer (on XS a buffer costs heap slots of its own).
+    const n = this.maxFrames;
+    const columns = new ArrayBuffer(n * (8 + 4 + 4 + 1));
+    this.times = new Float64Array(columns, 0, n);
+    this.starts = new Uint32Array(columns, n * 8, n);
+    this.lengths = new Uint32Array(columns, n * 12, n);
+    this.expendable = new Uint8Array(columns, n * 16, n);
   }
 
   /** ESTOP frames waiting ahead. */

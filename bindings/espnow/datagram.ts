@@ -404,11 +404,12 @@ export class Egress {
   /** Frames dropped because their retransmission budget ran out or the slots were full. */
   abandoned = 0;
   /**
-   * The newest ESTOP frame whose resends all failed, owed to the peer until it is heard again
-   * (`takeOwedEstop`), unless a newer ESTOP is written meanwhile: a peer out of reach for longer
-   * than the resends last must still learn the latch once it is back (§11.2).
+   * Where in the queue's memory the newest ESTOP frame whose resends all failed is kept, owed to
+   * the peer until it is heard again (`takeOwedEstop`), unless a newer ESTOP is written meanwhile:
+   * a peer out of reach for longer than the resends last must still learn the latch once it is
+   * back (§11.2).
    */
-  private readonly owed: Uint8Array;
+  private readonly owedAt: number;
   /** @internal Whether one is owed (takeOwedEstop), for a receiver's one-comparison check. */
   owedEstop = false;
   /** ESTOP frames written again to a peer heard after their resends had failed. */
@@ -437,7 +438,7 @@ export class Egress {
     let at = queueBytes + DATAGRAM_MAX_BYTES;
     this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS, q.mem, at);
     at += ESTOPS_ROOM;
-    this.owed = q.mem.subarray(at, at + ESTOP_FRAME_BYTES);
+    this.owedAt = at;
     at += ESTOP_FRAME_BYTES;
     this.estopResend = new Resend(at);
     at += ESTOP_RESEND_BYTES;
@@ -630,7 +631,7 @@ export class Egress {
       if (gen > RETRANSMIT_LIMIT) {
         this.abandoned++;
         if (isEstop) {
-          for (let j = 0; j < ESTOP_FRAME_BYTES; j++) this.owed[j] = datagram[fs + j] as number;
+          for (let j = 0; j < ESTOP_FRAME_BYTES; j++) mem[this.owedAt + j] = datagram[fs + j] as number;
           this.owedEstop = true;
         }
         continue;
@@ -655,7 +656,11 @@ export class Egress {
    */
   takeOwedEstop(): boolean {
     if (!this.owedEstop) return false;
-    this.writeAhead(this.owed);
+    // writeAhead, from the queue's own memory.
+    this.owedEstop = false;
+    const dropped = this.estops.dropped;
+    this.estops.writeFrom(this.owedAt, ESTOP_FRAME_BYTES);
+    this.abandoned += this.estops.dropped - dropped;
     this.estopsReowed++;
     return true;
   }

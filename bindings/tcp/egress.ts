@@ -690,10 +690,14 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.drain = new DrainClock(now);
     // The ACK timing ring and the refusal counter's timestamps share one array (on XS each typed array costs heap slots).
     const ring = AckCounter.ringOf(windowFrames);
-    const times = new Float64Array(ring + MALFORMED_CLOSE_PER_S + 1);
+    // The frame header's bytes follow them in the same buffer.
+    const timed = ring + MALFORMED_CLOSE_PER_S + 1;
+    const hdrBytes = options.framing === LinkFraming.WS_SERVER ? WS_MAX_HEADER_BYTES : LENGTH_PREFIX_BYTES;
+    const numbers = new ArrayBuffer(timed * 8 + hdrBytes);
+    const times = new Float64Array(numbers, 0, timed);
     this.acks = new AckCounter(windowFrames, times);
     this.refusals = new WindowCounter(MALFORMED_CLOSE_PER_S + 1, undefined, times, ring);
-    this.hdr = new Uint8Array(options.framing === LinkFraming.WS_SERVER ? WS_MAX_HEADER_BYTES : LENGTH_PREFIX_BYTES);
+    this.hdr = new Uint8Array(numbers, timed * 8, hdrBytes);
     this.hdr2 = this.hdr.length === 2 ? this.hdr : this.hdr.subarray(0, 2);
     this.reassembler = options.framing === LinkFraming.LENGTH_PREFIX ? new FrameReassembler(maxFrame) : null;
     this.wsParser = options.framing === LinkFraming.WS_SERVER ? new WsFrameParser(maxFrame) : null;

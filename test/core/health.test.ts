@@ -26,7 +26,7 @@ import {
   type HealthInputs,
   type LinkHealth,
 } from '../../hub/health.js';
-import { BIN_SATURATION, BUCKET_MS, DURATION_BOUNDS_MS, DURATION_HISTOGRAM, HEALTH_PERCENTILE, Histogram, Window60, WINDOW_BUCKETS } from '../../hub/window60.js';
+import { BIN_SATURATION, BUCKET_MS, DURATION_BOUNDS_MS, DURATION_HISTOGRAM, HEALTH_PERCENTILE, Histogram, Window60, WINDOW_BUCKETS, windowBytes } from '../../hub/window60.js';
 import { Ladder } from '../../hub/ladder.js';
 import { Nack, NACK_MAX_CODE } from '../../hub/nack.js';
 import { deepEqual, equal, ok, throws } from '../lib/assert.js';
@@ -396,6 +396,35 @@ describe('hub/health: the cheap paths read as the plain ones', () => {
       }),
       { numRuns: runs(300, 15) },
     );
+  });
+
+  it('windows lying end to end in one buffer read as windows of their own', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(step, fc.integer({ min: 0, max: 2 })), { minLength: 1, maxLength: 200, size: 'large' }), (steps) => {
+        const w = windowBytes(DURATION_HISTOGRAM);
+        const buffer = new ArrayBuffer(3 * w);
+        const shared = [0, 1, 2].map((k) => new Window60(DURATION_HISTOGRAM, buffer, k * w));
+        const own = [0, 1, 2].map(() => new Window60());
+        let t = 50_000;
+        for (const [o, k] of steps) {
+          t += o.dt;
+          (shared[k] as Window60).record(o.v, t);
+          (own[k] as Window60).record(o.v, t);
+          for (let j = 0; j < 3; j++) {
+            const a = shared[j] as Window60;
+            const b = own[j] as Window60;
+            const now = t + (o.view === 1 ? o.at : 0);
+            const s = o.view === 3 ? 60 : 10;
+            if (a.p95Over(now, s) !== b.p95Over(now, s) || a.maxOver(now, s) !== b.maxOver(now, s)) return false;
+            if (a.sumOver(now, s) !== b.sumOver(now, s) || a.countOver(now, s) !== b.countOver(now, s) || a.total !== b.total) return false;
+          }
+        }
+        return true;
+      }),
+      { numRuns: runs(100, 5) },
+    );
+    equal(windowBytes(DURATION_HISTOGRAM) % 8, 0, 'a multiple of 8: the next window\'s Float64 part stays aligned');
+    throws(() => new Window60(DURATION_HISTOGRAM, new ArrayBuffer(windowBytes(DURATION_HISTOGRAM)), 8), (e) => e instanceof RangeError);
   });
 
   it('samples of 0 and less, mostly, read as the samples they are (against the plain lists)', () => {

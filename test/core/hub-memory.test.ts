@@ -48,8 +48,8 @@ describe('hub memory: a channel route holds only what its class needs', () => {
     const owner = new Array<number>(table.lastValues.length).fill(-1);
     for (const r of states) {
       for (let slot = 0; slot < 8; slot++) {
-        for (let j = 0; j < r.fields; j++) {
-          const at = r.lastAt + slot * r.fields + j;
+        for (let j = 0; j < r.ch.fieldCount; j++) {
+          const at = r.lastAt + slot * r.ch.fieldCount + j;
           equal(owner[at], -1, `${r.ch.name} slot ${slot} field ${j}`);
           owner[at] = r.index;
         }
