@@ -17,24 +17,22 @@ const CMD_VEL = 30;
 async function ready(o: Parameters<typeof pendantRig>[0] = {}, take = true): Promise<PendantRig> {
   const r = pendantRig(o);
   r.pendant.start();
-  await r.run(2000, () => r.pendant.client.state === 'active');
+  await r.runFor(2000, () => r.pendant.client.state === 'active');
   equal(r.pendant.client.state, 'active', 'the pendant opened its session over ESP-NOW');
   if (take) {
     r.press(r.settings.pins.take);
-    await r.run(60);
+    await r.runFor(60);
     r.release(r.settings.pins.take);
-    await r.run(1000, () => r.pendant.client.ownsControl);
+    await r.runFor(1000, () => r.pendant.client.ownsControl);
     ok(r.pendant.client.ownsControl, 'take_control carried out');
-    equal(r.fx.hub.controlOwner, r.pendant.client.sessionId);
+    equal(r.hub.controlOwner, r.pendant.client.sessionId);
   }
   return r;
 }
 
 /** cmd_vel samples [t, v, w] the robot received, in order. */
 function commands(r: PendantRig): number[][] {
-  const out: number[][] = [];
-  for (const p of r.fx.robot.published) if (p.channelId === CMD_VEL) for (const s of p.samples) out.push(s);
-  return out;
+  return r.robot.commands;
 }
 
 /** The hub's ESTOP bound for one ESP-NOW peer (docs/simulator.md "ESTOP bound"): with every retry when the air loses. */
@@ -49,17 +47,17 @@ describe('pendant: the stop button', () => {
       const r = await ready({ loss: 0.3, seed }, false);
       // The stick moving and the enable held: traffic queued behind which the stop must not wait.
       r.press(r.settings.pins.enable);
-      await r.run(60);
+      await r.runFor(60);
       r.stick(0.5, 0.5);
-      await r.run(200);
+      await r.runFor(200);
       const t0 = r.air.now();
-      r.board.set(r.settings.pins.stop, 1); // the normally closed contact opens
-      const took = await r.run(1000, () => r.fx.hub.latch.latched);
-      ok(r.fx.hub.latch.latched, 'the hub latched');
-      equal(r.fx.hub.latch.source, EstopSource.CLIENT);
+      r.stop(true); // the normally closed contact opens
+      const took = await r.runFor(1000, () => r.hub.latch.latched);
+      ok(r.hub.latch.latched, 'the hub latched');
+      equal(r.hub.latch.source, EstopSource.CLIENT);
       ok(took <= Math.ceil(estopBoundMs(r)) + 1, `latched after ${took} ms, bound ${estopBoundMs(r).toFixed(1)} ms`);
       ok(r.air.now() - t0 === took);
-      await r.run(500);
+      await r.runFor(500);
       equal(r.pendant.estopWanted, false, 'the latch came back: no more repeats');
       ok(r.pendant.counters.estops <= 2, `${r.pendant.counters.estops} ESTOP frames for one press`);
       equal(r.pendant.status(), PendantStatus.LATCHED);
@@ -69,28 +67,28 @@ describe('pendant: the stop button', () => {
   it('repeats ESTOP every estop_repeat_ms until the hub’s latch comes back, and a cut wire reads pressed', async () => {
     const r = await ready({}, false);
     r.radio.deaf = true; // the pendant hears nothing from the hub
-    r.board.set(r.settings.pins.stop, 1);
-    await r.run(1000);
-    ok(r.fx.hub.latch.latched, 'the first ESTOP latched the hub');
+    r.stop(true);
+    await r.runFor(1000);
+    ok(r.hub.latch.latched, 'the first ESTOP latched the hub');
     const sent = r.pendant.counters.estops;
     ok(sent >= 9 && sent <= 11, `${sent} ESTOPs in 1 s without a latch seen (every 100 ms)`);
     r.radio.deaf = false;
-    await r.run(500);
+    await r.runFor(500);
     equal(r.pendant.estopWanted, false, 'the hub’s announcement of the newest assertion was heard');
     const after = r.pendant.counters.estops;
-    await r.run(500);
+    await r.runFor(500);
     equal(r.pendant.counters.estops, after, 'no repeats once seen');
   });
 
   it('held down through a clear by another session, it asserts again', async () => {
     const r = await ready();
-    r.board.set(r.settings.pins.stop, 1);
-    await r.run(300);
-    ok(r.fx.hub.latch.latched);
+    r.stop(true);
+    await r.runFor(300);
+    ok(r.hub.latch.latched);
     // The hub's owner clears (the pendant owns control, so its client core asks, as a console would).
     r.pendant.client.clearEstop().catch(() => undefined);
-    await r.run(300);
-    ok(r.fx.hub.latch.latched, 'latched again: the pendant’s button still asserts');
+    await r.runFor(300);
+    ok(r.hub.latch.latched, 'latched again: the pendant’s button still asserts');
     ok(r.pendant.counters.estops >= 2);
   });
 });
@@ -99,13 +97,13 @@ describe('pendant: the enable (deadman) button and the joystick', () => {
   it('commands move only with the enable held; its release sends zeros at once and then nothing, with loss on the air', async () => {
     const r = await ready({ loss: 0.2, seed: 5 });
     r.stick(0, 0.8);
-    await r.run(300);
+    await r.runFor(300);
     equal(commands(r).length, 0, 'nothing without the enable');
     r.stick(0, 0);
     r.press(r.settings.pins.enable);
-    await r.run(100);
+    await r.runFor(100);
     r.stick(0, 0.8);
-    await r.run(500);
+    await r.runFor(500);
     const moving = commands(r);
     ok(moving.length >= 6, `${moving.length} commands in 0.5 s at 20 Hz over a lossy air`);
     const last = moving[moving.length - 1] as number[];
@@ -113,13 +111,13 @@ describe('pendant: the enable (deadman) button and the joystick', () => {
     const before = moving.length;
     const releasedAt = Math.floor(r.air.now());
     r.release(r.settings.pins.enable);
-    await r.run(150);
+    await r.runFor(150);
     const after = commands(r);
     ok(after.length > before, 'a stop command arrived');
     deepEqual(after[after.length - 1]!.slice(1), [0, 0], 'the robot’s last command is zero');
     // Commands are stamped with the pendant's clock: every one sent after the release is a zero.
     for (const s of after) if ((s[0] as number) > releasedAt) deepEqual(s.slice(1), [0, 0], 'nothing but zeros after the release');
-    await r.run(1000);
+    await r.runFor(1000);
     ok(commands(r).length - after.length <= r.settings.zeroTail, 'then nothing');
     deepEqual(commands(r)[commands(r).length - 1]!.slice(1), [0, 0]);
   });
@@ -128,21 +126,21 @@ describe('pendant: the enable (deadman) button and the joystick', () => {
     const r = await ready();
     r.stick(0.9, 0);
     r.press(r.settings.pins.enable);
-    await r.run(400);
+    await r.runFor(400);
     equal(commands(r).filter((s) => s[1] !== 0 || s[2] !== 0).length, 0);
     r.stick(0, 0);
-    await r.run(100);
+    await r.runFor(100);
     r.stick(0.9, 0);
-    await r.run(200);
+    await r.runFor(200);
     ok(commands(r).some((s) => (s[2] as number) < 0), 'turning once the stick was centred (right is clockwise: w < 0)');
   });
 
   it('joystick commands without ownership are refused by the hub (NOT_OWNER); the pendant stops until the enable is pressed again', async () => {
     const r = await ready({}, false);
     r.press(r.settings.pins.enable);
-    await r.run(60);
+    await r.runFor(60);
     r.stick(0, 0.5);
-    await r.run(600);
+    await r.runFor(600);
     equal(commands(r).length, 0, 'the robot received nothing');
     equal(r.pendant.counters.refusals, 1, 'one refusal per press of the enable');
     equal(r.pendant.counters.lastRefusal, Nack.NOT_OWNER);
@@ -150,11 +148,11 @@ describe('pendant: the enable (deadman) button and the joystick', () => {
     equal(r.pendant.status(), PendantStatus.GRANTED);
     r.release(r.settings.pins.enable);
     r.stick(0, 0);
-    await r.run(100);
+    await r.runFor(100);
     r.press(r.settings.pins.enable);
-    await r.run(60);
+    await r.runFor(60);
     r.stick(0, 0.5);
-    await r.run(200);
+    await r.runFor(200);
     equal(r.pendant.counters.refusals, 2);
     equal(commands(r).length, 0);
   });
@@ -162,20 +160,20 @@ describe('pendant: the enable (deadman) button and the joystick', () => {
   it('link loss past the deadman latches the hub (source deadman); back on the air, the pendant learns the latch', async () => {
     const r = await ready();
     r.press(r.settings.pins.enable);
-    await r.run(60);
+    await r.runFor(60);
     r.stick(0, 0.3);
-    await r.run(300);
+    await r.runFor(300);
     ok(commands(r).length > 0);
     const t0 = r.air.now();
     r.radio.cut = true;
-    const took = await r.run(2000, () => r.fx.hub.latch.latched);
-    ok(r.fx.hub.latch.latched);
-    equal(r.fx.hub.latch.source, EstopSource.DEADMAN);
+    const took = await r.runFor(2000, () => r.hub.latch.latched);
+    ok(r.hub.latch.latched);
+    equal(r.hub.latch.source, EstopSource.DEADMAN);
     // The deadman (500 ms) counts from the owner's last frame, which left before the cut.
     ok(took <= 500 + 10, `latched ${took} ms after the cut`);
     ok(r.air.now() - t0 >= 300, 'not before the owner had been silent for most of deadman_ms');
     r.radio.cut = false;
-    await r.run(6000, () => r.pendant.client.latched);
+    await r.runFor(6000, () => r.pendant.client.latched);
     ok(r.pendant.client.latched, 'the pendant heard the latch');
     equal(r.pendant.status(), PendantStatus.LATCHED);
   });
@@ -186,61 +184,61 @@ describe('pendant: clear and arm', () => {
     const r = await ready({ loss: 0.1, seed: 9 });
     const p = r.settings.pins;
     r.press(p.enable);
-    await r.run(60);
+    await r.runFor(60);
     r.stick(0, 0.5);
-    await r.run(300);
-    r.board.set(p.stop, 1);
-    await r.run(300);
-    ok(r.fx.hub.latch.latched);
+    await r.runFor(300);
+    r.stop(true);
+    await r.runFor(300);
+    ok(r.hub.latch.latched);
     r.release(p.enable);
     r.stick(0, 0);
     // 1. Clear with the stop still down: refused by the pendant.
     r.press(p.clear);
-    await r.run(60);
+    await r.runFor(60);
     r.release(p.clear);
-    await r.run(300);
+    await r.runFor(300);
     equal(r.pendant.counters.clearsRefused, 1);
-    ok(r.fx.hub.latch.latched);
+    ok(r.hub.latch.latched);
     // 2. The stop up, the enable not held: refused.
-    r.board.set(p.stop, 0);
-    await r.run(100);
+    r.stop(false);
+    await r.runFor(100);
     r.press(p.clear);
-    await r.run(60);
+    await r.runFor(60);
     r.release(p.clear);
-    await r.run(300);
+    await r.runFor(300);
     equal(r.pendant.counters.clearsRefused, 2);
-    ok(r.fx.hub.latch.latched);
+    ok(r.hub.latch.latched);
     // 3. The stop up and the enable held: cleared. The hub is disarmed; the stick moved, nothing moves.
     r.press(p.enable);
-    await r.run(60);
+    await r.runFor(60);
     r.press(p.clear);
-    await r.run(60);
+    await r.runFor(60);
     r.release(p.clear);
-    await r.run(500, () => !r.fx.hub.latch.latched);
-    equal(r.fx.hub.latch.latched, false, 'cleared');
-    equal(r.fx.hub.armed, false, 'a clear leaves the hub disarmed');
+    await r.runFor(500, () => !r.hub.latch.latched);
+    equal(r.hub.latch.latched, false, 'cleared');
+    equal(r.hub.armed, false, 'a clear leaves the hub disarmed');
     const n = commands(r).length;
     r.stick(0, 0.6);
-    await r.run(500);
+    await r.runFor(500);
     equal(commands(r).slice(n).filter((s) => s[1] !== 0).length, 0, 'the clear restarted nothing');
     // 4. Arm refused off centre, then pressed with the stick centred.
     r.press(p.arm);
-    await r.run(60);
+    await r.runFor(60);
     r.release(p.arm);
     equal(r.pendant.counters.armsRefused, 1);
     r.stick(0, 0);
     r.release(p.enable);
-    await r.run(100);
+    await r.runFor(100);
     r.press(p.arm);
-    await r.run(60);
+    await r.runFor(60);
     r.release(p.arm);
-    await r.run(500, () => r.fx.hub.armed);
-    ok(r.fx.hub.armed, 'armed by its own press');
+    await r.runFor(500, () => r.hub.armed);
+    ok(r.hub.armed, 'armed by its own press');
     // 5. The enable pressed again and the stick moved: motion.
     r.press(p.enable);
-    await r.run(60);
+    await r.runFor(60);
     r.stick(0, 0.6);
-    await r.run(400);
+    await r.runFor(400);
     ok(commands(r).slice(n).some((s) => (s[1] as number) > 0), 'moving after arm');
   });
 });
@@ -250,16 +248,16 @@ describe('pendant: the LEDs and the link level', () => {
     const r = pendantRig();
     equal(r.pendant.status(), PendantStatus.DISCONNECTED);
     r.pendant.start();
-    await r.run(1000, () => r.pendant.client.state === 'active');
-    await r.run(100);
+    await r.runFor(1000, () => r.pendant.client.state === 'active');
+    await r.runFor(100);
     equal(r.pendant.status(), PendantStatus.GRANTED);
     r.press(r.settings.pins.take);
-    await r.run(300);
+    await r.runFor(300);
     equal(r.pendant.status(), PendantStatus.OWNER);
     const led = r.board.written.get(r.settings.pins.led)!;
     ok(led.length > 0 && led.slice(-5).every((v) => v === 1), 'steady on while owner');
-    r.board.set(r.settings.pins.stop, 1);
-    await r.run(1000);
+    r.stop(true);
+    await r.runFor(1000);
     equal(r.pendant.status(), PendantStatus.LATCHED);
     const seen = led.slice(-50);
     ok(seen.includes(0) && seen.includes(1), 'blinking while latched');
@@ -271,12 +269,12 @@ describe('pendant: the LEDs and the link level', () => {
     for (const loss of [0, 0.35]) {
       const r = await ready({ loss, retries: 0, seed: 4 });
       r.press(r.settings.pins.enable);
-      await r.run(60);
+      await r.runFor(60);
       r.stick(0, 0.2);
       let congested = 0;
       let statusCongested = 0;
       for (let i = 0; i < 30; i++) {
-        await r.run(100);
+        await r.runFor(100);
         if (r.connector.level() >= 1) congested++;
         if (r.pendant.status() === PendantStatus.CONGESTED) statusCongested++;
       }
