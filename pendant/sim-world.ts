@@ -162,6 +162,8 @@ export interface PendantWorldOptions {
   readonly keepCommands?: number;
   /** Runs each piece of the pendant's own work (its period, its timers, its radio events): a meter. */
   readonly wrap?: (fn: () => void) => void;
+  /** Builds the hub's side only; `attachPendant` adds the pendant (a heap measurement's baseline). */
+  readonly defer?: boolean;
 }
 
 export class PendantWorld {
@@ -171,13 +173,14 @@ export class PendantWorld {
   readonly binding: EspNowBinding;
   readonly board = new Board();
   readonly settings: PendantSettings;
-  readonly connector: EspNowConnector;
-  readonly radio: CutRadio;
-  readonly pendant: Pendant;
+  connector!: EspNowConnector;
+  radio!: CutRadio;
+  pendant!: Pendant;
+  private readonly catalog: CatalogIndex;
   private readonly wrap: (fn: () => void) => void;
   private nextTick: number;
   private nextHub: number;
-  private readonly tickFn: () => void;
+  private tickFn: (() => void) | null = null;
 
   constructor(o: PendantWorldOptions) {
     const wrap = o.wrap ?? ((fn: () => void): void => fn());
@@ -211,6 +214,14 @@ export class PendantWorld {
     this.settings = resolvePendantConfig({ hub_mac: '24:6f:28:00:00:01', lmk: SIM_LMK_HEX, pmk: '11'.repeat(16), credential: SIM_CREDENTIAL, ...o.config });
     // The stop's normally closed contact is closed: the button is up.
     this.board.levels.set(this.settings.pins.stop, this.settings.stopClosedLevel);
+    this.catalog = o.catalog;
+    this.nextTick = this.nextHub = this.air.now();
+    if (o.defer !== true) this.attachPendant();
+  }
+
+  /** The pendant on its radio, paired, its pins on the board (not started). */
+  attachPendant(): void {
+    const wrap = this.wrap;
     const clock = new AirClock(this.air, wrap);
     this.radio = new CutRadio(this.air.radio(SIM_PENDANT_MAC), wrap);
     this.connector = new EspNowConnector({ radio: this.radio, hubMac: this.settings.hubMac, lmk: this.settings.lmk, clock });
@@ -220,10 +231,9 @@ export class PendantWorld {
       return r / 4294967296;
     };
     const connector = this.connector;
-    this.pendant = new Pendant({ io: this.board.io(), settings: this.settings, clock, transport: connector.factory, catalog: o.catalog, random: jitter, linkLevel: () => connector.level() });
+    this.pendant = new Pendant({ io: this.board.io(), settings: this.settings, clock, transport: connector.factory, catalog: this.catalog, random: jitter, linkLevel: () => connector.level() });
     const pendant = this.pendant;
     this.tickFn = () => pendant.tick();
-    this.nextTick = this.nextHub = this.air.now();
   }
 
   now(): number {
@@ -239,7 +249,7 @@ export class PendantWorld {
       this.hub.tick();
       this.nextHub = t + 5;
     }
-    if (t >= this.nextTick) {
+    if (t >= this.nextTick && this.tickFn) {
       this.wrap(this.tickFn);
       this.nextTick = t + this.settings.periodMs;
     }

@@ -5,6 +5,7 @@
 import { Tier } from '../../catalog/schema.js';
 import { EstopSource } from '../../hub/estop-frame.js';
 import { Nack } from '../../hub/nack.js';
+import { DemoRunner } from '../../pendant/demo.js';
 import { Axis } from '../../pendant/inputs.js';
 import { LED_PATTERNS, ledLevel, PendantStatus } from '../../pendant/led.js';
 import { PendantConfigError, resolvePendantConfig } from '../../pendant/settings.js';
@@ -287,6 +288,28 @@ describe('pendant: the LEDs and the link level', () => {
         ok(r.connector.current!.lossRate() > 0.1);
       }
     }
+  });
+});
+
+describe('pendant: the Linux simulator target’s script', () => {
+  it('takes control, drives, stops, clears in sequence, arms and drives again, as its console says', async () => {
+    const r = pendantRig({ loss: 0.1 });
+    const lines: string[] = [];
+    const demo = new DemoRunner(r, (l) => lines.push(l));
+    r.pendant.start();
+    for (let i = 0; i < 800 && !demo.done; i++) {
+      await r.runFor(10);
+      demo.advance();
+    }
+    ok(demo.done, lines.join('\n'));
+    ok(lines.some((l) => / hub latched /.test(l)), 'the stop latched the hub');
+    ok(lines.some((l) => / hub clear armed/.test(l) && l.includes('status 3')), 'cleared, armed, owner again');
+    const p = r.pendant.counters;
+    equal(p.failures, 0);
+    equal(p.clearsRefused + p.armsRefused, 0, 'the script follows the sequence');
+    ok(p.zeros > 0 && p.estops >= 1);
+    deepEqual(r.robot.commands[r.robot.commands.length - 1]!.slice(1), [0, 0], 'it ends stopped');
+    ok(r.robot.commands.some((s, i) => i > 0 && (s[1] as number) > 0 && (s[0] as number) > 4700 + 1000), 'moving again after the arm');
   });
 });
 
