@@ -47,22 +47,28 @@ export default function main(): void {
   const clock = new TicksClock();
   trace(`pendant: hub ${s.hubMac.toString(16)} ${s.lmk ? 'paired' : 'unencrypted'}\n`);
 
-  // 1. Wi-Fi on the hub's channel: join its access point (or the network it is on).
-  const join = s.wifi.password === '' ? { ssid: s.wifi.ssid } : { ssid: s.wifi.ssid, password: s.wifi.password };
-  let retry: Timer | null = null;
-  const wifi = new WiFi(join, (message) => {
-    if (message === WiFi.disconnected && !retry) {
-      retry = Timer.set(() => {
-        retry = null;
-        try {
-          WiFi.connect(join);
-        } catch {
-          trace('pendant: wifi retry failed\n');
-        }
-      }, 2000);
-    }
-  });
-  keep.push(wifi);
+  // 1. Wi-Fi on the hub's channel: join its access point (or the network it is on). Without an
+  //    SSID the station starts unconnected, on channel 1: the hub must then be on channel 1.
+  if (s.wifi.ssid === '') {
+    WiFi.mode = WiFi.Mode.station;
+    trace('pendant: no wifi_ssid: the radio stays on channel 1\n');
+  } else {
+    const join = s.wifi.password === '' ? { ssid: s.wifi.ssid } : { ssid: s.wifi.ssid, password: s.wifi.password };
+    let retry: Timer | null = null;
+    const wifi = new WiFi(join, (message) => {
+      if (message === WiFi.disconnected && !retry) {
+        retry = Timer.set(() => {
+          retry = null;
+          try {
+            WiFi.connect(join);
+          } catch {
+            trace('pendant: wifi retry failed\n');
+          }
+        }, 2000);
+      }
+    });
+    keep.push(wifi);
+  }
 
   // 2. The radio and its transport: the hub is the one peer, encrypted with this pendant's LMK.
   const radio = new DeviceRadio({ wifiInterface: WifiInterface.STATION, ...(s.pmk ? { pmk: s.pmk } : {}) });

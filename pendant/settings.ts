@@ -23,7 +23,7 @@ export const PENDANT_DEFAULTS = Object.freeze({
   /** The level the stop input reads while its normally closed contact is closed (the button up). */
   stop_closed_level: 0,
   stop_pull: 'up',
-  enable_pin: 5,
+  enable_pin: 27,
   take_pin: 18,
   arm_pin: 19,
   clear_pin: 21,
