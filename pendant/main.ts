@@ -32,7 +32,7 @@ class TicksClock implements ClientClock {
     return this.ms;
   }
   setTimer(ms: number, fn: () => void): TimerHandle {
-    return Timer.set(() => fn(), ms);
+    return Timer.set(fn, ms);
   }
   clearTimer(handle: TimerHandle): void {
     Timer.clear(handle as Timer);
