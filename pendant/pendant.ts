@@ -254,7 +254,7 @@ export class Pendant {
         this.command(now, 0, 0, rate);
       }
     }
-    this.lights(now, active, rate);
+    this.lights(now, active);
   }
 
   private command(now: number, v: number, w: number, rate: number): void {
@@ -316,8 +316,7 @@ export class Pendant {
     return grant && grant.grant.grantedRateHz > 0 ? PendantStatus.GRANTED : PendantStatus.CONNECTED;
   }
 
-  private lights(now: number, active: boolean, rate: number): void {
-    void rate;
+  private lights(now: number, active: boolean): void {
     if (this.led) this.led.write(ledLevel(LED_PATTERNS[this.status()] as number, now));
     if (this.linkLed) this.linkLed.write(ledLevel(linkPattern(active, this.linkLevel()), now));
   }

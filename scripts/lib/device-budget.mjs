@@ -34,8 +34,8 @@ export const TARGETS = Object.freeze({
   tickNothingDue: 1500,
   tickCorePercentHigh: 2,
   memoryPercent: 70,
-  /** The pendant's whole work at its busiest, on its own ESP32 (docs/pendant.md "Budget"). */
-  pendantCorePercentHigh: 10,
+  /** The pendant's whole work at its busiest, on its own ESP32: the hub's mix target (docs/pendant.md "Budget"). */
+  pendantCorePercentHigh: 20,
 });
 
 export const BINDINGS = Object.freeze(['tcp', 'ws', 'ble', 'espnow']);
