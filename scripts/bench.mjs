@@ -18,8 +18,9 @@
 //   congestion (`sim` in the JSON; --no-sim leaves it out, --only=sim runs it alone).
 // Device: the device budget (scripts/lib/device-budget.mjs, docs/performance.md "Fits the
 //   ESP32"): the default mix on XS through the real bindings, per-delivery costs, the tick, the
-//   calibration against one ESP32 core, and memory.device against manifest.json's `creation`
-//   (`device` in the JSON; --no-device leaves it out, --only=device runs it with its cases;
+//   calibration against one ESP32 core, memory.device against manifest.json's `creation`, and
+//   the pendant's cost per control period and heap against pendant/manifest.json's
+//   (`device.pendant`, bench/pendant.bench.ts) (`device` in the JSON; --no-device leaves it out, --only=device runs it with its cases;
 //   --host-coremark=N gives this machine's CoreMark score when it is not the reference machine).
 // `--json` prints one JSON object with every number; `--quick` uses tiny counts (smoke test).
 // Exit code 1 if any case failed on any engine.
@@ -345,6 +346,11 @@ function printTable(report) {
     log(`  per delivery: ${Object.entries(d.perDelivery).map(([b, c]) => `${b} ${c}`).join(', ')} computrons`);
     log(`  tick, 8 sessions, nothing due: median ${d.tick.nothingDue.median}, max ${d.tick.nothingDue.max}; in the workload ${d.tick.inWorkload} per tick (${d.tick.corePercent.low}–${d.tick.corePercent.high} % of a core)`);
     if (d.memory.slots) log(`  memory, every binding live: ${d.memory.slots.used} of ${d.memory.slots.budget} slots (${d.memory.slots.percent} %), ${d.memory.chunk.used} of ${d.memory.chunk.budget} chunk bytes (${d.memory.chunk.percent} %)`);
+    const p = d.pendant;
+    if (p && !p.error) {
+      log(`  pendant (docs/pendant.md "Budget"): ${p.computronsPerPeriod} computrons per ${p.periodMs} ms control period, ${p.corePercent.low}–${p.corePercent.high} % of its ESP32's core, ${p.commandsPerSecond} commands/s`);
+      log(`  pendant heap (upper bound): ${p.memory.slots.used} of ${p.memory.slots.budget} slots (${p.memory.slots.percent} %), ${p.memory.chunk.used} of ${p.memory.chunk.budget} chunk bytes (${p.memory.chunk.percent} %)`);
+    } else if (p) log(`  pendant: ERROR ${p.error}`);
     const c = d.calibration;
     log(`  calibration: ${c.nsPerComputron} ns per computron here; ESP32 ${c.esp32HostRatio.low}–${c.esp32HostRatio.high}× slower (CoreMark ${c.hostCoreMark} here, ${c.esp32CoreMark.low}–${c.esp32CoreMark.high} ESP32)`);
     const show = (v) => (typeof v === 'object' && v !== null ? Object.values(v).join(' / ') : v);

@@ -11,14 +11,19 @@
 //          Node: HELLO over TCP and WebSocket, a subscription that receives DATA, /health, an
 //          ESTOP latched (the stop line at stop) and cleared by the control owner;
 //   xst    the portable suites (test/core) on the SDK's xst, bundled as scripts/xs-run.mjs
-//          bundles them for xsnap.
+//          bundles them for xsnap;
+//   pendant-esp32, pendant-lin, pendant-mcsim
+//          the same for the pendant's firmware (pendant/manifest.json, docs/pendant.md): the
+//          JavaScript half of its device build, its lin build, and that build run in mcsim, where
+//          it drives the hub on the simulated air with scripted hands to its end.
 //
 // Both builds fail on any xsl warning that names a module of the project (a module-level `let`,
 // an unfrozen object: preloaded, each stays in RAM). Exit status 0 only when every step passed;
 // 2 when there is no SDK or a tool is missing.
 //
-// Usage: MODDABLE=/path/to/moddable node scripts/check-moddable.mjs [--keep]
-//   --keep  keep the build directories (printed) instead of deleting them
+// Usage: MODDABLE=/path/to/moddable node scripts/check-moddable.mjs [--keep] [--pendant]
+//   --keep     keep the build directories (printed) instead of deleting them
+//   --pendant  the pendant's three steps only
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -28,7 +33,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
+const pendantOnly = process.argv.includes('--pendant');
 const NAME = 'robot-hub';
+const PENDANT_NAME = 'robot-pendant';
+/** The pendant's build needs the hub it pairs with: any MAC and keys do for a build. */
+const PENDANT_SETTINGS = Object.freeze({ hub_mac: '24:6f:28:00:00:01', lmk: '5a'.repeat(16), pmk: '11'.repeat(16), wifi_ssid: 'robot-hub' });
 /** What mcsim's Preference on lin keeps its values in (the SDK's file root on lin is /tmp/). */
 const LIN_PREFERENCES = '/tmp/modpreferences.json';
 
@@ -134,17 +143,21 @@ const results = [];
 
 function report(step, ok, detail, ms) {
   results.push(ok);
-  say(`${ok ? 'ok  ' : 'FAIL'}  ${step.padEnd(5)}  ${detail}${ms === undefined ? '' : ` (${seconds(ms)})`}`);
+  say(`${ok ? 'ok  ' : 'FAIL'}  ${step.padEnd(13)}  ${detail}${ms === undefined ? '' : ` (${seconds(ms)})`}`);
 }
 
+/** The mcconfig arguments of the hub's build (no manifest: ./manifest.json) or the pendant's. */
+const HUB = Object.freeze({ dir: 'esp32', name: NAME, args: [] });
+const PENDANT = Object.freeze({ dir: 'pendant-esp32', name: PENDANT_NAME, args: ['pendant/manifest.json', ...Object.entries(PENDANT_SETTINGS).map(([k, v]) => `${k}=${v}`)] });
+
 /** esp32: the makefile from mcconfig, then its mc.xs.c target (tsc, xsc, xsl with the preload). */
-async function esp32() {
+async function esp32(target = HUB) {
   const t0 = Date.now();
-  const out = join(work, 'esp32');
+  const out = join(work, target.dir);
   mkdirSync(out, { recursive: true });
   // Without -m, mcconfig writes the makefile and runs nothing.
-  const gen = await run('mcconfig', ['-p', 'esp32', '-o', out, '-t', 'build']);
-  const tmp = join(out, 'tmp', 'esp32', 'release', NAME);
+  const gen = await run('mcconfig', ['-p', 'esp32', '-o', out, '-t', 'build', ...target.args]);
+  const tmp = join(out, 'tmp', 'esp32', 'release', target.name);
   const makefile = join(tmp, 'makefile');
   if (gen.code !== 0 || !existsSync(makefile)) return { ok: false, detail: `mcconfig -p esp32 failed: ${lastLines(gen.out)}`, ms: Date.now() - t0 };
   // ESP-IDF is checked only where it is used: an empty IDF_PATH and the version the SDK expects
@@ -161,20 +174,24 @@ async function esp32() {
 }
 
 /** lin: the whole build, mc.so, with the ports and credentials the run uses. */
-async function lin(settings) {
+async function lin(settings, target = { dir: 'lin', name: NAME, args: [] }) {
   const t0 = Date.now();
-  const out = join(work, 'lin');
+  const out = join(work, target.dir);
   mkdirSync(out, { recursive: true });
-  const args = ['-m', '-p', 'lin', '-o', out, '-t', 'build', ...Object.entries(settings).map(([k, v]) => `${k}=${v}`)];
+  const args = ['-m', '-p', 'lin', '-o', out, '-t', 'build', ...target.args, ...Object.entries(settings).map(([k, v]) => `${k}=${v}`)];
   const r = await run('mcconfig', args);
   const ms = Date.now() - t0;
   writeFileSync(join(out, 'build.log'), r.out);
-  const so = join(out, 'bin', 'lin', 'mc', 'release', NAME, 'mc.so');
+  const so = join(out, 'bin', 'lin', 'mc', 'release', target.name, 'mc.so');
   const found = existsSync(so) ? so : findFile(join(out, 'bin'), 'mc.so');
   if (r.code !== 0 || !found) return { ok: false, detail: `mcconfig -m -p lin -t build failed: ${lastLines(r.out)}`, ms };
   const warnings = projectWarnings(r.out);
   if (warnings.length > 0) return { ok: false, detail: `xsl warns about the project: ${oneLine(warnings.join('; '))}`, ms, so: found };
-  const said = /BLE and ESP-NOW are not built for lin/.test(r.out) ? '; the build says BLE and ESP-NOW are left out' : '';
+  const said = /BLE and ESP-NOW are not built for lin/.test(r.out)
+    ? '; the build says BLE and ESP-NOW are left out'
+    : /has no radio and no pins/.test(r.out)
+      ? '; the build says it has no radio and no pins'
+      : '';
   return { ok: true, detail: `mcconfig -m -p lin -t build: mc.so (${instances(r.out) ?? '?'} instances); no xsl warning from the project${said}`, ms, so: found };
 }
 
@@ -340,6 +357,44 @@ async function serve(so, settings, token) {
   }
 }
 
+/**
+ * pendant-mcsim: the pendant's lin firmware runs its script to the end: the hub latched by the
+ * stop, cleared in the documented sequence, armed by its own press, commands before and after.
+ */
+async function pendantRun(so) {
+  const t0 = Date.now();
+  if (!which('xvfb-run', PATH)) return { ok: false, detail: 'no xvfb-run: mcsim needs a display (apt-get install xvfb)', ms: 0 };
+  const sim = startSimulator(so);
+  try {
+    await until('the pendant finishes its script', () => /pendant: done: /.test(sim.out) || sim.exited !== null, 60000);
+    if (sim.exited !== null) throw new Error(`mcsim exited (${sim.exited}): ${lastLines(sim.out)}`);
+    const lines = sim.out.split('\n').filter((l) => l.startsWith('pendant: '));
+    const done = lines.find((l) => l.startsWith('pendant: done: ')) ?? '';
+    const m = /(\d+) commands, (\d+) zeros, (\d+) ESTOP, (\d+) requests \((\d+) failed\), robot (\d+)/.exec(done);
+    if (!m) throw new Error(`no summary: ${oneLine(done)}`);
+    const [, commands, zeros, estops, requests, failures, robot] = m.map(Number);
+    if (!(commands > 0 && zeros > 0 && estops >= 1 && robot > 0 && failures === 0 && requests >= 3)) throw new Error(`the script did not run as written: ${oneLine(done)}`);
+    if (!lines.some((l) => /hub latched/.test(l)) || !lines.some((l) => /hub clear armed/.test(l))) throw new Error(`no latch and re-arm in the trace: ${oneLine(lines.join(' | '))}`);
+    return { ok: true, detail: `mcsim under Xvfb ran the pendant's script against the hub on the simulated air: ${done.slice('pendant: done: '.length)}`, ms: Date.now() - t0 };
+  } catch (e) {
+    return { ok: false, detail: `${e instanceof Error ? e.message : String(e)}; mcsim said: ${lastLines(sim.out, 4)}`, ms: Date.now() - t0 };
+  } finally {
+    await stopSimulator(sim);
+    writeFileSync(join(work, 'pendant-mcsim.log'), sim.out);
+  }
+}
+
+/** The pendant's three steps. */
+async function pendantSteps() {
+  const [a, b] = await Promise.all([esp32(PENDANT), lin({}, { dir: 'pendant-lin', name: PENDANT_NAME, args: ['pendant/manifest.json'] })]);
+  report('pendant-esp32', a.ok, a.detail, a.ms);
+  report('pendant-lin', b.ok, b.detail, b.ms);
+  if (b.so) {
+    const c = await pendantRun(b.so);
+    report('pendant-mcsim', c.ok, c.detail, c.ms);
+  } else report('pendant-mcsim', false, 'no lin firmware to run (the pendant-lin step failed)');
+}
+
 /** xst: the portable suites, one script, as xs-run.mjs bundles them for xsnap. */
 async function suitesOnXst() {
   const t0 = Date.now();
@@ -385,7 +440,7 @@ const token = `check-${Math.random().toString(16).slice(2)}${Date.now().toString
 const settings = { tcp_port: await freePort(), ws_port: await freePort(), http_port: await freePort(), credentials: `operator:${token}` };
 while (new Set([settings.tcp_port, settings.ws_port, settings.http_port]).size < 3) settings.ws_port = await freePort();
 
-try {
+async function hubSteps() {
   // The two builds share nothing but the sources: they run side by side.
   const [a, b] = await Promise.all([esp32(), lin(settings)]);
   report('esp32', a.ok, a.detail, a.ms);
@@ -396,6 +451,11 @@ try {
   } else report('mcsim', false, 'no lin firmware to run (the lin step failed)');
   const d = await suitesOnXst();
   report('xst', d.ok, d.detail, d.ms);
+}
+
+try {
+  if (!pendantOnly) await hubSteps();
+  await pendantSteps();
 } catch (e) {
   report('check', false, `stopped: ${e instanceof Error ? e.message : String(e)}`);
 } finally {

@@ -26,28 +26,13 @@
 //
 // Platform-free and deterministic for a given PRNG seed. Simulation only: it allocates per datagram.
 
-import { CborWriter } from '../../hub/cbor.js';
 import { decodeFrame, FrameType, MAX_HUB_FRAME_BYTES, peekFrameType, type Frame } from '../../hub/frames.js';
 import { Tag, type Clock } from '../../hub/ports.js';
-import {
-  AckTracker,
-  BROADCAST_ACK_BYTES,
-  DatagramCursor,
-  DatagramFlag,
-  DATAGRAM_MAX_BYTES,
-  Egress,
-  encodeBitmapAck,
-  HEADER_BYTES,
-  SeqWindow,
-  writeBroadcastAck,
-  writeHeader,
-} from '../../bindings/espnow/datagram.js';
+import { DATAGRAM_MAX_BYTES } from '../../bindings/espnow/datagram.js';
+import { EspNowPeer, PEER_DEFAULTS, type EspNowPeerHost, type EspNowPeerOptions } from '../../bindings/espnow/peer.js';
 import { BROADCAST_MAC, ESPNOW_MAX_ENCRYPTED_PEERS, ESPNOW_MAX_PEERS, RadioStatus, type Radio, type RadioHandler } from '../../bindings/espnow/link.js';
 
 /** Uniform numbers in [0, 1) from a seeded generator: the only source of chance in the simulation. */
-/** Tolerance when a peer compares a due time with its clock (1 ns, far below any modelled delay). */
-const DUE_SLACK_MS = 1e-6;
-
 export interface Prng {
   next(): number;
 }
@@ -365,26 +350,12 @@ export class SimRadio implements Radio {
   }
 }
 
-export interface SimPeerOptions {
-  /** An ACK goes out at most this long after a datagram arrived (the LossDetector waits 200 ms). */
-  readonly ackPeriodMs?: number;
-  /** ... or as soon as this many datagrams arrived since the last one. */
-  readonly ackEvery?: number;
-  /** Something goes to the hub at least this often once it has heard from it. */
-  readonly keepaliveMs?: number;
-  readonly queueBytes?: number;
-  readonly queueFrames?: number;
+export interface SimPeerOptions extends EspNowPeerOptions {
   /** The key the peer holds the hub with (its pairing's LMK); absent: unencrypted. */
   readonly lmk?: Uint8Array;
 }
 
-export const PEER_DEFAULTS = Object.freeze({
-  ackPeriodMs: 50,
-  ackEvery: 16,
-  keepaliveMs: 1000,
-  queueBytes: 1024,
-  queueFrames: 32,
-});
+export { PEER_DEFAULTS };
 
 export interface Received {
   readonly bytes: Uint8Array;
@@ -400,76 +371,51 @@ function peerTag(bytes: Uint8Array, length: number): number {
   return t !== FrameType.BUNDLE && t !== FrameType.ACK ? Tag.CRITICAL : 0;
 }
 
+/** The air as a peer's host: its clock, its events, and the frames into the peer's inbox. */
+class AirHost implements EspNowPeerHost {
+  peer: SimPeer | null = null;
+  constructor(private readonly air: SimAir) {}
+  now(): number {
+    return this.air.now();
+  }
+  schedule(at: number): void {
+    this.air.schedule(at, () => {
+      if (this.peer) this.peer.wake(at);
+    });
+  }
+  frame(bytes: Uint8Array, start: number, end: number, broadcast: boolean): void {
+    if (this.peer) this.peer.inbox.push({ bytes: bytes.slice(start, end), broadcast, at: this.air.now() });
+  }
+}
+
 /**
  * A client station as the hub's ESP-NOW binding expects one (docs/_espnow.md "The peer's side"):
- * frames packed into numbered datagrams with one in flight, the hub's unicast stream
- * acknowledged by ACK frames and its broadcast stream by the header's BROADCAST_ACK, every
- * ackPeriodMs while datagrams arrive and at least every keepaliveMs.
+ * the binding's own peer side (bindings/espnow/peer.ts EspNowPeer, which the client library's
+ * ESP-NOW transport also is) on the simulated air, with the frames it receives kept in `inbox`
+ * and each frame it sends tagged as a client tags it.
  */
-export class SimPeer implements RadioHandler {
-  readonly radio: SimRadio;
-  readonly hubMac: number;
-  readonly unicast = new AckTracker();
-  readonly bcast = new AckTracker();
-  /** The hub's datagram numbers lately received, per stream: its resends are dropped (§13.3.3). */
-  readonly unicastSeen = new SeqWindow();
-  readonly bcastSeen = new SeqWindow();
-  readonly egress: Egress;
+export class SimPeer extends EspNowPeer {
+  override readonly radio: SimRadio;
   readonly inbox: Received[] = [];
-  datagrams = 0;
-  broadcastDatagrams = 0;
-  malformed = 0;
-  /** Datagrams dropped as resends of one already delivered. */
-  duplicates = 0;
-  failedSends = 0;
-  acksSent = 0;
-  private readonly air: SimAir;
-  private readonly ackPeriodMs: number;
-  private readonly ackEvery: number;
-  private readonly keepaliveMs: number;
-  private readonly ackW = new CborWriter(new Uint8Array(16));
-  private readonly cursor = new DatagramCursor();
-  private outLen = 0;
-  private outStart = 0;
-  private busy = false;
-  private lastSentAt = -Infinity;
-  // When the oldest datagram not yet acknowledged arrived.
-  private firstFreshAt = 0;
-  private wakeAt = Infinity;
   private taken = 0;
 
   constructor(air: SimAir, mac: number, hubMac: number, options: SimPeerOptions = {}) {
-    this.air = air;
-    this.hubMac = hubMac;
-    this.radio = air.radio(mac);
-    this.radio.setHandler(this);
-    this.radio.addPeer(hubMac, options.lmk ?? null);
-    this.ackPeriodMs = options.ackPeriodMs ?? PEER_DEFAULTS.ackPeriodMs;
-    this.ackEvery = options.ackEvery ?? PEER_DEFAULTS.ackEvery;
-    this.keepaliveMs = options.keepaliveMs ?? PEER_DEFAULTS.keepaliveMs;
-    this.egress = new Egress(options.queueBytes ?? PEER_DEFAULTS.queueBytes, options.queueFrames ?? PEER_DEFAULTS.queueFrames);
+    const host = new AirHost(air);
+    const radio = air.radio(mac);
+    super(radio, hubMac, host, options);
+    host.peer = this;
+    this.radio = radio;
+    radio.setHandler(this);
+    radio.addPeer(hubMac, options.lmk ?? null);
   }
 
   get mac(): number {
     return this.radio.mac;
   }
 
-  /** Datagrams are built in the egress's own datagram area. */
-  private get out(): Uint8Array {
-    return this.egress.datagram;
-  }
-
   /** Queues one frame for the hub; false when the queue is full. */
   send(frame: Uint8Array, length = frame.length): boolean {
-    const ok = this.egress.queue.push(length === frame.length ? frame : frame.subarray(0, length), peerTag(frame, length));
-    this.pump();
-    return ok;
-  }
-
-  /** The 12-byte ESTOP frame, ahead of everything queued. */
-  writeAhead(frame: Uint8Array): void {
-    this.egress.writeAhead(frame);
-    this.pump();
+    return this.queue(length === frame.length ? frame : frame.subarray(0, length), peerTag(frame, length));
   }
 
   /** Frames received since the last take(), decoded (ESTOP frames are skipped), optionally one type. */
@@ -482,119 +428,5 @@ export class SimPeer implements RadioHandler {
       if (type === undefined || f.type === type) out.push(f);
     }
     return out;
-  }
-
-  received(mac: number, data: Uint8Array, length: number): void {
-    if (mac !== this.hubMac) return;
-    const c = this.cursor;
-    if (c.open(data, length) !== 0 || c.bare) {
-      this.malformed++;
-      return;
-    }
-    const broadcast = (c.flags & DatagramFlag.BROADCAST) !== 0;
-    const at = this.air.now();
-    if ((broadcast ? this.bcastSeen : this.unicastSeen).seen(c.seq, at)) {
-      // The hub resent a datagram this peer has (its MAC acknowledgement was lost): §13.3.3.
-      this.duplicates++;
-      return;
-    }
-    if (this.unicast.fresh + this.bcast.fresh === 0) this.firstFreshAt = at;
-    this.datagrams++;
-    if (broadcast) {
-      this.broadcastDatagrams++;
-      this.bcast.record(c.seq);
-    } else {
-      this.unicast.record(c.seq);
-    }
-    while (c.next()) this.inbox.push({ bytes: data.slice(c.start, c.end), broadcast, at });
-    if (this.unicast.fresh + this.bcast.fresh >= this.ackEvery) this.pump();
-    else this.wake(this.firstFreshAt + this.ackPeriodMs);
-  }
-
-  sent(_mac: number, ok: boolean): void {
-    this.busy = false;
-    if (!ok) {
-      this.failedSends++;
-      this.egress.failed(this.out, this.outStart, this.outLen);
-    }
-    this.pump();
-  }
-
-  private wake(t: number): void {
-    const now = this.air.now();
-    const at = t < now ? now : t;
-    if (at >= this.wakeAt && this.wakeAt >= now) return;
-    this.wakeAt = at;
-    this.air.schedule(at, () => {
-      if (this.wakeAt !== at) return;
-      this.wakeAt = Infinity;
-      this.pump();
-    });
-  }
-
-  private pump(): void {
-    if (this.busy) return;
-    const now = this.air.now();
-    const fresh = this.unicast.fresh + this.bcast.fresh;
-    // Due times are compared as schedule() computes them, within DUE_SLACK_MS: a clock that keeps
-    // whole microseconds reads 1067.572 for a due time of 1067.5720000000001, and a wake-up must
-    // always find its work due or the peer would re-arm itself at the same instant for ever.
-    const keepalive = now + DUE_SLACK_MS >= this.lastSentAt + this.keepaliveMs && (this.unicast.any || this.bcast.any);
-    const ackDue = (fresh > 0 && now + DUE_SLACK_MS >= this.firstFreshAt + this.ackPeriodMs) || fresh >= this.ackEvery || keepalive;
-    const data = this.egress.pending();
-    if (!data && !ackDue) {
-      this.schedule(now, fresh);
-      return;
-    }
-    // Acknowledgements ride on every datagram that has anything new to report, but a resend
-    // carries its original's frames only (a hub that has the original drops it whole).
-    const resend = this.egress.resendNext();
-    const withAck = !resend && (ackDue || fresh > 0);
-    let flags = 0;
-    let p = HEADER_BYTES;
-    if (withAck && this.bcast.any && (this.bcast.fresh > 0 || keepalive)) {
-      flags |= DatagramFlag.BROADCAST_ACK;
-      writeBroadcastAck(this.out, this.bcast.base, this.bcast.bitmap);
-      p += BROADCAST_ACK_BYTES;
-    }
-    if (withAck && this.unicast.any && (this.unicast.fresh > 0 || keepalive || flags === 0)) {
-      const w = this.ackW;
-      w.reset();
-      encodeBitmapAck(w, this.unicast.base, this.unicast.bitmap);
-      this.out[p] = w.pos;
-      this.out.set(w.buf.subarray(0, w.pos), p + 1);
-      p += 1 + w.pos;
-    }
-    const start = p;
-    const packed = this.egress.pack(start);
-    const len = packed > 0 ? packed : p;
-    if (len === HEADER_BYTES) {
-      this.schedule(now, fresh);
-      return;
-    }
-    writeHeader(this.out, flags, this.egress.packedSeq());
-    const status = this.radio.send(this.hubMac, this.out, len);
-    if (status !== RadioStatus.OK) return;
-    this.egress.commit();
-    this.busy = true;
-    this.outStart = start;
-    this.outLen = len;
-    this.lastSentAt = now;
-    if (p > HEADER_BYTES) {
-      this.acksSent++;
-      this.unicast.take();
-      this.bcast.take();
-    }
-    this.schedule(now, 0);
-  }
-
-  private schedule(now: number, fresh: number): void {
-    let next = Infinity;
-    if (fresh > 0) next = this.firstFreshAt + this.ackPeriodMs;
-    if (this.unicast.any || this.bcast.any) {
-      const k = this.lastSentAt + this.keepaliveMs;
-      if (k < next) next = k;
-    }
-    if (next < Infinity) this.wake(next < now ? now : next);
   }
 }

@@ -34,6 +34,8 @@ export const TARGETS = Object.freeze({
   tickNothingDue: 1500,
   tickCorePercentHigh: 2,
   memoryPercent: 70,
+  /** The pendant's whole work at its busiest, on its own ESP32: the hub's mix target (docs/pendant.md "Budget"). */
+  pendantCorePercentHigh: 20,
 });
 
 export const BINDINGS = Object.freeze(['tcp', 'ws', 'ble', 'espnow']);
@@ -43,6 +45,120 @@ export function creation(repo) {
   const m = JSON.parse(readFileSync(join(repo, 'manifest.json'), 'utf8'));
   const c = m.creation;
   return { chunkBytes: c.chunk.initial, slots: c.heap.initial };
+}
+
+/** pendant/manifest.json's `creation`: the heap XS gets on the pendant. */
+export function pendantCreation(repo) {
+  const m = JSON.parse(readFileSync(join(repo, 'pendant', 'manifest.json'), 'utf8'));
+  const c = m.creation;
+  return { chunkBytes: c.chunk.initial, slots: c.heap.initial };
+}
+
+/** bench/pendant.bench.ts as one script that defines `__P` on the XS engine. */
+export async function bundlePendant(repo) {
+  const entry = `
+import { pendantBench, STEADY_STEPS, steady, measureSteady, memoryBaseline } from './bench/pendant.bench.ts';
+import { stopMetering } from './bench/device.bench.ts';
+const P = {
+  b: null,
+  w: null,
+  steps: () => STEADY_STEPS.length,
+  open: () => { P.b = pendantBench(); },
+  step: (i) => { STEADY_STEPS[i](P.b.world); },
+  steady: () => steady(P.b.world),
+  measure: (s) => JSON.stringify(measureSteady(P.b, s)),
+  memBase: () => { stopMetering(); P.w = memoryBaseline(); },
+  memAttach: () => { P.w.attachPendant(); },
+  memStep: (i) => { STEADY_STEPS[i](P.w); },
+  memRun: (ms) => { P.w.run(ms); },
+  memSteady: () => steady(P.w),
+};
+globalThis.__P = P;
+`;
+  const out = await esbuild.build({
+    stdin: { contents: entry, resolveDir: repo, sourcefile: 'pendant-entry.ts', loader: 'ts' },
+    bundle: true,
+    format: 'iife',
+    target: 'es2022',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    conditions: ['import', 'default'],
+    write: false,
+    logLevel: 'silent',
+    banner: { js: '"use strict";' },
+  });
+  return out.outputFiles[0].text;
+}
+
+/**
+ * The pendant's computrons per control period in its steady state (bench/pendant.bench.ts), in a
+ * fresh worker: the steps to the steady state one evaluation each, then `seconds` metered.
+ */
+export async function pendantComputrons(bundle, seconds) {
+  const xs = new Xsnap({ onPrint: (l) => process.stderr.write(`[xs] ${l}\n`) });
+  try {
+    await xs.evaluate(bundle);
+    await xs.evaluate('__P.open();');
+    const { value: n } = await xs.evaluateJson('__P.steps()');
+    for (let i = 0; i < n; i++) await xs.evaluate(`__P.step(${i});`);
+    const { value: ok } = await xs.evaluateJson('__P.steady()');
+    if (!ok) throw new Error('the pendant did not reach its steady state (owner, armed, driving)');
+    const { value } = await xs.evaluateJson(`__P.measure(${seconds})`);
+    return JSON.parse(value);
+  } finally {
+    await xs.close();
+  }
+}
+
+/**
+ * What the pendant keeps alive in its steady state: the live heap after the hub's side alone ran,
+ * and again after the pendant was added, connected, took control and drove for `ms`. The
+ * difference also holds what the hub keeps for the pendant's session and link and the simulated
+ * air's events: an upper bound on the pendant's own.
+ */
+export async function pendantRetained(bundle, ms) {
+  const xs = new Xsnap({ onPrint: (l) => process.stderr.write(`[xs] ${l}\n`) });
+  try {
+    await xs.evaluate(bundle);
+    await xs.evaluate('__P.memBase();');
+    const before = await liveHeap(xs);
+    await xs.evaluate('__P.memAttach();');
+    const { value: n } = await xs.evaluateJson('__P.steps()');
+    for (let i = 0; i < n; i++) await xs.evaluate(`__P.memStep(${i});`);
+    await xs.evaluate(`__P.memRun(${ms});`);
+    const { value: ok } = await xs.evaluateJson('__P.memSteady()');
+    if (!ok) throw new Error('the pendant did not reach its steady state in the heap run');
+    const after = await liveHeap(xs);
+    return { slots: after.slots - before.slots, chunkBytes: after.chunkBytes - before.chunkBytes };
+  } finally {
+    await xs.close();
+  }
+}
+
+/** The pendant's section of the device report: computrons per period against one core, heap against its creation. */
+export async function pendantReport(repo, { quick = false, nsPerComputron, ratio, log = () => {} }) {
+  const bundle = await bundlePendant(repo);
+  const seconds = quick ? 2 : 10;
+  const c = await pendantComputrons(bundle, seconds);
+  const m = await pendantRetained(bundle, quick ? 1000 : 3000);
+  const budget = pendantCreation(repo);
+  const periodsPerSecond = c.periods / seconds;
+  const out = {
+    scenario: 'owner, armed, enable held, stick off centre: cmd_vel at its 20 Hz grant, control period 20 ms, owner PINGs every 200 ms, over the simulated air',
+    seconds,
+    periodMs: 1000 / periodsPerSecond,
+    computronsPerPeriod: Math.round(c.perPeriod),
+    computronsPerSecond: Math.round(c.computrons / seconds),
+    commandsPerSecond: round(c.commands / seconds, 1),
+    corePercent: corePercent(c.computrons / seconds, nsPerComputron, ratio),
+    memory: {
+      slots: { used: m.slots, budget: budget.slots, percent: round((100 * m.slots) / budget.slots, 1) },
+      chunk: { used: m.chunkBytes, budget: budget.chunkBytes, percent: round((100 * m.chunkBytes) / budget.chunkBytes, 1) },
+      note: 'an upper bound: the live heap added by the pendant, its session and link at the hub, and the simulated air\'s events',
+    },
+  };
+  log(`device pendant: ${out.computronsPerPeriod} computrons per ${out.periodMs} ms period, ${out.corePercent.low}–${out.corePercent.high} % of one ESP32 core; heap ${m.slots} slots, ${m.chunkBytes} chunk bytes of ${budget.slots} and ${budget.chunkBytes}`);
+  return out;
 }
 
 /** bench/device.bench.ts as one script that defines `__D` on the XS engine. */
@@ -217,7 +333,17 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
     target('slots with every binding live', mem.slots.percent, TARGETS.memoryPercent, '% of creation');
     target('chunk heap with every binding live', mem.chunk.percent, TARGETS.memoryPercent, '% of creation');
   }
-  return { workload, perDelivery, perDeliveryDetail, tick, memory: mem, calibration, targets };
+  let pendant;
+  try {
+    pendant = await pendantReport(repo, { quick, nsPerComputron, ratio, log });
+    target('pendant, share of one ESP32 core (high end)', pendant.corePercent.high, TARGETS.pendantCorePercentHigh, '%');
+    target('pendant slots against pendant/manifest.json', pendant.memory.slots.percent, TARGETS.memoryPercent, '% of creation');
+    target('pendant chunk heap against pendant/manifest.json', pendant.memory.chunk.percent, TARGETS.memoryPercent, '% of creation');
+  } catch (e) {
+    pendant = { error: e instanceof Error ? e.message : String(e) };
+    log(`device pendant FAILED ${pendant.error}`);
+  }
+  return { workload, perDelivery, perDeliveryDetail, tick, memory: mem, pendant, calibration, targets };
 }
 
 function mapRound(o) {

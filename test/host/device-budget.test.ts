@@ -15,6 +15,7 @@ interface Ceilings {
   tickNothingDue: number;
   workload: { perTick: number; perSecond: number };
   retained: { slots: number; chunkBytes: number };
+  pendant: { perPeriod: number; retained: { slots: number; chunkBytes: number } };
 }
 
 interface Budget {
@@ -23,6 +24,10 @@ interface Budget {
   onXs(bundle: string, code: string): Promise<any>;
   allocationPerDelivery(bundle: string, binding: string, ms: number): Promise<{ slots: number; deliveries: number }>;
   retainedDevice(bundle: string): Promise<{ slots: number; chunkBytes: number }>;
+  bundlePendant(repo: string): Promise<string>;
+  pendantComputrons(bundle: string, seconds: number): Promise<{ perPeriod: number; periods: number; commands: number }>;
+  pendantRetained(bundle: string, ms: number): Promise<{ slots: number; chunkBytes: number }>;
+  pendantCreation(repo: string): { slots: number; chunkBytes: number };
 }
 
 function within(measured: number, ceiling: number, what: string): void {
@@ -70,5 +75,17 @@ describe('device budget guard (XS engine)', function () {
     const m = await budget.retainedDevice(bundle);
     within(m.slots, ceilings.retained.slots, 'slots retained at the device configuration');
     within(m.chunkBytes, ceilings.retained.chunkBytes, 'chunk bytes retained at the device configuration');
+  });
+
+  it('the pendant: computrons per control period and the heap it keeps stay under their ceilings, within pendant/manifest.json', async function () {
+    const pendantBundle = await budget.bundlePendant(repo);
+    const c = await budget.pendantComputrons(pendantBundle, 2);
+    assert.ok(c.commands >= 35, `only ${c.commands} commands reached the robot in 2 s at 20 Hz`);
+    within(c.perPeriod, ceilings.pendant.perPeriod, 'computrons per pendant control period (driving)');
+    const m = await budget.pendantRetained(pendantBundle, 1000);
+    const creation = budget.pendantCreation(repo);
+    assert.ok(ceilings.pendant.retained.slots <= creation.slots && ceilings.pendant.retained.chunkBytes <= creation.chunkBytes, 'the ceilings lie within the creation');
+    within(m.slots, ceilings.pendant.retained.slots, 'slots the pendant keeps (upper bound)');
+    within(m.chunkBytes, ceilings.pendant.retained.chunkBytes, 'chunk bytes the pendant keeps (upper bound)');
   });
 });

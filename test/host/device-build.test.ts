@@ -35,6 +35,8 @@ const SDK_MODULES: Readonly<Record<string, string | null>> = Object.freeze({
   'embedded:io/socket/tcp': '$(MODDABLE)/modules/io/manifest.json',
   'embedded:io/socket/listener': '$(MODDABLE)/modules/io/manifest.json',
   'embedded:io/digital': '$(MODDABLE)/modules/io/manifest.json',
+  // modules/io/analog/manifest.json, which modules/io/manifests/esp32 includes (the pendant's joystick)
+  'embedded:io/analog': '$(MODDABLE)/modules/io/manifest.json',
   'embedded:io/serial': '$(MODDABLE)/modules/io/manifest.json',
   // modules/io/ble/server/esp32/manifest.json (bleserver)
   'embedded:io/bluetoothle/peripheral': '$(MODDABLE)/modules/io/ble/server/manifest.json',
@@ -52,15 +54,21 @@ const SDK_MODULES: Readonly<Record<string, string | null>> = Object.freeze({
 });
 
 /** SDK modules the SDK preloads itself, so that a preloaded module of ours may import them. */
-const SDK_PRELOADED = new Set(['mc/config', 'timer', 'time', 'preference', 'crypt', 'embedded:io/socket/tcp', 'embedded:io/socket/listener', 'embedded:io/digital', 'embedded:io/serial', 'embedded:io/bluetoothle/peripheral', 'wifi', 'instrumentation']);
+const SDK_PRELOADED = new Set(['mc/config', 'timer', 'time', 'preference', 'crypt', 'embedded:io/socket/tcp', 'embedded:io/socket/listener', 'embedded:io/digital', 'embedded:io/analog', 'embedded:io/serial', 'embedded:io/bluetoothle/peripheral', 'wifi', 'instrumentation']);
 
 // Mirrors the SDK's creation figures for its ESP32 board targets (e.g. build/devices/esp32/
 // targets/nodemcu/manifest.json): 78,848 chunk bytes + 4,928 slots × 16 + 512 stack slots × 16.
 const SDK_ESP32_XS_BYTES = 78848 + 4928 * 16 + 512 * 16;
 const SLOT_BYTES = 16;
 
-/** Simulator modules the lin target may list: platform-free, they run the simulated robot. */
-const LIN_SIMULATOR_MODULES: readonly string[] = ['host-sim/kernel', 'host-sim/robot'];
+/**
+ * Simulator modules the lin targets may list, all platform-free: the hub's runs the simulated
+ * robot; the pendant's, the simulated ESP-NOW air.
+ */
+const LIN_SIMULATOR_MODULES: readonly string[] = ['host-sim/kernel', 'host-sim/robot', 'host-sim/links/espnow-air'];
+/** The client library's platform-free modules, which the pendant runs on the device. */
+const DEVICE_CLIENT_MODULES: readonly string[] = ['client/core', 'client/espnow'];
+const PENDANT_MANIFEST = join(repo, 'pendant', 'manifest.json');
 
 // ------------------------------------------------------------------------------ the manifests
 
@@ -465,7 +473,12 @@ function checkTypescript(root: Json): string[] {
   return problems;
 }
 
-function checkCreation(m: Manifests): string[] {
+/**
+ * The heaps a manifest gives XS: fixed (incremental 0), within the SDK's ESP32 figures on esp32.
+ * A lin build that hosts a whole simulated world (the pendant's: the hub too) may take more of
+ * the host's memory (`hostLin`); the hub's own lin build keeps to the device's figures.
+ */
+function checkCreation(m: Manifests, hostLin = false): string[] {
   const c = m.creation;
   if (Object.keys(c).length === 0) return ['no "creation"'];
   const problems: string[] = [];
@@ -475,7 +488,7 @@ function checkCreation(m: Manifests): string[] {
   if (!chunk || typeof chunk['initial'] !== 'number' || chunk['incremental'] !== 0) problems.push('creation.chunk needs an initial size and incremental 0');
   if (!heap || typeof heap['initial'] !== 'number' || heap['incremental'] !== 0) problems.push('creation.heap needs an initial slot count and incremental 0');
   if (typeof c['stack'] !== 'number' || (c['stack'] as number) < 384) problems.push('creation.stack below the SDK default 384');
-  if (chunk && heap && typeof c['stack'] === 'number') {
+  if (chunk && heap && typeof c['stack'] === 'number' && !(hostLin && m.platform === 'lin')) {
     const total = (chunk['initial'] as number) + (heap['initial'] as number) * SLOT_BYTES + (c['stack'] as number) * SLOT_BYTES;
     if (total > SDK_ESP32_XS_BYTES) problems.push(`XS would take ${total} bytes, more than the ${SDK_ESP32_XS_BYTES} the SDK gives its ESP32 boards`);
   }
@@ -497,7 +510,7 @@ function checkModules(m: Manifests): string[] {
     if ((mod.kind === 'ts' || mod.kind === 'dts') && mod.name !== file.replace(/(\.d)?\.ts$/, '')) {
       problems.push(`module "${mod.name}" is ${file}: its name does not mirror its folder, so its relative imports would resolve elsewhere on the device`);
     }
-    if (/\/(sim|node)$/.test(mod.name) || mod.name.startsWith('host-sim/') || mod.name.startsWith('client/') || mod.name.startsWith('test/')) {
+    if (/\/(sim|node)$/.test(mod.name) || mod.name.startsWith('host-sim/') || (mod.name.startsWith('client/') && !DEVICE_CLIENT_MODULES.includes(mod.name)) || mod.name.startsWith('test/')) {
       // The Linux simulator target runs the simulator's robot on its kernel (device/sim-robot.ts).
       if (!(m.platform === 'lin' && LIN_SIMULATOR_MODULES.includes(mod.name))) problems.push(`module "${mod.name}" is host code`);
     }
@@ -618,10 +631,10 @@ function mainOf(m: Manifests): string {
   return typeof m.creation['main'] === 'string' ? (m.creation['main'] as string) : 'main';
 }
 
-function checkAll(platform: Platform, root?: Json): string[] {
-  const m = loadManifests(ROOT_MANIFEST, root, platform);
+function checkAll(platform: Platform, root?: Json, manifest = ROOT_MANIFEST): string[] {
+  const m = loadManifests(manifest, root, platform);
   const g = walk(m, mainOf(m));
-  return [...checkPlatforms(m.root), ...checkTypescript(m.root), ...checkCreation(m), ...checkModules(m), ...checkIncludes(m, g), ...checkImports(m, g), ...checkPreload(m, g), ...checkTypingOverrides(m)];
+  return [...checkPlatforms(m.root), ...checkTypescript(m.root), ...checkCreation(m, manifest === PENDANT_MANIFEST), ...checkModules(m), ...checkIncludes(m, g), ...checkImports(m, g), ...checkPreload(m, g), ...checkTypingOverrides(m)];
 }
 
 function rootCopy(): Json {
@@ -763,6 +776,42 @@ describe('device build: manifest.json', () => {
   it('passes every check together, for esp32 and for lin', () => {
     assert.deepEqual(checkAll('esp32'), []);
     assert.deepEqual(checkAll('lin'), []);
+  });
+});
+
+// The pendant (docs/pendant.md) is a second firmware with its own manifest: the same checks.
+describe('device build: pendant/manifest.json', () => {
+  it('passes every check the hub’s manifest passes, for esp32 and for lin', function () {
+    this.timeout(20000);
+    assert.deepEqual(checkAll('esp32', undefined, PENDANT_MANIFEST), []);
+    assert.deepEqual(checkAll('lin', undefined, PENDANT_MANIFEST), []);
+  });
+
+  it('runs the client core over the hub’s own ESP-NOW radio on the device, and the simulated air on lin', () => {
+    const esp = loadManifests(PENDANT_MANIFEST, undefined, 'esp32');
+    assert.equal(mainOf(esp), 'pendant/main');
+    const g = walk(esp, 'pendant/main');
+    for (const name of ['client/core', 'client/espnow', 'bindings/espnow/peer', 'bindings/espnow/device', 'pendant/pendant', 'pendant/boot']) assert.ok(g.reached.has(name), `${name} is reached from pendant/main`);
+    for (const spec of ['embedded:io/digital', 'embedded:io/analog', 'wifi']) assert.ok(g.sdkImports.has(spec), `the device imports ${spec}`);
+    assert.ok(esp.modules.has('espnow') && esp.modules.get('espnow')?.kind === 'c', 'the native ESP-NOW module');
+    assert.ok(!esp.modules.has('pendant/sim-world') && !esp.modules.has('host-sim/links/espnow-air'), 'no simulation on the device');
+    const lin = loadManifests(PENDANT_MANIFEST, undefined, 'lin');
+    assert.equal(mainOf(lin), 'pendant/main-lin');
+    const gl = walk(lin, 'pendant/main-lin');
+    for (const name of ['pendant/sim-world', 'host-sim/links/espnow-air', 'hub/hub', 'bindings/espnow/link', 'client/espnow']) assert.ok(gl.reached.has(name), `${name} is reached from pendant/main-lin`);
+    for (const spec of ['embedded:io/digital', 'embedded:io/analog', 'wifi']) assert.ok(!gl.sdkImports.has(spec), `lin imports no ${spec}`);
+    assert.ok(!lin.modules.has('bindings/espnow/device') && !lin.modules.has('espnow'), 'no radio on lin');
+    // The device's heaps hold the pendant alone, within the SDK's figures; lin's, the hub as well.
+    assert.deepEqual(checkCreation(esp), []);
+    assert.ok(checkCreation(lin).some((p) => p.startsWith('XS would take')), 'lin hosts the hub too: more than the device\'s figures');
+  });
+
+  it('fails when the pendant’s manifest leaves out what its code imports', () => {
+    const broken = JSON.parse(readFileSync(PENDANT_MANIFEST, 'utf8')) as Json;
+    delete (broken['modules'] as Json)['client/espnow'];
+    broken['preload'] = asList(broken['preload']).filter((n) => n !== 'client/espnow');
+    const problems = checkAll('esp32', broken, PENDANT_MANIFEST);
+    assert.ok(problems.some((p) => p.includes('"client/espnow"')), problems.join('\n'));
   });
 });
 

@@ -103,6 +103,13 @@ describe('tidy: the platform-free core', () => {
     // node.ts is the host's MQTT client over the `mqtt` package.
     assert.deepEqual(checkTree('uplink', ['hub', 'catalog', 'bindings', 'uplink'], (rel) => rel === 'uplink/node.ts'), []);
   });
+  it('pendant/ is platform-free except its entries (Moddable), and only its simulated world reaches the simulator', () => {
+    // main.ts and main-lin.ts open pins, radios and timers; boot.ts reads mc/config; sim-world.ts
+    // puts the pendant on the simulated air with a hub (the lin target, the tests, the budget).
+    const entries = (rel: string) => /^pendant\/(main|main-lin|boot)\.ts$/.test(rel);
+    assert.deepEqual(checkTree('pendant', ['hub', 'catalog', 'bindings', 'client', 'pendant'], (rel) => entries(rel) || rel === 'pendant/sim-world.ts'), []);
+    assert.deepEqual(checkTree('pendant', ['hub', 'catalog', 'bindings', 'client', 'pendant', 'host-sim'], (rel) => entries(rel)), []);
+  });
   it('device adapters never reach simulator, host or Node code', () => {
     const problems: string[] = [];
     for (const file of sources('bindings')) {
