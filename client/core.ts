@@ -997,7 +997,8 @@ export class HubClient implements HubClientHandlers {
    */
   estop(): boolean {
     this.estopSeq = (this.estopSeq + 1) & 0xffff;
-    if (this.st === 'closed') return false;
+    // Owed until a transport takes it, also before connect() and after close(): a stop asked
+    // for is never dropped, it goes first on the next connection (§11.2).
     this.estopOwed = true;
     if (!this.transport) return false;
     this.writeEstop();

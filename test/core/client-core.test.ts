@@ -1171,6 +1171,19 @@ describe('client core: ESTOP (§11)', () => {
     rig.client.close();
   });
 
+  it('an ESTOP pressed before connect() is kept and goes first, ahead of the HELLO', async () => {
+    const rig = new ScriptedRig();
+    equal(rig.client.state, 'closed');
+    equal(rig.client.estop(), false, 'nothing open yet');
+    await rig.open(welcome({ sessionId: 4 }));
+    const first = rig.t.sent[0]!;
+    ok(isEstopFrame(first, 0), 'the ESTOP frame before the HELLO');
+    deepEqual(decodeEstop(first, 0, 12), { kind: 1, source: 0, flags: 1, origin: 0, seq: 1 });
+    equal(decodeFrame(rig.t.sent[1]!, 0, rig.t.sent[1]!.length).type, FrameType.HELLO);
+    equal(rig.t.sent.filter((b) => isEstopFrame(b, 0)).length, 1, 'sent once');
+    rig.client.close();
+  });
+
   it('the ESTOP frame of session 7 matches the vector', async () => {
     const rig = new ScriptedRig();
     await rig.open(welcome({ sessionId: 7 }));
