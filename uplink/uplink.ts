@@ -90,6 +90,11 @@ export interface UplinkPorts {
   readonly log?: Log;
   /** A native HMAC-SHA256 under the fleet key; absent: the core's. */
   readonly mac?: MacSha256;
+  /**
+   * The largest frame the hub writes (its `maxFrameBytes`), so that the uplink's link may take a
+   * queue smaller than the host's default (the device: 1536, docs/fleet.md "On the device").
+   */
+  readonly maxHubFrameBytes?: number;
 }
 
 export const UplinkState = Object.freeze({ WAITING: 0, CONNECTING: 1, ONLINE: 2, STOPPED: 3 } as const);
@@ -386,6 +391,7 @@ export class Uplink implements MqttListener, LinkTransport {
       framing: LinkFraming.MESSAGE,
       binding: 'mqtt',
       queueBytes: this.config.queueBytes,
+      ...(this.ports.maxHubFrameBytes !== undefined ? { maxHubFrameBytes: this.ports.maxHubFrameBytes } : {}),
       log: this.log,
     });
     this.link = link;
