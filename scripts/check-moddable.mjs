@@ -10,6 +10,10 @@
 //   mcsim  that firmware run headless in mcsim under Xvfb and answered by the client library from
 //          Node: HELLO over TCP and WebSocket, a subscription that receives DATA, /health, an
 //          ESTOP latched (the stop line at stop) and cleared by the control owner;
+//   uplink the same run's fleet uplink (device/uplink.ts over the SDK's ECMA-419 MQTT client) to
+//          an aedes broker in this process on the loopback: its retained `online` status, 1 Hz
+//          health, telemetry and safety messages, a signed fleet stop that latches the hub, and
+//          its will, `offline`, published by the broker once mcsim is killed;
 //   xst    the portable suites (test/core) on the SDK's xst, bundled as scripts/xs-run.mjs
 //          bundles them for xsnap.
 //
@@ -134,7 +138,7 @@ const results = [];
 
 function report(step, ok, detail, ms) {
   results.push(ok);
-  say(`${ok ? 'ok  ' : 'FAIL'}  ${step.padEnd(5)}  ${detail}${ms === undefined ? '' : ` (${seconds(ms)})`}`);
+  say(`${ok ? 'ok  ' : 'FAIL'}  ${step.padEnd(6)}  ${detail}${ms === undefined ? '' : ` (${seconds(ms)})`}`);
 }
 
 /** esp32: the makefile from mcconfig, then its mc.xs.c target (tsc, xsc, xsl with the preload). */
@@ -204,6 +208,8 @@ async function clientLibrary() {
         "export { loadCatalog } from './catalog/index.ts';",
         "export { DEFAULT_CATALOG } from './catalog/default.ts';",
         "export { Tier } from './catalog/schema.ts';",
+        "export { Broker } from './host-sim/mqtt-broker.ts';",
+        "export { fleetStopMessage } from './hub/fleet-stop.ts';",
       ].join('\n'),
       resolveDir: repo,
       sourcefile: 'check-moddable-client.ts',
@@ -273,9 +279,13 @@ async function serve(so, settings, token) {
   // The run latches and clears the hub's ESTOP in lin's Preference file: it is put back as it was.
   const saved = existsSync(LIN_PREFERENCES) ? join(work, 'modpreferences.json') : null;
   if (saved) copyFileSync(LIN_PREFERENCES, saved);
+  // The fleet uplink's broker, and a subscriber to everything the fleet publishes.
+  const broker = await new lib.Broker().start(settings.uplink_port);
+  const watch = await watchFleet(broker.url);
   const sim = startSimulator(so);
   const clients = [];
   const facts = [];
+  const up = { ok: false, detail: 'not reached (the mcsim step stopped first)' };
   try {
     await until('the hub says ready', () => /hub: ready \d/.test(sim.out) || sim.exited !== null, 30000);
     if (sim.exited !== null) throw new Error(`mcsim exited (${sim.exited}): ${lastLines(sim.out)}`);
@@ -320,24 +330,114 @@ async function serve(so, settings, token) {
     await operator.clearEstop();
     await until('the clear reaches both clients', () => !operator.latched && !observer.latched, 3000);
     facts.push('cleared by the control owner');
-    for (const c of clients.splice(0)) await c.close();
     if (sim.exited !== null) throw new Error(`mcsim exited (${sim.exited})`);
-    return { ok: true, detail: `mcsim under Xvfb served the client library: ${facts.join(', ')}`, ms: Date.now() - t0 };
+    const served = { ok: true, detail: `mcsim under Xvfb served the client library: ${facts.join(', ')}`, ms: Date.now() - t0 };
+    // The uplink, in the same run: what the broker saw, a fleet stop, and the will on a kill.
+    const t1 = Date.now();
+    try {
+      up.detail = await checkUplink(lib, sim, watch, broker, settings, operator, restored);
+      up.ok = true;
+    } catch (e) {
+      up.detail = `${e instanceof Error ? e.message : String(e)}; mcsim said: ${lastLines(sim.out, 4)}`;
+    }
+    up.ms = Date.now() - t1;
+    // mcsim may be gone by now (the will's check kills it): a close is not waited on for long.
+    for (const c of clients.splice(0)) await Promise.race([c.close().catch(() => undefined), sleep(1000)]);
+    return { ...served, uplink: up };
   } catch (e) {
-    return { ok: false, detail: `${e instanceof Error ? e.message : String(e)}; mcsim said: ${lastLines(sim.out, 4)}`, ms: Date.now() - t0 };
+    return { ok: false, detail: `${e instanceof Error ? e.message : String(e)}; mcsim said: ${lastLines(sim.out, 4)}`, ms: Date.now() - t0, uplink: up };
   } finally {
     for (const c of clients) {
       try {
-        await c.close();
+        await Promise.race([c.close(), sleep(1000)]);
       } catch {
         // the run is over
       }
     }
     await stopSimulator(sim);
+    await watch.close();
+    await broker.stop();
     writeFileSync(join(work, 'mcsim.log'), sim.out);
     if (saved) copyFileSync(saved, LIN_PREFERENCES);
     else rmSync(LIN_PREFERENCES, { force: true });
   }
+}
+
+/** A subscriber to `fleet/#` on the broker, keeping every message (topic, text, retain flag) in order. */
+async function watchFleet(url) {
+  const mqtt = (await import('mqtt')).default;
+  const client = await mqtt.connectAsync(url, { clientId: `check-watch-${process.pid}`, reconnectPeriod: 0 });
+  const seen = [];
+  client.on('message', (topic, payload, packet) => seen.push({ topic, text: payload.toString('utf8'), retain: packet.retain === true, at: Date.now() }));
+  await client.subscribeAsync('fleet/#', { qos: 0 });
+  return {
+    seen,
+    of: (topic) => seen.filter((m) => m.topic === topic),
+    close: () => client.endAsync(true).catch(() => undefined),
+  };
+}
+
+/** The retained messages of `topic` as a subscriber that connects now receives them. */
+async function retainedNow(url, topic) {
+  const mqtt = (await import('mqtt')).default;
+  const client = await mqtt.connectAsync(url, { clientId: `check-late-${process.pid}`, reconnectPeriod: 0 });
+  const got = [];
+  client.on('message', (t, payload, packet) => got.push({ text: payload.toString('utf8'), retain: packet.retain === true }));
+  await client.subscribeAsync(topic, { qos: 0 });
+  await until(`the retained ${topic}`, () => got.length > 0, 3000);
+  await client.endAsync(true);
+  return got[0];
+}
+
+/**
+ * The uplink of the running lin firmware, as the broker shows it: `online` retained on connect,
+ * health at 1 Hz, telemetry, the ESTOP the mcsim step latched and cleared on `safety`, a signed
+ * fleet stop that latches the hub (source fleet) and is cleared locally, and on a kill of mcsim
+ * the will, `offline`. Resolves with the step's line; throws what failed.
+ */
+async function checkUplink(lib, sim, watch, broker, settings, operator, restored) {
+  const base = `fleet/${settings.uplink_site}/${settings.hub_id}`;
+  const facts = [];
+  await until('status online', () => watch.of(`${base}/status`).some((m) => m.text === 'online'), 15000);
+  const late = await retainedNow(broker.url, `${base}/status`);
+  if (late.text !== 'online' || !late.retain) throw new Error(`a late subscriber got ${JSON.stringify(late)} on status, not a retained online`);
+  facts.push('status online, retained');
+  const h0 = watch.of(`${base}/health`).length;
+  const from = Date.now();
+  await until('3 more health messages', () => watch.of(`${base}/health`).length >= h0 + 3, 6000);
+  const health = watch.of(`${base}/health`);
+  const last = JSON.parse(health[health.length - 1].text);
+  if (last.version !== 1 || last.ready !== 1 || typeof last.uplink?.published !== 'number') throw new Error(`health is not the public summary: ${health[health.length - 1].text.slice(0, 200)}`);
+  facts.push(`health at ${(3000 / (Date.now() - from)).toFixed(2)} Hz (metrics v1, ${last.uplink.published} published so far)`);
+  const odom = watch.of(`${base}/telemetry/odom`);
+  if (odom.length === 0) throw new Error('no telemetry/odom');
+  facts.push(`${odom.length} telemetry/odom`);
+  const safety = watch.of(`${base}/safety`).map((m) => JSON.parse(m.text));
+  if (!restored && !(safety.some((x) => x.latched && x.source === 'client') && safety.some((x) => !x.latched))) throw new Error(`safety did not carry the ESTOP and its clear: ${JSON.stringify(safety)}`);
+  facts.push(`safety: ${safety.length} (the client's ESTOP and its clear)`);
+  // A signed fleet stop latches the hub; the control owner clears it locally.
+  const key = new TextEncoder().encode(settings.uplink_fleet_key);
+  const stop = lib.fleetStopMessage(settings.uplink_site, key, settings.hub_id, Date.now(), Date.now());
+  const mqtt = (await import('mqtt')).default;
+  const pub = await mqtt.connectAsync(broker.url, { clientId: `check-stop-${process.pid}`, reconnectPeriod: 0 });
+  await pub.publishAsync(`fleet/${settings.uplink_site}/estop`, stop, { qos: 0 });
+  await until('the fleet stop latches the hub', () => operator.latched, 5000);
+  if (operator.lastEstop?.source !== 5) throw new Error(`the fleet stop latched with source ${operator.lastEstop?.source}, not 5 (fleet)`);
+  await until('safety says fleet', () => watch.of(`${base}/safety`).some((m) => JSON.parse(m.text).source === 'fleet'), 3000);
+  // The same message again: a replay, which changes nothing (the hub is still latched; the log says refused).
+  await pub.publishAsync(`fleet/${settings.uplink_site}/estop`, stop, { qos: 0 });
+  await until('the replay is refused', () => /hub: fleet-estop-refused/.test(sim.out), 3000);
+  await pub.endAsync(true);
+  await operator.clearEstop();
+  await until('the clear reaches the operator', () => !operator.latched, 3000);
+  facts.push('a signed fleet stop latched the hub (source fleet, on safety too), its replay refused, cleared locally');
+  // The will: mcsim killed without a DISCONNECT, the broker publishes offline.
+  await stopSimulator(sim);
+  await until('the will: status offline', () => watch.of(`${base}/status`).some((m) => m.text === 'offline'), 10000);
+  const gone = await retainedNow(broker.url, `${base}/status`);
+  if (gone.text !== 'offline') throw new Error(`after the kill, status is retained as ${gone.text}`);
+  facts.push('mcsim killed: the will set status offline, retained');
+  return `the lin firmware's uplink to aedes on ${broker.url}: ${facts.join(', ')}`;
 }
 
 /** xst: the portable suites, one script, as xs-run.mjs bundles them for xsnap. */
@@ -382,8 +482,21 @@ const sdkVersion = (() => {
 say(`check-moddable: Moddable SDK${sdkVersion} at ${MODDABLE}; builds in ${work}`);
 
 const token = `check-${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
-const settings = { tcp_port: await freePort(), ws_port: await freePort(), http_port: await freePort(), credentials: `operator:${token}` };
-while (new Set([settings.tcp_port, settings.ws_port, settings.http_port]).size < 3) settings.ws_port = await freePort();
+const settings = {
+  tcp_port: await freePort(),
+  ws_port: await freePort(),
+  http_port: await freePort(),
+  credentials: `operator:${token}`,
+  hub_id: 'check-hub',
+  // The fleet uplink to the broker serve() starts on the loopback (device/uplink.ts).
+  uplink_broker: '127.0.0.1',
+  uplink_port: await freePort(),
+  uplink_site: 'check',
+  uplink_telemetry: 'odom:5',
+  uplink_events: 'safety-events',
+  uplink_fleet_key: `fleet-${token}`,
+};
+while (new Set([settings.tcp_port, settings.ws_port, settings.http_port, settings.uplink_port]).size < 4) settings.ws_port = await freePort();
 
 try {
   // The two builds share nothing but the sources: they run side by side.
@@ -393,7 +506,11 @@ try {
   if (b.so) {
     const c = await serve(b.so, settings, token);
     report('mcsim', c.ok, c.detail, c.ms);
-  } else report('mcsim', false, 'no lin firmware to run (the lin step failed)');
+    report('uplink', c.uplink.ok, c.uplink.detail, c.uplink.ms);
+  } else {
+    report('mcsim', false, 'no lin firmware to run (the lin step failed)');
+    report('uplink', false, 'no lin firmware to run (the lin step failed)');
+  }
   const d = await suitesOnXst();
   report('xst', d.ok, d.detail, d.ms);
 } catch (e) {
