@@ -52,10 +52,10 @@ const SDK_MODULES: Readonly<Record<string, string | null>> = Object.freeze({
   instrumentation: '$(MODDABLE)/modules/base/instrumentation/manifest.json',
   // tools/mcconfig.js: mc.config.js, preloaded whenever anything is
   'mc/config': null,
-  // modules/network/net, which examples/manifest_net.json brings on esp32 and lin (the io manifest includes it there)
+  // the network's state and name lookup, which the SDK's network manifest brings on esp32 and lin (the io manifest includes it there)
   net: '$(MODDABLE)/modules/io/manifest.json',
   // the ECMA-419 MQTT client, which no SDK manifest the root includes brings: the root's own
-  // `modules` maps it to the SDK's source (examples/io/tcp/mqttclient/mqttclient)
+  // `modules` maps it to the client's source in the SDK
   'embedded:network/mqtt/client': SDK_MAPPED,
 });
 

@@ -1,5 +1,5 @@
 // As typings/embedded_network/mqtt/client.d.ts of the SDK, with the deviations read from the
-// implementation (the SDK's ECMA-419 MQTT client, examples/io/tcp/mqttclient in the SDK): onControl
+// implementation (the SDK's ECMA-419 MQTT client, as it is written): onControl
 // is called with one argument, the message (the typing has an opcode first); the message's
 // `returnCode` is there for CONNACK; `read()` returns undefined once nothing is left; `write`
 // takes `null` for a control packet and throws "overflow" when the socket has not the room; the
