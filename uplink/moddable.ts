@@ -22,7 +22,12 @@
 //   - SUBSCRIBE is written at CONNACK; should the socket have no room for it then, it is written
 //     at the next `onWritable`;
 //   - its `close()` sends nothing: `close` here writes DISCONNECT first (the broker then keeps
-//     the will to itself), as MqttPort says.
+//     the will to itself), as MqttPort says;
+//   - it calls onControl and onReadable from inside its parser, itself inside the socket's
+//     callback: CONNACK and a message are handed to the uplink from the event loop (`later`)
+//     instead, where the uplink's work (a session opened in the hub, the health summary, a fleet
+//     stop's ESTOP) starts on a shallow stack. XS's stack on the device is 512 slots, and the
+//     uplink's CONNACK work run inside the parser overflowed it on the lin target.
 
 import { FLEET_STOP_MAX_BYTES } from '../hub/fleet-stop.js';
 import type { MqttListener, MqttOpen, MqttPort } from './uplink.js';
@@ -91,6 +96,8 @@ export class ModdableMqtt implements MqttPort {
   /** Bumped by every open and close: callbacks of an older client are ignored. */
   private generation = 0;
   private online = false;
+  /** CONNACK handed to the uplink: from then on it hears of the socket draining. */
+  private announced = false;
   private free = 0;
   private owedSubscriptions: string[] = [];
   // The PUBLISH being gathered from its pieces.
@@ -137,20 +144,24 @@ export class ModdableMqtt implements MqttPort {
         // A refused CONNACK never gets here: the client reports it as an error.
         self.online = true;
         self.connacks++;
-        if (self.listener) self.listener.connected();
+        ports.later(() => {
+          if (self.generation !== generation) return;
+          self.announced = true;
+          if (self.listener) self.listener.connected();
+        });
       },
       onReadable(count, info) {
         if (!current(this)) {
           this.read(count);
           return;
         }
-        self.received(this, count, info);
+        self.received(this, count, info, generation);
       },
       onWritable(count) {
         if (!current(this)) return;
         self.free = count;
         self.subscribeOwed(this);
-        if (self.online && self.listener) self.listener.writable();
+        if (self.announced && self.listener) self.listener.writable();
       },
       onError() {
         if (!current(this)) return;
@@ -160,6 +171,7 @@ export class ModdableMqtt implements MqttPort {
       socket: { io: ports.TCP },
     };
     this.online = false;
+    this.announced = false;
     this.free = 0;
     this.owedSubscriptions = [];
     this.inBytes = null;
@@ -201,6 +213,7 @@ export class ModdableMqtt implements MqttPort {
     this.client = null;
     const was = this.online;
     this.online = false;
+    this.announced = false;
     this.free = 0;
     this.inBytes = null;
     if (c === null) return;
@@ -232,7 +245,7 @@ export class ModdableMqtt implements MqttPort {
   }
 
   /** A piece of a PUBLISH: gathered, and the whole message handed on after its last piece. */
-  private received(c: MqttClientLike, count: number, info: { more: boolean; topic?: string; byteLength?: number }): void {
+  private received(c: MqttClientLike, count: number, info: { more: boolean; topic?: string; byteLength?: number }, generation: number): void {
     if (info.topic !== undefined) {
       const length = info.byteLength ?? count;
       this.inTopic = info.topic;
@@ -256,7 +269,11 @@ export class ModdableMqtt implements MqttPort {
       this.inDrop = false;
       return;
     }
-    if (this.inAt === whole.length && this.listener) this.listener.message(this.inTopic, whole);
+    if (this.inAt !== whole.length) return;
+    const topic = this.inTopic;
+    this.ports.later(() => {
+      if (this.generation === generation && this.listener) this.listener.message(topic, whole);
+    });
   }
 
   private writeFailed(): void {
@@ -278,6 +295,7 @@ export class ModdableMqtt implements MqttPort {
     this.generation++;
     this.client = null;
     this.online = false;
+    this.announced = false;
     this.free = 0;
     this.inBytes = null;
     if (this.listener) this.listener.closed();

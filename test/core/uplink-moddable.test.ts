@@ -232,7 +232,10 @@ describe('device MQTT adapter (uplink/moddable.ts) over the ECMA-419 client’s 
     equal(r.mqtt.room(), 0, 'no room before CONNACK');
     const c = r.client();
     c.connack(1000);
-    deepEqual(r.heard.events, ['connected', 'writable']);
+    deepEqual(r.heard.events, [], 'CONNACK is not handed on from inside the client’s parser');
+    equal(r.mqtt.room(), 1000 - OVERHEAD, 'the room is known at once');
+    r.runLater();
+    deepEqual(r.heard.events, ['connected']);
     equal(r.mqtt.room(), 1000 - OVERHEAD);
     r.mqtt.publish('fleet/north/hub-7/status', bytes('online'), true);
     r.mqtt.publish('fleet/north/hub-7/telemetry/odom', bytes('{"seq":1}'), false);
@@ -246,7 +249,7 @@ describe('device MQTT adapter (uplink/moddable.ts) over the ECMA-419 client’s 
     equal(r.mqtt.room(), c.socketRoom - OVERHEAD, 'room is what the last write said');
     c.drained(1460);
     equal(r.mqtt.room(), 1452);
-    equal(r.heard.events.filter((e) => e === 'writable').length, 2);
+    deepEqual(r.heard.events, ['connected', 'writable']);
   });
 
   it('writes a SUBSCRIBE the socket had no room for at the next onWritable, once', () => {
@@ -272,12 +275,16 @@ describe('device MQTT adapter (uplink/moddable.ts) over the ECMA-419 client’s 
     c.connack();
     const stop = bytes('{"v":1,"target":"*","seq":3,"time":1764662400000,"sig":"00"}');
     c.deliver('fleet/north/estop', stop, [5, 20, stop.length - 25]);
+    equal(r.heard.messages.length, 0, 'handed on from the event loop, not from inside the parser');
+    r.runLater();
     deepEqual(r.heard.messages, [{ topic: 'fleet/north/estop', text: String.fromCharCode(...stop) }]);
     const long = new Uint8Array(FLEET_STOP_MAX_BYTES + 1).fill(0x41);
     c.deliver('fleet/north/estop', long, [300, long.length - 300]);
+    r.runLater();
     equal(r.heard.messages.length, 1, 'the long one is not handed on');
     equal(r.mqtt.oversized, 1);
     c.deliver('fleet/north/estop', bytes('{}'), [2]);
+    r.runLater();
     equal(r.heard.messages.length, 2, 'the next message arrives whole');
     equal(r.heard.messages[1]?.text, '{}');
   });
@@ -307,19 +314,28 @@ describe('device MQTT adapter (uplink/moddable.ts) over the ECMA-419 client’s 
     r.mqtt.open(opening());
     const c = r.client();
     c.connack(100);
+    r.runLater();
     c.error();
     c.error();
-    deepEqual(r.heard.events, ['connected', 'writable', 'closed']);
+    deepEqual(r.heard.events, ['connected', 'closed']);
     equal(r.mqtt.room(), 0);
     // A write the client refuses (the room it reported was wrong): the session is given up.
     r.mqtt.open(opening());
     const d = r.client();
     d.connack(100);
+    r.runLater();
     d.socketRoom = 3;
     r.mqtt.publish('fleet/north/hub-7/health', bytes('{"version":1}'), true);
     equal(r.mqtt.writeFailures, 1);
     equal(d.closed, 1);
-    deepEqual(r.heard.events.slice(3), ['connected', 'writable', 'closed']);
+    deepEqual(r.heard.events.slice(2), ['connected', 'closed']);
+    // A CONNACK whose session ended before the event loop came round is not handed on.
+    r.mqtt.open(opening());
+    const e = r.client();
+    e.connack(100);
+    e.error();
+    r.runLater();
+    deepEqual(r.heard.events.slice(4), ['closed']);
     throws(() => d.write(bytes('x'), { topic: 'longer than three' }));
   });
 
@@ -336,6 +352,8 @@ describe('device MQTT adapter (uplink/moddable.ts) over the ECMA-419 client’s 
     deepEqual(Array.from(new Uint8Array(c.options.will.message)), Array.from(OFFLINE));
     r.runLater();
     c.connack();
+    equal(uplink.state, UplinkState.CONNECTING, 'CONNACK reaches the uplink from the event loop');
+    r.runLater();
     equal(uplink.state, UplinkState.ONLINE);
     const subscribed = c.written.filter((w) => w.operation === MqttOperation.SUBSCRIBE);
     deepEqual(subscribed.map((w) => w.items?.[0]?.topic), ['fleet/north/estop']);
@@ -344,6 +362,7 @@ describe('device MQTT adapter (uplink/moddable.ts) over the ECMA-419 client’s 
     // A fleet stop that is not signed with the key is refused, and the hub stays unlatched.
     const unsigned = bytes('{"v":1,"target":"*","seq":1,"time":0,"sig":"00"}');
     c.deliver('fleet/north/estop', unsigned, [10, unsigned.length - 10]);
+    r.runLater();
     ok(!fx.hub.latch.latched);
     equal(uplink.fleetStopCounts()['accepted'], 0);
     ok((uplink.fleetStopCounts()['malformed'] ?? 0) + (uplink.fleetStopCounts()['bad-signature'] ?? 0) + (uplink.fleetStopCounts()['stale'] ?? 0) === 1, JSON.stringify(uplink.fleetStopCounts()));
