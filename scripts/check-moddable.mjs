@@ -420,7 +420,13 @@ async function serveUplink(so, settings, token) {
   } catch (e) {
     return { ok: false, detail: `${e instanceof Error ? e.message : String(e)}; mcsim said: ${lastLines(sim.out, 4)}`, ms: Date.now() - t0 };
   } finally {
-    if (operator) await Promise.race([operator.close().catch(() => undefined), sleep(1000)]);
+    if (operator) {
+      try {
+        operator.close();
+      } catch {
+        // mcsim is gone already (the will's check kills it)
+      }
+    }
     await stopSimulator(sim);
     await watch.close();
     await broker.stop();
