@@ -427,9 +427,14 @@ async function serveUplink(so, settings, token) {
         // mcsim is gone already (the will's check kills it)
       }
     }
-    await stopSimulator(sim);
-    await watch.close();
-    await broker.stop();
+    // Each part let go on its own: a broker left listening would keep this process alive.
+    for (const end of [() => stopSimulator(sim), () => watch.close(), () => broker.stop()]) {
+      try {
+        await end();
+      } catch {
+        // gone already
+      }
+    }
     writeFileSync(join(work, 'mcsim-uplink.log'), sim.out);
     if (saved) copyFileSync(saved, LIN_PREFERENCES);
     else rmSync(LIN_PREFERENCES, { force: true });
