@@ -51,7 +51,9 @@ export function startDeviceUplink(hub: Hub, env: { clock: Clock; store: Store; r
     },
   };
   const mqtt = new ModdableMqtt(ports);
-  const uplink = new Uplink(uc, { hub, clock, wallMs, store, mqtt, random, log, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES });
+  // The hub's kicks pump from the event loop: inside an ESTOP's announcement the pump's work
+  // overflowed XS's stack (uplink/uplink.ts UplinkPorts.later).
+  const uplink = new Uplink(uc, { hub, clock, wallMs, store, mqtt, random, log, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, later: ports.later });
   mqtt.listener = uplink;
   log.event('uplink', u.port, uc.telemetry.length);
   return uplink;

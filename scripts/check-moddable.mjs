@@ -23,8 +23,9 @@
 // an unfrozen object: preloaded, each stays in RAM). Exit status 0 only when every step passed;
 // 2 when there is no SDK or a tool is missing.
 //
-// Usage: MODDABLE=/path/to/moddable node scripts/check-moddable.mjs [--keep]
-//   --keep  keep the build directories (printed) instead of deleting them
+// Usage: MODDABLE=/path/to/moddable node scripts/check-moddable.mjs [--keep] [--uplink-only]
+//   --keep         keep the build directories (printed) instead of deleting them
+//   --uplink-only  the uplink step alone (its lin build and run)
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -34,6 +35,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
+/** Only the uplink's lin build and run (and nothing else): for working on the uplink. */
+const uplinkOnly = process.argv.includes('--uplink-only');
 const NAME = 'robot-hub';
 /** What mcsim's Preference on lin keeps its values in (the SDK's file root on lin is /tmp/). */
 const LIN_PREFERENCES = '/tmp/modpreferences.json';
@@ -551,19 +554,24 @@ while (new Set([settings.tcp_port, settings.ws_port, settings.http_port, uplinkS
 
 try {
   // The two builds share nothing but the sources: they run side by side.
-  const [a, b, u] = await Promise.all([esp32(), lin(settings), lin(uplinkSettings, 'lin-uplink', uplinkManifest())]);
-  report('esp32', a.ok, a.detail, a.ms);
-  report('lin', b.ok, b.detail, b.ms);
-  if (b.so) {
-    const c = await serve(b.so, settings, token);
-    report('mcsim', c.ok, c.detail, c.ms);
-  } else report('mcsim', false, 'no lin firmware to run (the lin step failed)');
+  const skipped = { ok: true, detail: 'skipped (--uplink-only)' };
+  const [a, b, u] = await Promise.all([uplinkOnly ? skipped : esp32(), uplinkOnly ? skipped : lin(settings), lin(uplinkSettings, 'lin-uplink', uplinkManifest())]);
+  if (!uplinkOnly) {
+    report('esp32', a.ok, a.detail, a.ms);
+    report('lin', b.ok, b.detail, b.ms);
+    if (b.so) {
+      const c = await serve(b.so, settings, token);
+      report('mcsim', c.ok, c.detail, c.ms);
+    } else report('mcsim', false, 'no lin firmware to run (the lin step failed)');
+  }
   if (u.so) {
     const c = await serveUplink(u.so, uplinkSettings, token);
     report('uplink', c.ok, `${c.detail}; built with uplink_broker=127.0.0.1 and XS's slot heap raised to ${UPLINK_SLOTS} (the device's 3,936 runs out with an uplink and an operator subscribed to imu)`, c.ms);
   } else report('uplink', false, `the lin build with an uplink failed: ${u.detail}`);
-  const d = await suitesOnXst();
-  report('xst', d.ok, d.detail, d.ms);
+  if (!uplinkOnly) {
+    const d = await suitesOnXst();
+    report('xst', d.ok, d.detail, d.ms);
+  }
 } catch (e) {
   report('check', false, `stopped: ${e instanceof Error ? e.message : String(e)}`);
 } finally {

@@ -343,7 +343,7 @@ describe('device MQTT adapter (uplink/moddable.ts) over the ECMA-419 client’s 
     const fx = makeHub({ hubId: 'hub-7' });
     const { config } = readUplinkConfig({ broker: 'mqtt://192.168.4.2:1884', site: 'north', telemetry: [], events: [], fleetKey: 'k' }, fx.catalog);
     const r = rig();
-    const uplink = new Uplink(config, { hub: fx.hub, clock: fx.clock, wallMs: () => NaN, store: fx.store, mqtt: r.mqtt, random: new SeededRandom(3) });
+    const uplink = new Uplink(config, { hub: fx.hub, clock: fx.clock, wallMs: () => NaN, store: fx.store, mqtt: r.mqtt, random: new SeededRandom(3), later: (f) => r.later.push(f) });
     r.mqtt.listener = uplink;
     uplink.tick();
     equal(uplink.state, UplinkState.CONNECTING);
@@ -359,11 +359,20 @@ describe('device MQTT adapter (uplink/moddable.ts) over the ECMA-419 client’s 
     deepEqual(subscribed.map((w) => w.items?.[0]?.topic), ['fleet/north/estop']);
     const status = c.written.filter((w) => w.topic === 'fleet/north/hub-7/status');
     deepEqual(status.map((w) => [w.retain, String.fromCharCode(...(w.payload ?? []))]), [[true, 'online']]);
-    // A fleet stop that is not signed with the key is refused, and the hub stays unlatched.
+    // The hub's ESTOP reaches the uplink inside the hub's call: published from the event loop, retained.
+    r.runLater();
+    fx.hub.estop(0);
+    ok(fx.hub.latch.latched);
+    equal(c.written.filter((w) => w.topic === 'fleet/north/hub-7/safety').length, 0, 'not from inside the hub’s call');
+    r.runLater();
+    const safety = c.written.filter((w) => w.topic === 'fleet/north/hub-7/safety');
+    equal(safety.length, 1);
+    equal(safety[0]?.retain, true);
+    equal((JSON.parse(String.fromCharCode(...(safety[0]?.payload ?? []))) as { latched: boolean }).latched, true);
+    // A fleet stop that is not signed with the key is refused.
     const unsigned = bytes('{"v":1,"target":"*","seq":1,"time":0,"sig":"00"}');
     c.deliver('fleet/north/estop', unsigned, [10, unsigned.length - 10]);
     r.runLater();
-    ok(!fx.hub.latch.latched);
     equal(uplink.fleetStopCounts()['accepted'], 0);
     ok((uplink.fleetStopCounts()['malformed'] ?? 0) + (uplink.fleetStopCounts()['bad-signature'] ?? 0) + (uplink.fleetStopCounts()['stale'] ?? 0) === 1, JSON.stringify(uplink.fleetStopCounts()));
     // The broker goes away: the uplink waits for its backoff, then opens a new client.
