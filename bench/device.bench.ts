@@ -788,8 +788,10 @@ export class DeviceWorld {
   private readonly options: WorldOptions;
   private readonly cmdVel: number;
   private readonly setMode: number;
-  private readonly store = new MemStore();
+  readonly store: Store = new MemStore();
   private readonly config: Partial<HubConfig>;
+  /** Runs after the hub's tick, counted as the binding `uplink` (bench/uplink.bench.ts: the fleet uplink's tick). */
+  afterTick: (() => void) | null = null;
 
   constructor(mix: readonly MixClient[] = DEFAULT_MIX, options: WorldOptions = {}, config: Partial<HubConfig> = {}) {
     this.options = options;
@@ -994,6 +996,11 @@ export class DeviceWorld {
       meter();
       hub.tick();
       split.tick += this.take();
+      if (this.afterTick !== null) {
+        meter();
+        this.afterTick();
+        split.bind('uplink', this.take());
+      }
       for (let k = 0; k < clients.length; k++) {
         const c = clients[k];
         if (c instanceof BleClient && c.link) {

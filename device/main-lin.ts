@@ -20,6 +20,7 @@ import { Tier } from '../catalog/schema.js';
 import { attempt, log, openNetworkListeners, random, tickEvery, TicksClock } from './runtime.js';
 import { SimulatedRobot } from './sim-robot.js';
 import { PreferenceStore } from './store.js';
+import { startDeviceUplink } from './uplink.js';
 import { createDeviceHub, storeConfiguredCredentials } from './wiring.js';
 
 export default function main(): void {
@@ -44,8 +45,13 @@ export default function main(): void {
   // 5. The listeners, each on its own.
   openNetworkListeners(hub, clock, config, Tier.maintainer);
   trace(`hub: listening tcp ${config.tcpPort} ws ${config.wsPort} http ${config.httpPort}\n`);
+  // 5b. The fleet uplink (`uplink_broker`; docs/fleet.md), over the host's network.
+  const uplink = config.uplink ? attempt('uplink', () => startDeviceUplink(hub, { clock, store, random, log }, config, CATALOG)) : null;
   log.event('ready', hub.latch.latched ? 1 : 0, config.slots);
 
-  // 6. The tick, then the robot up to the hub's clock.
-  tickEvery(config.tickMs, hub, robot, () => robot.advance(clock.now()));
+  // 6. The tick, then the robot up to the hub's clock, then the uplink.
+  tickEvery(config.tickMs, hub, robot, () => {
+    robot.advance(clock.now());
+    if (uplink) uplink.tick();
+  });
 }

@@ -30,6 +30,7 @@ import { attempt, keep, log, openNetworkListeners, random, tickEvery, TicksClock
 import { openStopLineNative } from './stop-native.js';
 import { latchesAfterReset, NativeStopPath, ResetCause } from './stop-path.js';
 import { PreferenceStore } from './store.js';
+import { startDeviceUplink } from './uplink.js';
 import { createDeviceHub, espnowKeys, wifiTierCeiling } from './wiring.js';
 
 function startWifi(config: DeviceConfig): void {
@@ -156,6 +157,7 @@ export default function main(): void {
   // 6. The links, each on its own.
   let ble: BleBinding | null = null;
   let espnow: { radio: DeviceRadio; binding: EspNowBinding } | null = null;
+  let uplink: ReturnType<typeof startDeviceUplink> = null;
   const wifiUp = attempt('wifi', () => {
     startWifi(config);
     return true;
@@ -164,6 +166,9 @@ export default function main(): void {
     const tierCeiling = wifiTierCeiling(config);
     if (config.wifi.password === '') log.event('wifi-open', tierCeiling);
     openNetworkListeners(hub, clock, config, tierCeiling);
+    // The fleet uplink (`uplink_broker`; docs/fleet.md): it connects at its first tick, and
+    // retries with backoff while the network or the broker is away.
+    if (config.uplink) uplink = attempt('uplink', () => startDeviceUplink(hub, { clock, store, random, log }, config, CATALOG));
     if (config.espnow.enabled) {
       const e = config.espnow;
       espnow = attempt('espnow', () => {
@@ -233,6 +238,7 @@ export default function main(): void {
         espnow.radio.drain();
         espnow.binding.tick();
       }
+      if (uplink) uplink.tick();
     },
     stopPath
       ? () => {

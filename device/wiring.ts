@@ -12,6 +12,9 @@ import type { HubPorts } from '../hub/hub-config.js';
 import type { HeapUsed, Store } from '../hub/ports.js';
 import { utf8ByteLength, utf8Write } from '../hub/utf8.js';
 import { parseHexKey, type EspNowPairing } from '../bindings/espnow/pairing.js';
+import { WS_MAX_HEADER_BYTES } from '../bindings/tcp/framing.js';
+import type { CatalogIndex } from '../catalog/index.js';
+import { readUplinkConfig, type UplinkConfig } from '../uplink/config.js';
 import { DEVICE_MAX_HUB_FRAME_BYTES, type DeviceConfig } from './config.js';
 
 /** The part of Moddable's `instrumentation` module the wiring reads. */
@@ -137,4 +140,39 @@ export function storeConfiguredCredentials(store: Store, config: DeviceConfig): 
   if (sameBytes(stored, encodeCredentials(creds))) return false;
   saveCredentials(store, creds);
   return true;
+}
+
+/**
+ * The uplink link's egress queue on the device, bytes: one of the device's largest hub frames and
+ * its header, as the Wi-Fi links' (bindings/tcp/device.ts DEVICE_QUEUE_BYTES) — not the host's
+ * 8 KB, which the device's heap has not to spare (docs/fleet.md "On the device").
+ */
+export const DEVICE_UPLINK_QUEUE_BYTES = 2048;
+
+/**
+ * The uplink's configuration from the device's `uplink_*` keys (null when `uplink_broker` is
+ * empty), checked against the catalog as the simulator's is; `problems` lists what is wrong, and
+ * a configuration with problems runs no uplink.
+ */
+export function deviceUplinkConfig(config: DeviceConfig, catalog: CatalogIndex): { config: UplinkConfig | null; problems: string[] } {
+  const u = config.uplink;
+  if (!u) return { config: null, problems: [] };
+  const read = readUplinkConfig(
+    {
+      broker: `mqtt://${u.host}:${u.port}`,
+      clientId: u.clientId,
+      username: u.username,
+      password: u.password,
+      site: u.site,
+      telemetry: u.telemetry.map((t) => ({ channel: t.channel, rateHz: t.rateHz })),
+      events: u.events.slice(),
+      format: u.format,
+      fleetKey: u.fleetKey,
+      maxBytesPerS: u.maxBytesPerS,
+    },
+    catalog,
+  );
+  const problems = read.problems.map((p) => `${p.path.replace(/^uplink\./, 'uplink ')}: ${p.reason}`);
+  if (problems.length > 0) return { config: null, problems };
+  return { config: Object.freeze({ ...read.config, queueBytes: Math.max(DEVICE_UPLINK_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES + WS_MAX_HEADER_BYTES) }), problems };
 }

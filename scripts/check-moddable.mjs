@@ -10,6 +10,12 @@
 //   mcsim  that firmware run headless in mcsim under Xvfb and answered by the client library from
 //          Node: HELLO over TCP and WebSocket, a subscription that receives DATA, /health, an
 //          ESTOP latched (the stop line at stop) and cleared by the control owner;
+//   uplink a second lin build with the fleet uplink (device/uplink.ts over the SDK's ECMA-419 MQTT
+//          client) to an aedes broker in this process on the loopback, and XS's slot heap raised
+//          (the device's runs out with an uplink): an operator over TCP, and what the broker sees:
+//          the retained `online` status, 1 Hz health, telemetry, the ESTOP and its clear on
+//          `safety`, a signed fleet stop that latches the hub (its replay refused), and the will,
+//          `offline`, once mcsim is killed;
 //   xst    the portable suites (test/core) on the SDK's xst, bundled as scripts/xs-run.mjs
 //          bundles them for xsnap;
 //   pendant-esp32, pendant-lin, pendant-mcsim
@@ -21,9 +27,10 @@
 // an unfrozen object: preloaded, each stays in RAM). Exit status 0 only when every step passed;
 // 2 when there is no SDK or a tool is missing.
 //
-// Usage: MODDABLE=/path/to/moddable node scripts/check-moddable.mjs [--keep] [--pendant]
-//   --keep     keep the build directories (printed) instead of deleting them
-//   --pendant  the pendant's three steps only
+// Usage: MODDABLE=/path/to/moddable node scripts/check-moddable.mjs [--keep] [--pendant] [--uplink-only]
+//   --keep         keep the build directories (printed) instead of deleting them
+//   --pendant      the pendant's three steps only
+//   --uplink-only  the uplink step alone (its lin build and run)
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -34,6 +41,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
 const pendantOnly = process.argv.includes('--pendant');
+/** Only the uplink's lin build and run (and nothing else): for working on the uplink. */
+const uplinkOnly = process.argv.includes('--uplink-only');
 const NAME = 'robot-hub';
 const PENDANT_NAME = 'robot-pendant';
 /** The pendant's build needs the hub it pairs with: any MAC and keys do for a build. */
@@ -221,6 +230,8 @@ async function clientLibrary() {
         "export { loadCatalog } from './catalog/index.ts';",
         "export { DEFAULT_CATALOG } from './catalog/default.ts';",
         "export { Tier } from './catalog/schema.ts';",
+        "export { Broker } from './host-sim/mqtt-broker.ts';",
+        "export { fleetStopMessage } from './hub/fleet-stop.ts';",
       ].join('\n'),
       resolveDir: repo,
       sourcefile: 'check-moddable-client.ts',
@@ -279,6 +290,21 @@ async function stopSimulator(sim) {
       // gone
     }
   }
+}
+
+/**
+ * The uplink's lin build: the repository's manifest with XS's slot heap raised to UPLINK_SLOTS.
+ * At the device's own 3,936 slots the lin firmware with an uplink and an operator subscribed to
+ * imu runs out of slots (`XS abort: memory full`; docs/fleet.md "Limits"), so this build says so
+ * and runs with more; everything else is the device's.
+ */
+const UPLINK_SLOTS = 5000;
+function uplinkManifest() {
+  const dir = join(work, 'uplink-manifest');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'manifest.json');
+  writeFileSync(file, JSON.stringify({ include: [join(repo, 'manifest.json')], creation: { heap: { initial: UPLINK_SLOTS, incremental: 0 } } }, null, '\t'));
+  return file;
 }
 
 /** mcsim: the lin firmware serves the client library. */
@@ -395,6 +421,135 @@ async function pendantSteps() {
   } else report('pendant-mcsim', false, 'no lin firmware to run (the pendant-lin step failed)');
 }
 
+/** A subscriber to `fleet/#` on the broker, keeping every message (topic, text, retain flag) in order. */
+async function watchFleet(url) {
+  const mqtt = (await import('mqtt')).default;
+  const client = await mqtt.connectAsync(url, { clientId: `check-watch-${process.pid}`, reconnectPeriod: 0 });
+  const seen = [];
+  client.on('message', (topic, payload, packet) => seen.push({ topic, text: payload.toString('utf8'), retain: packet.retain === true, at: Date.now() }));
+  await client.subscribeAsync('fleet/#', { qos: 0 });
+  return {
+    seen,
+    of: (topic) => seen.filter((m) => m.topic === topic),
+    close: () => client.endAsync(true).catch(() => undefined),
+  };
+}
+
+/** The retained messages of `topic` as a subscriber that connects now receives them. */
+async function retainedNow(url, topic) {
+  const mqtt = (await import('mqtt')).default;
+  const client = await mqtt.connectAsync(url, { clientId: `check-late-${process.pid}`, reconnectPeriod: 0 });
+  const got = [];
+  client.on('message', (t, payload, packet) => got.push({ text: payload.toString('utf8'), retain: packet.retain === true }));
+  await client.subscribeAsync(topic, { qos: 0 });
+  await until(`the retained ${topic}`, () => got.length > 0, 3000);
+  await client.endAsync(true);
+  return got[0];
+}
+
+/**
+ * uplink: the lin firmware built with an uplink to an aedes broker in this process, an operator
+ * connected over TCP; what the broker sees (checkUplink). `/tmp/modpreferences.json` is put back.
+ */
+async function serveUplink(so, settings, token) {
+  const t0 = Date.now();
+  if (!which('xvfb-run', PATH)) return { ok: false, detail: 'no xvfb-run: mcsim needs a display (apt-get install xvfb)', ms: 0 };
+  const lib = await clientLibrary();
+  const saved = existsSync(LIN_PREFERENCES) ? join(work, 'modpreferences-uplink.json') : null;
+  if (saved) copyFileSync(LIN_PREFERENCES, saved);
+  const broker = await new lib.Broker().start(settings.uplink_port);
+  const watch = await watchFleet(broker.url);
+  const sim = startSimulator(so);
+  let operator = null;
+  try {
+    await until('the hub says ready', () => /hub: ready \d/.test(sim.out) || sim.exited !== null, 30000);
+    if (sim.exited !== null) throw new Error(`mcsim exited (${sim.exited}): ${lastLines(sim.out)}`);
+    const restored = /hub: ready 1/.test(sim.out);
+    operator = await lib.connectTcp('127.0.0.1', settings.tcp_port, { name: 'check-operator', credential: new TextEncoder().encode(token) });
+    if (operator.tier !== lib.Tier.operator) throw new Error(`the configured credential gave tier ${operator.tier}, not operator`);
+    // A local ESTOP and its clear, for the uplink's safety topic.
+    operator.estop();
+    await until('the ESTOP reaches the operator', () => operator.latched, 3000);
+    await operator.takeControl();
+    await operator.clearEstop();
+    await until('the clear reaches the operator', () => !operator.latched, 3000);
+    const detail = await checkUplink(lib, sim, watch, broker, settings, operator, restored);
+    return { ok: true, detail, ms: Date.now() - t0 };
+  } catch (e) {
+    return { ok: false, detail: `${e instanceof Error ? e.message : String(e)}; mcsim said: ${lastLines(sim.out, 4)}`, ms: Date.now() - t0 };
+  } finally {
+    if (operator) {
+      try {
+        operator.close();
+      } catch {
+        // mcsim is gone already (the will's check kills it)
+      }
+    }
+    // Each part let go on its own: a broker left listening would keep this process alive.
+    for (const end of [() => stopSimulator(sim), () => watch.close(), () => broker.stop()]) {
+      try {
+        await end();
+      } catch {
+        // gone already
+      }
+    }
+    writeFileSync(join(work, 'mcsim-uplink.log'), sim.out);
+    if (saved) copyFileSync(saved, LIN_PREFERENCES);
+    else rmSync(LIN_PREFERENCES, { force: true });
+  }
+}
+
+/**
+ * The uplink of the running lin firmware, as the broker shows it: `online` retained on connect,
+ * health at 1 Hz, telemetry, the ESTOP the mcsim step latched and cleared on `safety`, a signed
+ * fleet stop that latches the hub (source fleet) and is cleared locally, and on a kill of mcsim
+ * the will, `offline`. Resolves with the step's line; throws what failed.
+ */
+async function checkUplink(lib, sim, watch, broker, settings, operator, restored) {
+  const base = `fleet/${settings.uplink_site}/${settings.hub_id}`;
+  const facts = [];
+  await until('status online', () => watch.of(`${base}/status`).some((m) => m.text === 'online'), 15000);
+  const late = await retainedNow(broker.url, `${base}/status`);
+  if (late.text !== 'online' || !late.retain) throw new Error(`a late subscriber got ${JSON.stringify(late)} on status, not a retained online`);
+  facts.push('status online, retained');
+  const h0 = watch.of(`${base}/health`).length;
+  const from = Date.now();
+  await until('3 more health messages', () => watch.of(`${base}/health`).length >= h0 + 3, 6000);
+  const health = watch.of(`${base}/health`);
+  const last = JSON.parse(health[health.length - 1].text);
+  if (last.version !== 1 || last.ready !== 1 || typeof last.uplink?.published !== 'number') throw new Error(`health is not the public summary: ${health[health.length - 1].text.slice(0, 200)}`);
+  facts.push(`health at ${(3000 / (Date.now() - from)).toFixed(2)} Hz (metrics v1, ${last.uplink.published} published so far)`);
+  const odom = watch.of(`${base}/telemetry/odom`);
+  if (odom.length === 0) throw new Error('no telemetry/odom');
+  facts.push(`${odom.length} telemetry/odom`);
+  const safety = watch.of(`${base}/safety`).map((m) => JSON.parse(m.text));
+  if (!restored && !(safety.some((x) => x.latched && x.source === 'client') && safety.some((x) => !x.latched))) throw new Error(`safety did not carry the ESTOP and its clear: ${JSON.stringify(safety)}`);
+  facts.push(`safety: ${safety.length} (the client's ESTOP and its clear)`);
+  // A signed fleet stop latches the hub; the control owner clears it locally.
+  const key = new TextEncoder().encode(settings.uplink_fleet_key);
+  const stop = lib.fleetStopMessage(settings.uplink_site, key, settings.hub_id, Date.now(), Date.now());
+  const mqtt = (await import('mqtt')).default;
+  const pub = await mqtt.connectAsync(broker.url, { clientId: `check-stop-${process.pid}`, reconnectPeriod: 0 });
+  await pub.publishAsync(`fleet/${settings.uplink_site}/estop`, stop, { qos: 0 });
+  await until('the fleet stop latches the hub', () => operator.latched, 5000);
+  if (operator.lastEstop?.source !== 5) throw new Error(`the fleet stop latched with source ${operator.lastEstop?.source}, not 5 (fleet)`);
+  await until('safety says fleet', () => watch.of(`${base}/safety`).some((m) => JSON.parse(m.text).source === 'fleet'), 3000);
+  // The same message again: a replay, which changes nothing (the hub is still latched; the log says refused).
+  await pub.publishAsync(`fleet/${settings.uplink_site}/estop`, stop, { qos: 0 });
+  await until('the replay is refused', () => /hub: fleet-estop-refused/.test(sim.out), 3000);
+  await pub.endAsync(true);
+  await operator.clearEstop();
+  await until('the clear reaches the operator', () => !operator.latched, 3000);
+  facts.push('a signed fleet stop latched the hub (source fleet, on safety too), its replay refused, cleared locally');
+  // The will: mcsim killed without a DISCONNECT, the broker publishes offline.
+  await stopSimulator(sim);
+  await until('the will: status offline', () => watch.of(`${base}/status`).some((m) => m.text === 'offline'), 10000);
+  const gone = await retainedNow(broker.url, `${base}/status`);
+  if (gone.text !== 'offline') throw new Error(`after the kill, status is retained as ${gone.text}`);
+  facts.push('mcsim killed: the will set status offline, retained');
+  return `the lin firmware's uplink to aedes on ${broker.url}: ${facts.join(', ')}`;
+}
+
 /** xst: the portable suites, one script, as xs-run.mjs bundles them for xsnap. */
 async function suitesOnXst() {
   const t0 = Date.now();
@@ -439,23 +594,48 @@ say(`check-moddable: Moddable SDK${sdkVersion} at ${MODDABLE}; builds in ${work}
 const token = `check-${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
 const settings = { tcp_port: await freePort(), ws_port: await freePort(), http_port: await freePort(), credentials: `operator:${token}` };
 while (new Set([settings.tcp_port, settings.ws_port, settings.http_port]).size < 3) settings.ws_port = await freePort();
+const uplinkSettings = {
+  ...settings,
+  hub_id: 'check-hub',
+  // The fleet uplink to the broker serve() starts on the loopback (device/uplink.ts).
+  uplink_broker: '127.0.0.1',
+  uplink_port: await freePort(),
+  uplink_site: 'check',
+  uplink_telemetry: 'odom:5',
+  uplink_events: 'safety-events',
+  uplink_fleet_key: `fleet-${token}`,
+};
+while (new Set([settings.tcp_port, settings.ws_port, settings.http_port, uplinkSettings.uplink_port]).size < 4) uplinkSettings.uplink_port = await freePort();
 
 async function hubSteps() {
   // The two builds share nothing but the sources: they run side by side.
-  const [a, b] = await Promise.all([esp32(), lin(settings)]);
+  const uplinkTarget = { dir: 'lin-uplink', name: NAME, args: [uplinkManifest()] };
+  const [a, b, u] = await Promise.all([esp32(), lin(settings), lin(uplinkSettings, uplinkTarget)]);
   report('esp32', a.ok, a.detail, a.ms);
   report('lin', b.ok, b.detail, b.ms);
   if (b.so) {
     const c = await serve(b.so, settings, token);
     report('mcsim', c.ok, c.detail, c.ms);
   } else report('mcsim', false, 'no lin firmware to run (the lin step failed)');
+  await uplinkStep(u);
   const d = await suitesOnXst();
   report('xst', d.ok, d.detail, d.ms);
 }
 
+/** uplink: the lin build with an uplink, run against an aedes broker in this process. */
+async function uplinkStep(u) {
+  if (u.so) {
+    const c = await serveUplink(u.so, uplinkSettings, token);
+    report('uplink', c.ok, `${c.detail}; built with uplink_broker=127.0.0.1 and XS's slot heap raised to ${UPLINK_SLOTS} (the device's 3,936 runs out with an uplink and an operator subscribed to imu)`, c.ms);
+  } else report('uplink', false, `the lin build with an uplink failed: ${u.detail}`);
+}
+
 try {
-  if (!pendantOnly) await hubSteps();
-  await pendantSteps();
+  if (uplinkOnly) await uplinkStep(await lin(uplinkSettings, { dir: 'lin-uplink', name: NAME, args: [uplinkManifest()] }));
+  else {
+    if (!pendantOnly) await hubSteps();
+    await pendantSteps();
+  }
 } catch (e) {
   report('check', false, `stopped: ${e instanceof Error ? e.message : String(e)}`);
 } finally {

@@ -90,6 +90,18 @@ export interface UplinkPorts {
   readonly log?: Log;
   /** A native HMAC-SHA256 under the fleet key; absent: the core's. */
   readonly mac?: MacSha256;
+  /**
+   * Runs a function later, from the event loop. Given, the hub's kick (a frame queued for the
+   * uplink, inside a hub call such as an ESTOP's announcement) pumps from there instead of inside
+   * the call: on the device the pump's work (a payload made, the MQTT client's write) on top of
+   * the hub's call overflowed XS's 512-slot stack. Absent (the host): the pump runs at once.
+   */
+  readonly later?: (f: () => void) => void;
+  /**
+   * The largest frame the hub writes (its `maxFrameBytes`), so that the uplink's link may take a
+   * queue smaller than the host's default (the device: 1536, docs/fleet.md "On the device").
+   */
+  readonly maxHubFrameBytes?: number;
 }
 
 export const UplinkState = Object.freeze({ WAITING: 0, CONNECTING: 1, ONLINE: 2, STOPPED: 3 } as const);
@@ -169,6 +181,12 @@ export class Uplink implements MqttListener, LinkTransport {
   private tokensAt = 0;
   private readonly bucketBytes: number;
   private readonly subWishes: SubWish[];
+  /** A pump owed from the event loop (`later`): one at a time. */
+  private kickOwed = false;
+  private readonly kickLater = (): void => {
+    this.kickOwed = false;
+    this.pump();
+  };
 
   constructor(config: UplinkConfig, ports: UplinkPorts) {
     this.config = config;
@@ -313,9 +331,16 @@ export class Uplink implements MqttListener, LinkTransport {
 
   // ------------------------------------------------------------------ LinkTransport (the hub's link)
 
-  /** The link has frames: they go now, as far as the socket and the budget allow. */
+  /** The link has frames: they go now (or from the event loop, with `later`), as far as the socket and the budget allow. */
   kick(): void {
-    this.pump();
+    const later = this.ports.later;
+    if (later === undefined) {
+      this.pump();
+      return;
+    }
+    if (this.kickOwed) return;
+    this.kickOwed = true;
+    later(this.kickLater);
   }
 
   /** The hub gave up this session's transport (parked, closed): it is dropped at the next tick. */
@@ -386,6 +411,7 @@ export class Uplink implements MqttListener, LinkTransport {
       framing: LinkFraming.MESSAGE,
       binding: 'mqtt',
       queueBytes: this.config.queueBytes,
+      ...(this.ports.maxHubFrameBytes !== undefined ? { maxHubFrameBytes: this.ports.maxHubFrameBytes } : {}),
       log: this.log,
     });
     this.link = link;

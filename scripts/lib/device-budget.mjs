@@ -165,9 +165,12 @@ export async function pendantReport(repo, { quick = false, nsPerComputron, ratio
 export async function bundleDevice(repo) {
   const entry = `
 import { runDeviceWorkload, perDelivery, idleTicks, calibrationRun, deliveryWorld, deviceMemoryBench, stopMetering } from './bench/device.bench.ts';
+import { uplinkCost, uplinkMemoryBench } from './bench/uplink.bench.ts';
 globalThis.__D = {
   world: null,
   memory: null,
+  uplinkCost: (s) => JSON.stringify(uplinkCost(s)),
+  uplinkMemorySetup: () => { const m = uplinkMemoryBench(); m.setup(); globalThis.__D.memory = m; return m.steps.length; },
   openWorld: (b) => { stopMetering(); globalThis.__D.world = deliveryWorld(b); },
   runWorld: (ms) => { globalThis.__D.world.run(ms); },
   delivered: () => globalThis.__D.world.hub.counters.delivered,
@@ -316,6 +319,33 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
     mem = { error: memory && memory.error ? memory.error : 'memory.device did not run (--only or --no-xs)' };
   }
 
+  // The fleet uplink (off by default): computrons per message, and what it keeps alive.
+  const up = await onXs(bundle, `__D.uplinkCost(${quick ? 2 : 10})`);
+  const upMem = await retainedUplink(bundle);
+  const perMessage = mapRound(up.perMessage);
+  const perCore = (c) => ({ low: Math.round(1e9 / (c * calibration.esp32NsPerComputron.high)), high: Math.round(1e9 / (c * calibration.esp32NsPerComputron.low)) });
+  const uplink = {
+    seconds: quick ? 2 : 10,
+    computronsPerMessage: perMessage,
+    bytesPerMessage: mapRound(up.bytesPerMessage),
+    // Messages a second that would take one whole ESP32 core (low: the slower calibration).
+    messagesPerSecondPerCore: { health: perCore(perMessage.health), telemetryJson: perCore(perMessage.telemetryJson), telemetryCbor: perCore(perMessage.telemetryCbor) },
+    runs: up.runs.map((r) => ({ variant: r.variant, computrons: Math.round(r.computrons), uplinkTick: Math.round(r.tickComputrons), published: r.published, unsent: r.unsent })),
+    memory: {
+      slots: upMem.slots,
+      chunkBytes: upMem.chunkBytes,
+      ...(mem.slots
+        ? {
+            withDevicePercent: {
+              slots: round((100 * (mem.slots.used + upMem.slots)) / budget.slots, 1),
+              chunk: round((100 * (mem.chunk.used + upMem.chunkBytes)) / budget.chunkBytes, 1),
+            },
+          }
+        : {}),
+    },
+  };
+  log(`device uplink: ${perMessage.health} computrons per health message, ${perMessage.telemetryJson} per JSON and ${perMessage.telemetryCbor} per CBOR telemetry message; ${upMem.slots} slots, ${upMem.chunkBytes} chunk bytes retained`);
+
   const targets = [];
   const target = (name, value, limit, unit) => targets.push({ name, value, limit, unit, met: Number.isFinite(value) && value <= limit });
   target('default mix, share of one ESP32 core (high end)', workload.corePercent.high, TARGETS.corePercentHigh, '%');
@@ -343,7 +373,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
     pendant = { error: e instanceof Error ? e.message : String(e) };
     log(`device pendant FAILED ${pendant.error}`);
   }
-  return { workload, perDelivery, perDeliveryDetail, tick, memory: mem, pendant, calibration, targets };
+  return { workload, perDelivery, perDeliveryDetail, tick, memory: mem, uplink, pendant, calibration, targets };
 }
 
 function mapRound(o) {
@@ -381,6 +411,21 @@ export async function retainedDevice(bundle) {
   try {
     await xs.evaluate(bundle);
     const { value: steps } = await xs.evaluateJson('__D.memorySetup()');
+    const before = await liveHeap(xs);
+    for (let i = 0; i < steps; i++) await xs.evaluate(`__D.memoryStep(${i});`);
+    const after = await liveHeap(xs);
+    return { slots: after.slots - before.slots, chunkBytes: after.chunkBytes - before.chunkBytes };
+  } finally {
+    await xs.close();
+  }
+}
+
+/** What the fleet uplink keeps alive in the device hub (memory.uplink's step, in one worker). */
+export async function retainedUplink(bundle) {
+  const xs = new Xsnap({ onPrint: (l) => process.stderr.write(`[xs] ${l}\n`) });
+  try {
+    await xs.evaluate(bundle);
+    const { value: steps } = await xs.evaluateJson('__D.uplinkMemorySetup()');
     const before = await liveHeap(xs);
     for (let i = 0; i < steps; i++) await xs.evaluate(`__D.memoryStep(${i});`);
     const after = await liveHeap(xs);

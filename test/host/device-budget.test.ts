@@ -16,6 +16,7 @@ interface Ceilings {
   workload: { perTick: number; perSecond: number };
   retained: { slots: number; chunkBytes: number };
   pendant: { perPeriod: number; retained: { slots: number; chunkBytes: number } };
+  uplink: { health: number; telemetryJson: number; telemetryCbor: number; retainedSlots: number; retainedChunkBytes: number };
 }
 
 interface Budget {
@@ -28,6 +29,7 @@ interface Budget {
   pendantComputrons(bundle: string, seconds: number): Promise<{ perPeriod: number; periods: number; commands: number }>;
   pendantRetained(bundle: string, ms: number): Promise<{ slots: number; chunkBytes: number }>;
   pendantCreation(repo: string): { slots: number; chunkBytes: number };
+  retainedUplink(bundle: string): Promise<{ slots: number; chunkBytes: number }>;
 }
 
 function within(measured: number, ceiling: number, what: string): void {
@@ -69,6 +71,18 @@ describe('device budget guard (XS engine)', function () {
     assert.ok(w.deliveries > 500, `only ${w.deliveries} deliveries`);
     within(w.perSecond.tick / (w.ticks / w.seconds), ceilings.workload.perTick, 'computrons per tick in the default mix');
     within(w.perSecond.total, ceilings.workload.perSecond, 'computrons per simulated second of the default mix');
+  });
+
+  it('the fleet uplink’s computrons per health and telemetry message and its retained heap stay under their ceilings', async function () {
+    const u = await budget.onXs(bundle, '__D.uplinkCost(2)');
+    const [, health, json, cbor] = u.runs as { published: { health: number; telemetry: number } }[];
+    assert.ok(health && json && cbor && health.published.health >= 2 && json.published.telemetry >= 80 && cbor.published.telemetry >= 80, JSON.stringify(u.runs));
+    within(u.perMessage.health, ceilings.uplink.health, 'computrons per uplink health message');
+    within(u.perMessage.telemetryJson, ceilings.uplink.telemetryJson, 'computrons per uplink telemetry message as JSON');
+    within(u.perMessage.telemetryCbor, ceilings.uplink.telemetryCbor, 'computrons per uplink telemetry message as CBOR');
+    const m = await budget.retainedUplink(bundle);
+    within(m.slots, ceilings.uplink.retainedSlots, 'slots an uplink online keeps alive');
+    within(m.chunkBytes, ceilings.uplink.retainedChunkBytes, 'chunk bytes an uplink online keeps alive');
   });
 
   it('the retained heap with every binding live stays under its ceilings', async function () {

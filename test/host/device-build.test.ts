@@ -30,6 +30,9 @@ type Json = Record<string, unknown>;
  * The SDK modules the device code may import, each with the SDK manifest (as the root includes
  * it) that brings it, as read in Moddable-OpenSource/moddable v8.2.3. null: mcconfig makes it.
  */
+/** An SDK module the root manifest maps by its own `modules` entry to a source of the SDK. */
+const SDK_MAPPED = 'mapped by the root manifest';
+
 const SDK_MODULES: Readonly<Record<string, string | null>> = Object.freeze({
   // modules/io/manifests/esp32/manifest.json (socket/lwip/*), modules/io/digital, modules/io/serial
   'embedded:io/socket/tcp': '$(MODDABLE)/modules/io/manifest.json',
@@ -51,10 +54,15 @@ const SDK_MODULES: Readonly<Record<string, string | null>> = Object.freeze({
   instrumentation: '$(MODDABLE)/modules/base/instrumentation/manifest.json',
   // tools/mcconfig.js: mc.config.js, preloaded whenever anything is
   'mc/config': null,
+  // the network's state and name lookup, which the SDK's network manifest brings on esp32 and lin (the io manifest includes it there)
+  net: '$(MODDABLE)/modules/io/manifest.json',
+  // the ECMA-419 MQTT client, which no SDK manifest the root includes brings: the root's own
+  // `modules` maps it to the client's source in the SDK
+  'embedded:network/mqtt/client': SDK_MAPPED,
 });
 
 /** SDK modules the SDK preloads itself, so that a preloaded module of ours may import them. */
-const SDK_PRELOADED = new Set(['mc/config', 'timer', 'time', 'preference', 'crypt', 'embedded:io/socket/tcp', 'embedded:io/socket/listener', 'embedded:io/digital', 'embedded:io/analog', 'embedded:io/serial', 'embedded:io/bluetoothle/peripheral', 'wifi', 'instrumentation']);
+const SDK_PRELOADED = new Set(['mc/config', 'timer', 'time', 'preference', 'crypt', 'embedded:io/socket/tcp', 'embedded:io/socket/listener', 'embedded:io/digital', 'embedded:io/analog', 'embedded:io/serial', 'embedded:io/bluetoothle/peripheral', 'wifi', 'instrumentation', 'net']);
 
 // Mirrors the SDK's creation figures for its ESP32 board targets (e.g. build/devices/esp32/
 // targets/nodemcu/manifest.json): 78,848 chunk bytes + 4,928 slots × 16 + 512 stack slots × 16.
@@ -94,6 +102,8 @@ interface Manifests {
   modules: Map<string, ModuleEntry>;
   /** Specifiers given a replacement typing (kind dts) — not runtime modules. */
   typings: Map<string, ModuleEntry>;
+  /** Module names mapped to a source of the SDK (`$(MODDABLE)/…`), with that source. */
+  sdkSources: Map<string, string>;
   preload: { name: string; manifest: string }[];
   excluded: string[];
   sdkIncludes: string[];
@@ -126,7 +136,7 @@ function asList(v: unknown): string[] {
 
 /** Reads the root manifest and the project's own included manifests as mcconfig would for `platform`. */
 function loadManifests(rootFile: string, root?: Json, platform: Platform = 'esp32'): Manifests {
-  const out: Manifests = { platform, root: {}, creation: {}, files: [], modules: new Map(), typings: new Map(), preload: [], excluded: [], sdkIncludes: [], problems: [] };
+  const out: Manifests = { platform, root: {}, creation: {}, files: [], modules: new Map(), typings: new Map(), sdkSources: new Map(), preload: [], excluded: [], sdkIncludes: [], problems: [] };
   const visit = (file: string, given?: Json): void => {
     let json: Json;
     try {
@@ -154,7 +164,10 @@ function loadManifests(rootFile: string, root?: Json, platform: Platform = 'esp3
             out.excluded.push(source);
             continue;
           }
-          if (source.startsWith('$(')) continue;
+          if (source.startsWith('$(')) {
+            out.sdkSources.set(key, source);
+            continue;
+          }
           expand(out, file, key, resolve(dir, source));
         }
       }
@@ -524,7 +537,9 @@ function checkIncludes(m: Manifests, g: Graph): string[] {
   const need = new Set<string>();
   for (const spec of g.sdkImports.keys()) {
     const inc = SDK_MODULES[spec];
-    if (typeof inc === 'string') need.add(inc);
+    if (inc === SDK_MAPPED) {
+      if (!m.sdkSources.has(spec)) problems.push(`'${spec}' is imported but the manifest's modules map it to no source of the SDK`);
+    } else if (typeof inc === 'string') need.add(inc);
   }
   for (const inc of need) if (!m.sdkIncludes.includes(inc)) problems.push(`the SDK manifest ${inc} is not included`);
   return problems;
@@ -576,7 +591,7 @@ function checkPreload(m: Manifests, g: Graph): string[] {
       problems.push(`${where}: preload "${name}": a wildcard preloads JavaScript modules only (tools/mcconfig.js filterPreload), never these TypeScript ones`);
       continue;
     }
-    if (!m.modules.has(name)) problems.push(`${where}: preload "${name}" names no listed module (mcconfig ignores it silently)`);
+    if (!m.modules.has(name) && !m.sdkSources.has(name)) problems.push(`${where}: preload "${name}" names no listed module (mcconfig ignores it silently)`);
     preloaded.add(name);
   }
   for (const name of m.modules.keys()) {
@@ -588,7 +603,7 @@ function checkPreload(m: Manifests, g: Graph): string[] {
   for (const name of preloaded) {
     for (const dep of g.edges.get(name) ?? []) {
       if (dep in SDK_MODULES) {
-        if (!SDK_PRELOADED.has(dep)) problems.push(`${name} is preloaded but imports '${dep}', which the SDK does not preload`);
+        if (!SDK_PRELOADED.has(dep) && !preloaded.has(dep)) problems.push(`${name} is preloaded but imports '${dep}', which the SDK does not preload`);
       } else if (!preloaded.has(dep)) problems.push(`${name} is preloaded but imports ${dep}, which is not`);
     }
   }
@@ -737,6 +752,26 @@ describe('device build: manifest.json', () => {
     assert.ok(esp.sdkIncludes.includes('$(MODDABLE)/modules/io/ble/server/manifest.json') && !m.sdkIncludes.includes('$(MODDABLE)/modules/io/ble/server/manifest.json'), 'the GATT server on esp32 only');
   });
 
+  it('builds the fleet uplink into both entries over the SDK’s ECMA-419 MQTT client, preloaded', () => {
+    for (const platform of PLATFORMS) {
+      const m = loadManifests(ROOT_MANIFEST, undefined, platform);
+      const g = walk(m, mainOf(m));
+      for (const name of ['device/uplink', 'uplink/moddable', 'uplink/uplink', 'uplink/config', 'uplink/messages']) assert.ok(g.reached.has(name), `${platform}: ${name} is reached from ${mainOf(m)}`);
+      assert.deepEqual(g.sdkImports.get('embedded:network/mqtt/client'), ['device/uplink'], platform);
+      assert.equal(m.sdkSources.get('embedded:network/mqtt/client'), '$(MODDABLE)/examples/io/tcp/mqttclient/mqttclient', platform);
+      const preloaded = new Set(m.preload.map((p) => p.name));
+      for (const name of ['device/uplink', 'uplink/moddable', 'uplink/uplink', 'embedded:network/mqtt/client']) assert.ok(preloaded.has(name), `${platform}: ${name} is preloaded`);
+      // The host's adapter over the npm package is never built.
+      assert.ok(!m.modules.has('uplink/node'), `${platform}: uplink/node is host code`);
+    }
+    const broken = rootCopy();
+    delete (broken['modules'] as Json)['embedded:network/mqtt/client'];
+    const m = loadManifests(ROOT_MANIFEST, broken);
+    const g = walk(m, 'device/main');
+    assert.ok(checkIncludes(m, g).some((p) => p.includes("'embedded:network/mqtt/client'") && p.includes('no source of the SDK')));
+    assert.ok(checkPreload(m, g).some((p) => p.includes('preload "embedded:network/mqtt/client" names no listed module')));
+  });
+
   it('resolves relative imports against module names, as XS does', () => {
     assert.equal(xsResolve('bindings/tcp/device', '../../hub/ports.js'), 'hub/ports');
     assert.equal(xsResolve('device/main', './boot.js'), 'device/boot');
@@ -764,10 +799,10 @@ describe('device build: manifest.json', () => {
   it('hands mcconfig our typing wherever the SDK’s is dropped, and drops it wherever ours is handed over', () => {
     const m = loadManifests(ROOT_MANIFEST);
     assert.deepEqual(checkTypingOverrides(m), []);
-    assert.deepEqual([...m.typings.keys()].sort(), ['embedded:io/bluetoothle/peripheral', 'embedded:io/socket/listener', 'embedded:io/socket/tcp']);
+    assert.deepEqual([...m.typings.keys()].sort(), ['embedded:io/bluetoothle/peripheral', 'embedded:io/socket/listener', 'embedded:io/socket/tcp', 'embedded:network/mqtt/client']);
     const lin = loadManifests(ROOT_MANIFEST, undefined, 'lin');
     assert.deepEqual(checkTypingOverrides(lin), []);
-    assert.deepEqual([...lin.typings.keys()].sort(), ['embedded:io/socket/listener', 'embedded:io/socket/tcp']);
+    assert.deepEqual([...lin.typings.keys()].sort(), ['embedded:io/socket/listener', 'embedded:io/socket/tcp', 'embedded:network/mqtt/client']);
     const broken = rootCopy();
     (broken['modules'] as Json)['~'] = asList((broken['modules'] as Json)['~']).filter((x) => !x.endsWith('/listener'));
     assert.equal(checkTypingOverrides(loadManifests(ROOT_MANIFEST, broken)).length, 1);

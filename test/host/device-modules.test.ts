@@ -32,7 +32,7 @@ import { FragmentPosition, header } from '../../bindings/ble/fragment.js';
 import { FrameType } from '../../hub/frames.js';
 import { tagOf } from '../../hub/ports.js';
 import { credentialStore, makeHub, MemoryStore, RecordingRobot, SeededRandom, TestClient, VirtualClock } from '../lib/hub-fixture.js';
-import { configuredCredentials, createDeviceHub, deviceHubWiring, HEAP_COUNTERS, storeConfiguredCredentials, type InstrumentationApi } from '../../device/wiring.js';
+import { configuredCredentials, createDeviceHub, deviceHubWiring, deviceUplinkConfig, DEVICE_UPLINK_QUEUE_BYTES, HEAP_COUNTERS, storeConfiguredCredentials, type InstrumentationApi } from '../../device/wiring.js';
 import { AdmissionReason } from '../../hub/admission.js';
 import { DEFAULT_HEAP_LIMIT_BYTES } from '../../hub/admission.js';
 import { LadderRung, LadderTrigger } from '../../hub/ladder.js';
@@ -702,6 +702,48 @@ describe('device/wiring: the hub the device entries make (createDeviceHub)', () 
     const { hub } = deviceHub(undefined, {}, fresh);
     const c = new TestClient(hub);
     assert.equal(c.hello({ credential: new TextEncoder().encode('op-key') }).tier, Tier.operator);
+  });
+});
+
+describe('device/wiring: the fleet uplink the device entries start (deviceUplinkConfig)', () => {
+  const catalog = loadCatalog(DEFAULT_CATALOG);
+
+  it('is off without a broker, the default', () => {
+    assert.deepEqual(deviceUplinkConfig(resolveDeviceConfig({}), catalog), { config: null, problems: [] });
+  });
+
+  it('carries every uplink_* key into the uplink’s configuration, with the device’s smaller queue', () => {
+    const { config, problems } = deviceUplinkConfig(
+      resolveDeviceConfig({ hub_id: 'hub-7', uplink_broker: 'broker.site.lan', uplink_port: '1884', uplink_client_id: 'c7', uplink_user: 'u', uplink_password: 'p', uplink_site: 'north', uplink_telemetry: 'odom:5,imu:20', uplink_events: 'fault', uplink_format: 'cbor', uplink_fleet_key: 'k', uplink_max_bytes_per_s: '4000' }),
+      catalog,
+    );
+    assert.deepEqual(problems, []);
+    assert.ok(config);
+    assert.equal(config.broker, 'mqtt://broker.site.lan:1884');
+    assert.deepEqual([config.clientId, config.username, config.password, config.site, config.format, config.fleetKey, config.maxBytesPerS], ['c7', 'u', 'p', 'north', 'cbor', 'k', 4000]);
+    assert.deepEqual(config.telemetry, [
+      { channel: 'odom', rateHz: 5 },
+      { channel: 'imu', rateHz: 20 },
+    ]);
+    assert.deepEqual(config.events, ['fault']);
+    assert.equal(config.queueBytes, Math.max(DEVICE_UPLINK_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES + 4));
+    assert.ok(config.queueBytes < 6144, 'smaller than the host’s least queue: the device hub’s frames are at most 1536 bytes');
+  });
+
+  it('runs no uplink when a channel is not in the catalog or not of the right class, and says why', () => {
+    const { config, problems } = deviceUplinkConfig(resolveDeviceConfig({ uplink_broker: '10.0.0.2', uplink_telemetry: 'nosuch:5', uplink_events: 'odom' }), catalog);
+    assert.equal(config, null);
+    assert.equal(problems.length, 2, problems.join('\n'));
+    assert.ok(problems.some((p) => p.includes("no channel 'nosuch'")), problems.join('\n'));
+    assert.ok(problems.some((p) => p.startsWith('uplink events[0]')), problems.join('\n'));
+  });
+
+  it('is started by both entries and ticked after the hub', () => {
+    for (const entry of ['device/main.ts', 'device/main-lin.ts']) {
+      const text = readFileSync(new URL(`../../../${entry}`, import.meta.url), 'utf8');
+      assert.match(text, /startDeviceUplink\(hub, \{ clock, store, random, log \}, config, CATALOG\)/, entry);
+      assert.match(text, /if \(uplink\) uplink\.tick\(\);/, entry);
+    }
   });
 });
 
