@@ -354,6 +354,7 @@ export class HubClient implements HubClientHandlers {
   private estopSeq = 0;
   private estopOwed = false;
   private rtt = -1;
+  private hubLevel = -1;
   private lastHeard = 0;
 
   // §5.12 key 28: every frame received on the current transport (the ESTOP frame included),
@@ -453,6 +454,13 @@ export class HubClient implements HubClientHandlers {
   get rttMs(): number {
     return this.rtt;
   }
+  /**
+   * The §10.3 level the hub said, in its last PONG (§5.14 `level`), that it reads this session's
+   * link at: 0 clear, 1 congested, 2 or 3 severe; -1 before the first on this connection.
+   */
+  get linkLevel(): number {
+    return this.hubLevel;
+  }
   get catalog(): CatalogIndex | null {
     return this.cat;
   }
@@ -542,6 +550,7 @@ export class HubClient implements HubClientHandlers {
     this.received = 0;
     this.ackedSent = 0;
     this.pings.length = 0;
+    this.hubLevel = -1;
     this.lastHeard = this.clock.now();
     t.onFrame = (bytes) => this.onBytes(t, bytes);
     t.onClose = () => {
@@ -1300,6 +1309,7 @@ export class HubClient implements HubClientHandlers {
         this.sendFrame({ type: FrameType.PONG, t0: f.t0, t1: Math.max(0, Math.floor(this.clock.now())) });
         return;
       case FrameType.PONG:
+        if (f.level !== undefined && this.session !== 0) this.hubLevel = f.level;
         this.onPong(f.t0);
         return;
       case FrameType.GOODBYE:

@@ -19,8 +19,9 @@
 // bindings/detector.ts LossDetector, the §10.3 thresholds and hysteresis), in both directions:
 // the hub's datagrams to this station, judged from the very ACK bitmaps this station sends the
 // hub (what the hub's detector reads), and this station's datagrams to the hub, judged from the
-// radio's send status. No frame of the protocol carries the hub's level to a client; this is the
-// same evidence read the same way (without the hub's queue watermark, which nothing reports).
+// radio's send status: the same evidence read the same way. The hub's own level for the link comes
+// in its PONGs (§5.14 `level`, HubClient.linkLevel); this reading covers the time before the first
+// PONG and a hub that has stopped answering (pendant/pendant.ts shows the higher of the two).
 
 import { LossDetector } from '../bindings/detector.js';
 import { MAX_DATAGRAM_FRAME } from '../bindings/espnow/datagram.js';

@@ -448,8 +448,15 @@ export class Egress {
   pong(conn: EgressConn, t0: number, t1: number): void {
     const arena = this.arena;
     arena.unstage();
-    const frame = arena.seal(writePong(arena.out, arena.outView, t0, t1));
     const s = conn.session;
+    // In a session the PONG says the §10.3 level the table reads the session's link at (§5.14).
+    let level = -1;
+    if (s !== null && s.link !== null) {
+      level = s.link.level;
+      if (level < this.levelFloor) level = this.levelFloor;
+      if (level > 3) level = 3;
+    }
+    const frame = arena.seal(writePong(arena.out, arena.outView, t0, t1, level));
     if (s !== null) this.critical(s, frame, PONG_TAG, 0);
     else if (conn.link.send(frame, PONG_TAG, 0)) conn.sent = (conn.sent + 1) >>> 0;
     arena.unstage();

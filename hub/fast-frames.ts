@@ -197,12 +197,13 @@ function dataTail(b: Uint8Array, p: number, gap: boolean, dropped: number): numb
 }
 
 /**
- * PONG {0: 14, 31: t0, 32: t1} into b from 0, with `dv` a DataView of the same bytes; returns the
- * length (at most 23 bytes). Both times are written by uint(): a PING comes every second from
- * every client, more often from the control owner.
+ * PONG {0: 14, 31: t0, 32: t1[, 45: level]} into b from 0, with `dv` a DataView of the same bytes;
+ * returns the length (at most 25 bytes). `level` below 0: no level key (a transport without a
+ * session). Both times are written by uint(): a PING comes every second from every client, more
+ * often from the control owner.
  */
-export function writePong(b: Uint8Array, dv: DataView, t0: number, t1: number): number {
-  b[0] = 0xa3;
+export function writePong(b: Uint8Array, dv: DataView, t0: number, t1: number, level: number): number {
+  b[0] = level < 0 ? 0xa3 : 0xa4;
   b[1] = Key.TYPE;
   b[2] = FrameType.PONG;
   b[3] = 0x18;
@@ -210,7 +211,12 @@ export function writePong(b: Uint8Array, dv: DataView, t0: number, t1: number): 
   const p = uint(b, dv, 5, t0);
   b[p] = 0x18;
   b[p + 1] = Key.T1;
-  return uint(b, dv, p + 2, t1);
+  const q = uint(b, dv, p + 2, t1);
+  if (level < 0) return q;
+  b[q] = 0x18;
+  b[q + 1] = Key.LEVEL;
+  b[q + 2] = level;
+  return q + 3;
 }
 
 // An unsigned integer as head() writes it, the 16- and 32-bit forms (a time in ms) by the DataView.

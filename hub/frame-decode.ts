@@ -26,6 +26,7 @@ import {
   type HelloFrame,
   type IntentFrame,
   type NackFrame,
+  type PongFrame,
   type PubGrant,
   type PubWish,
   type SubGrant,
@@ -150,7 +151,12 @@ function build(d: FieldReader, type: number): Frame {
     case FrameType.PING:
       return { type, t0: d.need<number>(K.T0) };
     case FrameType.PONG:
-      return { type, t0: d.need<number>(K.T0), t1: d.need<number>(K.T1) };
+    {
+      const f: PongFrame = { type, t0: d.need<number>(K.T0), t1: d.need<number>(K.T1) };
+      const level = d.opt<number>(K.LEVEL);
+      if (level !== undefined) f.level = level;
+      return f;
+    }
     case FrameType.GOODBYE: {
       const f: GoodbyeFrame = { type };
       const reason = d.opt<number>(K.REASON);

@@ -305,13 +305,17 @@ export function encodeFrame(f: Frame, w: CborWriter): void {
       w.uint(f.t0);
       return;
     case FrameType.PONG:
-      w.map(3);
+      w.map(f.level === undefined ? 3 : 4);
       w.uint(Key.TYPE);
       w.uint(f.type);
       w.uint(Key.T0);
       w.uint(f.t0);
       w.uint(Key.T1);
       w.uint(f.t1);
+      if (f.level !== undefined) {
+        w.uint(Key.LEVEL);
+        w.uint(f.level);
+      }
       return;
     case FrameType.GOODBYE: {
       const reason = f.reason !== undefined;

@@ -78,7 +78,7 @@ const FRAME_KEYS: readonly (readonly [number, number])[] = Object.freeze([
   keys(K.CHANNEL_ID, K.CODE, K.RETRY_AFTER_MS, K.FRAME_TYPE, K.REQUEST_ID),
   keys(K.ACKED, K.ACK_BASE, K.ACK_BITMAP),
   keys(K.T0),
-  keys(K.T0, K.T1),
+  keys(K.T0, K.T1, K.LEVEL),
   keys(K.REASON),
   keys(K.ESTOP_SEQ),
   keys(K.CATALOG_HASH, K.TEXT, K.OFFSET, K.TOTAL),
@@ -340,6 +340,7 @@ export class FieldReader {
       case K.ACK_BITMAP: return this.readUint(r, 0, U32, 'ack_bitmap');
       case K.T0: return this.readUint(r, 0, MAX_UINT, 't0');
       case K.T1: return this.readUint(r, 0, MAX_UINT, 't1');
+      case K.LEVEL: return this.readUint(r, 0, 3, 'level');
       case K.OWNER: return this.readUint(r, 0, U32, 'owner');
       case K.LATCHED: return this.readBool(r, 'latched');
       case K.SUB_GRANTS: return this.readEntries(r, ENTRY_SUB_GRANT, 0);

@@ -121,8 +121,9 @@ export const Key = Object.freeze({
   BURST: KEY_BURST,
   OFFSET: 43,
   TOTAL: 44,
+  LEVEL: 45,
 } as const);
-export const MAX_KEY = 44;
+export const MAX_KEY = 45;
 
 // Limits (docs/protocol.md "Limits"). A client→hub frame larger than MAX_FRAME_BYTES is
 // refused whole with NACK TOO_LARGE; hub→client frames stay within MAX_HUB_FRAME_BYTES.
@@ -269,6 +270,8 @@ export interface PongFrame {
   type: 14;
   t0: number;
   t1: number;
+  /** Hub → client in a session: the §10.3 level the hub reads this session's link at (0–3). */
+  level?: number;
 }
 export interface GoodbyeFrame {
   type: 15;

@@ -305,12 +305,24 @@ export class Pendant {
     });
   }
 
+  /**
+   * The link level shown: the higher of the level the hub reports for this session's link (its
+   * last PONG, §5.14 `level`: the one its shedding table reads) and what the pendant's own radio
+   * sees (the loss detector over its acknowledgements and send status), which also covers the
+   * time before the first PONG and a hub that has stopped answering.
+   */
+  level(): number {
+    const hub = this.client.linkLevel;
+    const own = this.linkLevel();
+    return hub > own ? hub : own;
+  }
+
   /** What the status LED shows now. */
   status(): PendantStatusCode {
     const c = this.client;
     if (this.stopDown || c.latched) return PendantStatus.LATCHED;
     if (c.state !== 'active') return PendantStatus.DISCONNECTED;
-    if (this.linkLevel() >= 1) return PendantStatus.CONGESTED;
+    if (this.level() >= 1) return PendantStatus.CONGESTED;
     if (c.ownsControl) return PendantStatus.OWNER;
     const grant = c.publication(this.cmdVel);
     return grant && grant.grant.grantedRateHz > 0 ? PendantStatus.GRANTED : PendantStatus.CONNECTED;
@@ -318,6 +330,6 @@ export class Pendant {
 
   private lights(now: number, active: boolean): void {
     if (this.led) this.led.write(ledLevel(LED_PATTERNS[this.status()] as number, now));
-    if (this.linkLed) this.linkLed.write(ledLevel(linkPattern(active, this.linkLevel()), now));
+    if (this.linkLed) this.linkLed.write(ledLevel(linkPattern(active, this.level()), now));
   }
 }

@@ -92,9 +92,9 @@ describe('fast-frames: DATA and PONG, written as the general codec writes them',
 
   it('writePong writes exactly what encodeFrame writes', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.integer({ min: 0, max: 70000 }), fc.integer({ min: 0, max: 0xffffffff }), fc.maxSafeNat()), fc.oneof(fc.integer({ min: 0, max: 70000 }), fc.maxSafeNat()), (t0, t1) => {
-        const n = writePong(out, dv, t0, t1);
-        equal(bytesToHex(out.subarray(0, n)), bytesToHex(enc({ type: FrameType.PONG, t0, t1 })));
+      fc.property(fc.oneof(fc.integer({ min: 0, max: 70000 }), fc.integer({ min: 0, max: 0xffffffff }), fc.maxSafeNat()), fc.oneof(fc.integer({ min: 0, max: 70000 }), fc.maxSafeNat()), fc.integer({ min: -1, max: 3 }), (t0, t1, level) => {
+        const n = writePong(out, dv, t0, t1, level);
+        equal(bytesToHex(out.subarray(0, n)), bytesToHex(enc(level < 0 ? { type: FrameType.PONG, t0, t1 } : { type: FrameType.PONG, t0, t1, level })));
       }),
       { numRuns: runs(2000, 100) },
     );

@@ -2,7 +2,7 @@
 // never reaches another session's deliveries or grants; persistent garbage closes only the
 // session that sends it.
 import { CborWriter } from '../../hub/cbor.js';
-import { encodeFrame, FrameType, GoodbyeReason, MAX_FRAME_BYTES, type DataFrame, type Frame, type GoodbyeFrame, type NackFrame } from '../../hub/frames.js';
+import { encodeFrame, FrameType, GoodbyeReason, MAX_FRAME_BYTES, type DataFrame, type Frame, type GoodbyeFrame, type NackFrame, type PongFrame } from '../../hub/frames.js';
 import { Nack } from '../../hub/nack.js';
 import { SessionState } from '../../hub/session.js';
 import { deepEqual, equal, ok } from '../lib/assert.js';
@@ -88,6 +88,23 @@ describe('hub isolation and bad input (§12)', () => {
       deepEqual(c.take().map((f) => f.type), [FrameType.PONG]);
       c.hello();
       equal(fx.hub.sessions().length, 1);
+    });
+
+    it('a PONG says the level the table reads the session’s link at (§5.14 level), and none before HELLO', () => {
+      const fx = makeHub();
+      const c = new TestClient(fx.hub);
+      c.send({ type: FrameType.PING, t0: 5 });
+      deepEqual(c.take(FrameType.PONG), [{ type: FrameType.PONG, t0: 5, t1: fx.clock.now() }], 'no session: no level');
+      c.hello();
+      const levels: (number | undefined)[] = [];
+      for (const level of [0, 1, 2, 3]) {
+        c.link.level = level;
+        c.send({ type: FrameType.PING, t0: 6 + level });
+        const pongs = c.take(FrameType.PONG) as PongFrame[];
+        equal(pongs.length, 1);
+        levels.push(pongs[0]!.level);
+      }
+      deepEqual(levels, [0, 1, 2, 3]);
     });
   });
 

@@ -73,7 +73,7 @@ describe('hub parking (§10.4)', () => {
     c.send({ type: FrameType.PING, t0: 2 });
     c.send({ type: FrameType.PING, t0: 3 });
     fx.clock.t = t0 + 1500;
-    c.link.capacity = c.link.queuedBytes + 12; // room for one PONG, then none
+    c.link.capacity = c.link.queuedBytes + 15; // room for one PONG (with its level, §5.14), then none
     fx.hub.tick();
     equal(c.link.queued.length, 1);
     fx.clock.t = t0 + 2000;

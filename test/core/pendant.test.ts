@@ -283,13 +283,23 @@ describe('pendant: the LEDs and the link level', () => {
       r.stick(0, 0.2);
       let congested = 0;
       let statusCongested = 0;
+      let hubCongested = 0;
+      let hubHeard = 0;
       for (let i = 0; i < 30; i++) {
         await r.runFor(100);
         if (r.connector.level() >= 1) congested++;
         if (r.pendant.status() === PendantStatus.CONGESTED) statusCongested++;
+        const hub = r.pendant.client.linkLevel;
+        if (hub >= 0) hubHeard++;
+        // What the PONG said is the level the hub's own table reads this link at.
+        if (hub >= 0) equal(hub, r.binding.linkOf(PENDANT_MAC)!.level, 'the PONG’s level is the hub’s');
+        if (hub >= 1) hubCongested++;
+        ok(r.pendant.level() >= hub, 'the level shown is never below the hub’s');
       }
+      ok(hubHeard > 0, 'the hub reported its level for the link in a PONG');
       if (loss === 0) {
         equal(congested, 0, 'a clear air reads level 0');
+        equal(hubCongested, 0, 'and the hub reads it clear too');
         equal(r.connector.current!.lossRate(), 0);
       } else {
         ok(congested > 0, 'a lossy air reads congested');

@@ -422,7 +422,7 @@ describe('security: tier rules on every client frame', () => {
         }
         equal(r.hub.sessions().find((x) => x.id === w.sessionId)?.tier, t.tier, 'and its tier is what its credential gave');
         c.send({ type: FrameType.PING, t0: 42 });
-        deepEqual(c.take(), [{ type: FrameType.PONG, t0: 42, t1: r.clock.now() }]);
+        deepEqual(c.take(), [{ type: FrameType.PONG, t0: 42, t1: r.clock.now(), level: 0 }], 'a PONG in a session carries the level of its link (§5.14)');
         c.send({ type: FrameType.CATALOG });
         const cat = only<Frame>(c.take(), FrameType.CATALOG, 'CATALOG');
         ok(cat.type === FrameType.CATALOG && cat.text !== undefined && cat.text.length > 0);

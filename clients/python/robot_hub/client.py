@@ -291,6 +291,8 @@ class HubClient:
         self.grants = Grants()
         self.counters = Counters()
         self.rtt_ms: Optional[float] = None
+        # The §10.3 level the hub reads this session's link at, from its last PONG (§5.14 level).
+        self.link_level: Optional[int] = None
         self.catalog: Optional[CatalogIndex] = None
         self.publications: Dict[int, PublicationStats] = {}
         self.error: Optional[BaseException] = None
@@ -739,6 +741,8 @@ class HubClient:
             fut.set_result(e)
 
     def _on_pong(self, p: Pong) -> None:
+        if p.level is not None:
+            self.link_level = p.level
         if not self._pings:
             return
         fence = self._pings.popleft()

@@ -232,6 +232,7 @@ class Ping:
 class Pong:
     t0: int
     t1: int
+    level: Optional[int] = None
     type: int = field(default=FrameType.PONG, init=False)
 
 
@@ -276,7 +277,7 @@ KEYS: Dict[str, int] = {
     "slots": 23, "catalog_hash": 24, "tier": 25, "gap": 26, "dropped": 27, "acked": 28,
     "ack_base": 29, "ack_bitmap": 30, "t0": 31, "t1": 32, "owner": 33, "latched": 34,
     "sub_grants": 35, "pub_grants": 36, "text": 37, "stale_ttl_ms": 38, "estop_seq": 39,
-    "reason": 40, "channels": 41, "burst": 42, "offset": 43, "total": 44,
+    "reason": 40, "channels": 41, "burst": 42, "offset": 43, "total": 44, "level": 45,
 }
 
 CLASSES: Dict[int, type] = {
@@ -521,6 +522,7 @@ READERS: Dict[int, Callable[[Any, int], Any]] = {
     41: lambda v, t: _channels(v),
     43: lambda v, t: _uint(v, 0, U32, "offset"),
     44: lambda v, t: _uint(v, 0, U32, "total"),
+    45: lambda v, t: _uint(v, 0, 3, "level"),
 }
 
 # The keys each frame type reads (§5); every other key is skipped (§3.3).
@@ -538,7 +540,7 @@ FRAME_KEYS: Dict[int, frozenset[int]] = {
     11: frozenset({3, 15, 16, 17, 19}),
     12: frozenset({28, 29, 30}),
     13: frozenset({31}),
-    14: frozenset({31, 32}),
+    14: frozenset({31, 32, 45}),
     15: frozenset({40}),
     16: frozenset({39}),
     17: frozenset({24, 37, 43, 44}),
