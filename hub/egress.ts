@@ -408,9 +408,8 @@ export class Egress {
     const drained = q.size > 0 ? q.drainTo(link, now, this.health) : 0;
     s.sentFrames = (s.sentFrames + drained) >>> 0;
     s.stall.update(q.size > 0, drained > 0, now);
-    // §10.4 park, not kill: after NEVER_SHED_STALL_EVICTION_MS (the StallClock's limit) the
-    // transport is closed and the session goes STALE, exactly as a transport loss would;
-    // SESSION_EVICTED never fires from this path (§12.7).
+    // §10.4 park, not kill: after NEVER_SHED_STALL_EVICTION_MS (the StallClock's limit) the transport
+    // is closed and the session goes STALE, as a transport loss would; never SESSION_EVICTED (§12.7).
     return s.stall.parkDue(now);
   }
 
@@ -444,18 +443,12 @@ export class Egress {
     if (went) conn.sent = (conn.sent + 1) >>> 0;
   }
 
-  /** PONG (§5.14), allocation-free: to the session, or before HELLO to the transport. */
+  /** PONG (§5.14), allocation-free: to the session with the §10.3 level the table reads its link at, or before HELLO (no level) to the transport. */
   pong(conn: EgressConn, t0: number, t1: number): void {
     const arena = this.arena;
     arena.unstage();
     const s = conn.session;
-    // In a session the PONG says the §10.3 level the table reads the session's link at (§5.14).
-    let level = -1;
-    if (s !== null && s.link !== null) {
-      level = s.link.level;
-      if (level < this.levelFloor) level = this.levelFloor;
-      if (level > 3) level = 3;
-    }
+    const level = s !== null && s.link !== null ? Math.min(3, Math.max(s.link.level, this.levelFloor)) : -1;
     const frame = arena.seal(writePong(arena.out, arena.outView, t0, t1, level));
     if (s !== null) this.critical(s, frame, PONG_TAG, 0);
     else if (conn.link.send(frame, PONG_TAG, 0)) conn.sent = (conn.sent + 1) >>> 0;
