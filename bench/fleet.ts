@@ -21,7 +21,7 @@ import mqtt from 'mqtt';
 import { loadCatalog, type CatalogIndex } from '../catalog/index.js';
 import { DEFAULT_CATALOG } from '../catalog/default.js';
 import { Hub } from '../hub/hub.js';
-import type { RobotPort, Store } from '../hub/ports.js';
+import { MemoryStore, type RobotPort } from '../hub/ports.js';
 import { readUplinkConfig } from '../uplink/config.js';
 import { NodeMqtt } from '../uplink/node.js';
 import { Uplink, UplinkState } from '../uplink/uplink.js';
@@ -108,19 +108,6 @@ async function startMosquitto(): Promise<{ port: number; stop: () => Promise<voi
 
 // ------------------------------------------------------------------------------ the hubs
 
-class MemStore implements Store {
-  private readonly m = new Map<string, Uint8Array>();
-  get(k: string): Uint8Array | undefined {
-    return this.m.get(k);
-  }
-  set(k: string, v: Uint8Array): void {
-    this.m.set(k, v.slice());
-  }
-  delete(k: string): void {
-    this.m.delete(k);
-  }
-}
-
 const QUIET_ROBOT: RobotPort = { stop: () => undefined, release: () => undefined, publish: () => undefined, intent: () => 0 };
 
 class BenchHub {
@@ -141,7 +128,7 @@ class BenchHub {
     now: () => number,
   ) {
     const clock = { now };
-    this.hub = new Hub({ clock, random: { fill: (b) => void randomFillSync(b) }, store: new MemStore(), robot: QUIET_ROBOT, catalog }, { hubId: id });
+    this.hub = new Hub({ clock, random: { fill: (b) => void randomFillSync(b) }, store: new MemoryStore(), robot: QUIET_ROBOT, catalog }, { hubId: id });
     const { config, problems } = readUplinkConfig(
       {
         broker: url,
@@ -158,7 +145,7 @@ class BenchHub {
     );
     if (problems.length > 0) throw new Error(JSON.stringify(problems));
     this.mqtt = new NodeMqtt(url);
-    this.uplink = new Uplink(config, { hub: this.hub, clock, wallMs: () => Date.now(), store: new MemStore(), mqtt: this.mqtt, random: { fill: (b) => void randomFillSync(b) } });
+    this.uplink = new Uplink(config, { hub: this.hub, clock, wallMs: () => Date.now(), store: new MemoryStore(), mqtt: this.mqtt, random: { fill: (b) => void randomFillSync(b) } });
     this.mqtt.listener = this.uplink;
   }
 

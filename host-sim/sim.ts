@@ -13,7 +13,7 @@ import { Tier } from '../catalog/schema.js';
 import { saveCredentials } from '../hub/credentials.js';
 import { EstopSource } from '../hub/estop-frame.js';
 import { Hub } from '../hub/hub.js';
-import type { Log, Random, Store } from '../hub/ports.js';
+import { MemoryStore, type Log, type Random, type Store } from '../hub/ports.js';
 import { SimClient, type ClientEnv } from './clients.js';
 import { Kernel, SimClock, type Task, US_PER_MS, usOf } from './kernel.js';
 import { Direction, LinkFactory, type Connection, type ConnectionEnv, type LinkParams, type LinkTap } from './links/index.js';
@@ -88,19 +88,7 @@ export interface EstopCause {
   readonly client: string | null;
 }
 
-export class MemoryStore implements Store {
-  private readonly map = new Map<string, Uint8Array>();
-  get(key: string): Uint8Array | undefined {
-    const v = this.map.get(key);
-    return v ? v.slice() : undefined;
-  }
-  set(key: string, value: Uint8Array): void {
-    this.map.set(key, value.slice());
-  }
-  delete(key: string): void {
-    this.map.delete(key);
-  }
-}
+export { MemoryStore };
 
 const TICK = 1;
 /** Hub log records a simulation keeps (a headless scenario stays far below; `npm start` runs on). */

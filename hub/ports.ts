@@ -43,6 +43,21 @@ export interface Log {
 
 export const NULL_LOG: Log = Object.freeze({ event(): void {} });
 
+/** A Store in RAM, copying in and out: the simulators', the tests' and the benches'; a device keeps NVS. */
+export class MemoryStore implements Store {
+  readonly map = new Map<string, Uint8Array>();
+  get(key: string): Uint8Array | undefined {
+    const v = this.map.get(key);
+    return v ? v.slice() : undefined;
+  }
+  set(key: string, value: Uint8Array): void {
+    this.map.set(key, value.slice());
+  }
+  delete(key: string): void {
+    this.map.delete(key);
+  }
+}
+
 /**
  * Samples a client published, as the robot port receives them: `count` samples of `width`
  * numbers each, sample i being numbers[i × width, (i + 1) × width): [t, v1, …]. A view the core

@@ -13,7 +13,7 @@ import { EspNowConnector } from '../client/espnow.js';
 import type { ClientClock } from '../client/transport.js';
 import { saveCredentials } from '../hub/credentials.js';
 import { Hub, type HubConfig } from '../hub/hub.js';
-import type { Clock, RobotPort, SampleBlock, Store } from '../hub/ports.js';
+import { MemoryStore, type Clock, type RobotPort, type SampleBlock } from '../hub/ports.js';
 import { Mulberry32, SimAir, type SimRadio } from '../host-sim/links/espnow-air.js';
 import { Pendant } from './pendant.js';
 import { resolvePendantConfig, type PendantSettings } from './settings.js';
@@ -99,20 +99,6 @@ export class CutRadio implements Radio {
   send(mac: number, data: Uint8Array, length: number): number {
     // Cut: the datagram goes to a station that is not on the air, and every retry of it fails.
     return this.inner.send(this.cut ? NOWHERE : mac, data, length);
-  }
-}
-
-export class MemoryStore implements Store {
-  private readonly map = new Map<string, Uint8Array>();
-  get(key: string): Uint8Array | undefined {
-    const v = this.map.get(key);
-    return v ? v.slice() : undefined;
-  }
-  set(key: string, value: Uint8Array): void {
-    this.map.set(key, value.slice());
-  }
-  delete(key: string): void {
-    this.map.delete(key);
   }
 }
 

@@ -75,19 +75,7 @@ const P = {
 };
 globalThis.__P = P;
 `;
-  const out = await esbuild.build({
-    stdin: { contents: entry, resolveDir: repo, sourcefile: 'pendant-entry.ts', loader: 'ts' },
-    bundle: true,
-    format: 'iife',
-    target: 'es2022',
-    platform: 'neutral',
-    mainFields: ['module', 'main'],
-    conditions: ['import', 'default'],
-    write: false,
-    logLevel: 'silent',
-    banner: { js: '"use strict";' },
-  });
-  return out.outputFiles[0].text;
+  return bundleEntry(repo, entry, 'pendant-entry.ts');
 }
 
 /**
@@ -188,8 +176,13 @@ globalThis.__D = {
   },
 };
 `;
+  return bundleEntry(repo, entry, 'device-entry.ts');
+}
+
+/** One XS bundle of `entry` (TypeScript, resolved from the repository), as xsnap evaluates it. */
+async function bundleEntry(repo, entry, sourcefile) {
   const out = await esbuild.build({
-    stdin: { contents: entry, resolveDir: repo, sourcefile: 'device-entry.ts', loader: 'ts' },
+    stdin: { contents: entry, resolveDir: repo, sourcefile, loader: 'ts' },
     bundle: true,
     format: 'iife',
     target: 'es2022',

@@ -7,7 +7,7 @@ import { saveCredentials } from '../../hub/credentials.js';
 import { encodeEstop, ESTOP_FRAME_BYTES, EstopKind, EstopSource } from '../../hub/estop-frame.js';
 import { encodeFrame, FrameType, PROTOCOL_VERSION, type Frame, type HelloFrame, type NackFrame, type WelcomeFrame } from '../../hub/frames.js';
 import { Hub, type HubConfig } from '../../hub/hub.js';
-import type { Clock, LinkSink, Random, RobotPort, SampleBlock, Store } from '../../hub/ports.js';
+import { MemoryStore, type Clock, type LinkSink, type Random, type RobotPort, type SampleBlock, type Store } from '../../hub/ports.js';
 import { fail } from './assert.js';
 import { TestLink } from './test-link.js';
 
@@ -39,19 +39,7 @@ export class SeededRandom implements Random {
   }
 }
 
-export class MemoryStore implements Store {
-  readonly map = new Map<string, Uint8Array>();
-  get(key: string): Uint8Array | undefined {
-    const v = this.map.get(key);
-    return v ? v.slice() : undefined;
-  }
-  set(key: string, value: Uint8Array): void {
-    this.map.set(key, value.slice());
-  }
-  delete(key: string): void {
-    this.map.delete(key);
-  }
-}
+export { MemoryStore };
 
 export class RecordingRobot implements RobotPort {
   stops: number[] = [];
