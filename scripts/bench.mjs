@@ -315,7 +315,7 @@ function printTable(report) {
   for (const [name, c] of Object.entries(report.cases)) {
     if (c.kind !== 'retained') continue;
     log('');
-    log(`${name}: ${c.title} (XS, retained after gc; slots × ${DEVICE_SLOT_BYTES} B as on the device, chunk bytes as on this host, whose slots are ${c.xs ? c.xs.hostSlotBytes : '?'} B)`);
+    log(`${name}: ${c.title} (XS, retained after gc; slots × ${DEVICE_SLOT_BYTES} B as on the device, chunk bytes as the device holds them: 8-byte chunk headers and 16-byte array slots, where this host's are 16 and ${c.xs ? c.xs.hostSlotBytes : '?'} B)`);
     if (c.error) log(`  ERROR ${c.error}`);
     if (!c.xs) continue;
     log(['  ' + pad('step', 12), pad('count', 6, true), pad('slots', 8, true), pad('slot B', 9, true), pad('chunk B', 9, true), pad('slot B each', 12, true), pad('chunk B each', 13, true), '  per'].join(' '));
