@@ -162,9 +162,11 @@ export function writeSample(b: Uint8Array, dv: DataView, fp: FloatProbe, prefix:
   } else p = head(b, p + 1, 0x80, count);
   const f = fp.f;
   const bits = fp.bits;
-  // Declared once out here: a block that declares its own makes XS open a scope on every pass.
+  // Declared once out here: a block that declares its own makes XS open a scope on every pass
+  // (and a for loop's own `let` a copy of it on every pass).
   let x = 0;
-  for (let i = 0; i < count; i++) {
+  let i = 0;
+  for (i = 0; i < count; i++) {
     x = values[i] as number;
     f[0] = x;
     // A float32 with one of its low 13 mantissa bits set is no binary16 value (those have 10),
