@@ -136,30 +136,42 @@ export function writeData(b: Uint8Array, dv: DataView, fp: FloatProbe, prefix: U
 export function writeSample(b: Uint8Array, dv: DataView, fp: FloatProbe, prefix: Uint8Array, seq: number, t: number, values: Float64Array, count: number): number {
   b.set(prefix);
   let p = prefix.length;
-  if (seq >= 0x10000 && seq < TWO_32) {
-    b[p] = 0x1a;
-    dv.setUint32(p + 1, seq);
-    p += 5;
-  } else if (seq >= 0x100 && seq < 0x10000) {
-    b[p] = 0x19;
-    dv.setUint16(p + 1, seq);
-    p += 3;
-  } else p = head(b, p, 0x00, seq);
-  b[p] = Key.T;
-  if (t >= 0x10000 && t < TWO_32) {
-    b[p + 1] = 0x1a;
-    dv.setUint32(p + 2, t);
-    p += 6;
-  } else if (t >= 0x100 && t < 0x10000) {
-    b[p + 1] = 0x19;
-    dv.setUint16(p + 2, t);
-    p += 4;
-  } else p = head(b, p + 1, 0x00, t);
-  b[p] = Key.VALUES;
-  if (count < 24) {
-    b[p + 1] = 0x80 | count;
-    p += 2;
-  } else p = head(b, p + 1, 0x80, count);
+  // seq and the key of t after it, then t and the key of values: a 16-bit argument, its head and
+  // the next key are one 32-bit word (0x19, hi, lo, key).
+  if (seq < 0x10000) {
+    if (seq >= 0x100) {
+      dv.setUint32(p, 0x19000000 + seq * 0x100 + Key.T);
+      p += 4;
+    } else {
+      p = head(b, p, 0x00, seq);
+      b[p++] = Key.T;
+    }
+  } else {
+    if (seq < TWO_32) {
+      b[p] = 0x1a;
+      dv.setUint32(p + 1, seq);
+      p += 5;
+    } else p = head(b, p, 0x00, seq);
+    b[p++] = Key.T;
+  }
+  if (t < 0x10000) {
+    if (t >= 0x100) {
+      dv.setUint32(p, 0x19000000 + t * 0x100 + Key.VALUES);
+      p += 4;
+    } else {
+      p = head(b, p, 0x00, t);
+      b[p++] = Key.VALUES;
+    }
+  } else {
+    if (t < TWO_32) {
+      b[p] = 0x1a;
+      dv.setUint32(p + 1, t);
+      p += 5;
+    } else p = head(b, p, 0x00, t);
+    b[p++] = Key.VALUES;
+  }
+  if (count < 24) b[p++] = 0x80 | count;
+  else p = head(b, p, 0x80, count);
   const f = fp.f;
   const bits = fp.bits;
   // Declared once out here: a block that declares its own makes XS open a scope on every pass
