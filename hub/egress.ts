@@ -170,7 +170,8 @@ export class Egress {
           counters.rateGated++;
           continue;
         }
-      } else if (segments && !((grantedHz[k] as number) > 0)) {
+      } else if (!critical && !((grantedHz[k] as number) > 0)) {
+        // A segments stream with nothing granted: whole-source, so the next push that goes carries gap.
         counters.rateGated++;
         sourceDropped[k] = 1;
         continue;
@@ -198,8 +199,8 @@ export class Egress {
       } else {
         if (frame === null) {
           // The push's one encoding, for the first subscriber that gets it; a time that is no unsigned integer reads as 0.
-          // The buffer is whole: every push that sealed it opened it again before it returned.
           const data = this.data;
+          data.open(); // whole already, unless a link threw while the last push was handed on
           frame = data.seal(writeSample(data.bytes, data.view, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
         }
         if (critical) {
