@@ -18,29 +18,23 @@
 import { StagedBytes, SealedBytes } from './bytes.js';
 import { CborWriter } from './cbor.js';
 import { HubCounters } from './counters.js';
-import { dataFrameBytes, FloatProbe, writeData, writePong, writeSample } from './fast-frames.js';
+import { dataFrameBytes, FloatProbe, writePong, writeSample } from './fast-frames.js';
 import { encodeFrame } from './frame-encode.js';
 import { FrameType, type Frame } from './frame-types.js';
 import { utf8ByteLength } from './utf8.js';
 
 /** An EVENT frame's bytes besides its values and its text's bytes: the keys, seq, t, dropped and the heads (generous). */
 const EVENT_FRAME_OVERHEAD = 64;
-import { consumeGrantSlot } from './grants.js';
 import type { HealthMetrics } from './health.js';
 import { Tag, tagOf, type Clock, type Link } from './ports.js';
 import { FrameRing, RingColumns } from './queues.js';
 import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
-import { decimate, DECIMATION_STATE, resetDecimation, SEGMENTS_SHED_BASE, SHED_DECISION, SHED_LOOKUP } from './shed.js';
+import { sendGap, shedSubscriber } from './sample-shed.js';
+import { DECIMATION_STATE, resetDecimation, SEGMENTS_SHED_BASE, SHED_DECISION, SHED_LOOKUP } from './shed.js';
 import { LEVEL_CONGESTED, LEVEL_SEVERE } from './constants.js';
 
-// The table's decisions the shedding path tells apart, as plain constants: it compares against
-// them for every subscriber it sheds, where a property of SHED_DECISION would be a lookup each time.
+// The table's plain send, as a constant: the shedding path compares against it for every subscriber it sheds.
 const SEND = SHED_DECISION.send;
-const CONFLATE = SHED_DECISION.conflate;
-const DECIMATE2 = SHED_DECISION.decimate2;
-const DECIMATE4 = SHED_DECISION.decimate4;
-const DROP = SHED_DECISION.drop;
-const DROP_SOURCE = SHED_DECISION.drop_source;
 const PONG_TAG = tagOf(FrameType.PONG, Tag.CRITICAL);
 
 /** What the egress layer asks of the hub. */
@@ -74,7 +68,8 @@ export class Egress {
   routing = false;
   /** The ladder's rung-1 floor under every link's level (docs/operations.md "The hub-wide ladder"); the hub sets it when the rung changes. */
   levelFloor = 0;
-  private readonly fp = new FloatProbe();
+  /** The float scratch of the DATA writers. */
+  readonly fp = new FloatProbe();
   private readonly rings: (FrameRing | undefined)[];
   private columns: RingColumns | null = null;
   private readonly neverShedBytes: number;
@@ -82,7 +77,7 @@ export class Egress {
 
   constructor(
     private readonly clock: Clock,
-    private readonly table: SubscriptionTable,
+    /** @internal */ readonly table: SubscriptionTable,
     private readonly slots: readonly (Session | null)[],
     private readonly health: HealthMetrics,
     private readonly host: EgressHost,
@@ -112,93 +107,100 @@ export class Egress {
    * for this push leaves during this call, whatever cannot is dropped.
    *
    * This runs for every push of every stream, for every subscriber: what the loop reads is held
-   * in locals, and a link at level 0 skips the table (its row 1 sends, whatever the subscription).
+   * in locals, and a link at level 0 or 1 skips the table (its row 1 sends, whatever the
+   * subscription); sample-shed.ts takes the rarer turns.
    */
   publishSample(route: ChannelRoute, t: number, values: Float64Array, count: number): void {
     const seq = (route.seq = route.seq === 0xffffffff ? 0 : route.seq + 1);
     const tab = this.table;
     const r = route.index;
-    const subscriberCount = tab.subscriberCount;
-    if (subscriberCount[r] === 0) return;
+    // The subscribers do not change while a push is routed (the hub defers what a link's answer would do).
+    const end = tab.subscriberCount[r] as number;
+    if (end === 0) return;
     const ch = route.ch;
     let n = ch.fieldCount; // a sample carries at most the catalog's fields and the values given; a fraction of a count is dropped
     if (count < n) n = count > 0 ? count - (count % 1) : 0;
     if (n > values.length) n = values.length;
     const now = this.clock.now();
     const critical = ch.critical;
-    const sharedTag = route.tag | SHARED;
     const segments = route.shedBase === SEGMENTS_SHED_BASE;
+    // The grant gates the push: not critical, not segments (§10.4: a segments stream is never
+    // thinned, not even by the grant, whose rate is whole-source).
+    const gated = !critical && !segments;
+    const sharedTag = route.tag | SHARED;
     const lastAt = route.lastAt;
-    const counters = this.counters;
     const slots = this.slots;
+    const first = r * tab.slots;
     const subscribers = tab.subscribers;
     const grantedHz = tab.grantedHz;
     const nextDue = tab.nextDue;
     const firstPush = tab.firstPush;
     const sourceDropped = tab.sourceDropped;
     const decimation = tab.decimation;
-    const first = r * tab.slots;
     // docs/operations.md "Health, admission and overload" ladder rung 1: the table reads every link at this level at least.
     const floor = this.levelFloor;
-    const rows = counters.rows;
+    const floorSheds = floor >= LEVEL_CONGESTED;
     let frame: Uint8Array | null = null;
     // What the loop works with, declared once out here: a block that declares its own makes XS
-    // open a scope on every pass.
+    // open a scope on every pass (and a for loop's own `let` a copy of it on every pass).
+    let i = 0;
     let slot = 0;
     let s: Session;
     let link: Link | null;
     let k = 0;
-    // The subscriber's granted rate: above 0 only where the grant gates the push (not critical, not segments).
+    // The subscriber's granted rate: above 0 only where the grant gates the push.
     let g = 0;
     let due = 0;
     let level = 0;
     let packed = 0;
     let period = 0;
+    const counters = this.counters;
+    const rows = counters.rows;
     this.routing = true;
-    for (let i = 0; i < (subscriberCount[r] as number); i++) {
+    for (i = 0; i < end; i++) {
       slot = subscribers[first + i] as number;
       s = slots[slot] as Session;
       link = s.link;
       if (link === null) continue;
       k = first + slot;
-      if (!critical) {
+      if (gated) {
         // The grant: a subscriber gets at most its granted rate, always the newest sample.
         g = grantedHz[k] as number;
-        if (!(g > 0)) {
-          counters.rateGated++;
-          if (segments) sourceDropped[k] = 1;
-          continue;
-        }
-        // §10.4: a segments stream is never thinned, not even by the grant (its grant is
-        // whole-source): no gate, and no gate's clock to move (g 0).
-        if (segments) g = 0;
-        else if (now < (due = nextDue[k] as number)) {
+        if (!(g > 0) || now < (due = nextDue[k] as number)) {
           counters.rateGated++;
           continue;
         }
+      } else if (!critical && !((grantedHz[k] as number) > 0)) {
+        // A segments stream with nothing granted: whole-source, so the next push that goes carries gap.
+        counters.rateGated++;
+        sourceDropped[k] = 1;
+        continue;
       }
-      level = link.level;
-      if (level < floor) level = floor;
-      if (level >= LEVEL_CONGESTED) {
+      if (floorSheds || (level = link.level) >= LEVEL_CONGESTED) {
+        // The link's level, read once (at a floor of 2 or more the condition did not read it).
+        if (floorSheds) {
+          level = link.level;
+          if (level < floor) level = floor;
+        }
         packed = SHED_LOOKUP[route.shedBase + (tab.priority[k] as number) * 6 + (firstPush[k] as number) * 3 + (level >= LEVEL_SEVERE ? 2 : 1)] as number;
-        rows[packed & 0xf] = (rows[packed & 0xf] as number) + 1;
+        rows[packed & 0xf]!++;
         if (packed >>> 4 !== SEND || decimation[k * DECIMATION_STATE] !== 1) {
-          if (this.shed(route, packed >>> 4, k, slot, values, n, now)) continue;
+          if (shedSubscriber(this, route, packed >>> 4, k, slot, values, n, now)) continue;
         }
       } else {
         // A clear link: row 1 for every subscription (shed.ts shedDecide), a send; a subscription
         // that was decimating starts afresh.
-        rows[1] = (rows[1] as number) + 1;
+        rows[1]!++;
         if (decimation[k * DECIMATION_STATE] !== 1) resetDecimation(decimation, k * DECIMATION_STATE);
       }
       if (sourceDropped[k] === 1) {
         // The subscriber's own variant, carrying gap (the shared frame goes only to those owed none).
-        if (!this.sendGap(route, s, link, k, seq, t, values, n)) continue;
+        if (!sendGap(this, route, s, link, k, seq, t, values, n)) continue;
       } else {
         if (frame === null) {
           // The push's one encoding, for the first subscriber that gets it; a time that is no unsigned integer reads as 0.
           const data = this.data;
-          data.open();
+          data.open(); // whole already, unless a link threw while the last push was handed on
           frame = data.seal(writeSample(data.bytes, data.view, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
         }
         if (critical) {
@@ -229,70 +231,6 @@ export class Egress {
     this.routing = false;
     // Whole again once every link has copied it: a buffer stays shrunk only while it is handed on (hub/bytes.ts).
     if (frame !== null) this.data.open();
-  }
-
-  /** §10.4 row 6: the push for a subscriber owed `gap`, its own encoding in the staging area; true when it went. */
-  private sendGap(route: ChannelRoute, s: Session, link: Link, k: number, seq: number, t: number, values: Float64Array, n: number): boolean {
-    const arena = this.arena;
-    arena.unstage();
-    const out = arena.seal(writeData(arena.out, arena.outView, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n, true, 0));
-    let went = true;
-    if (route.ch.critical) went = this.critical(s, out, route.tag, seq);
-    else if (s.neverShed.size > 0 || !link.send(out, route.tag, seq)) {
-      this.counters.egressDrops++;
-      went = false;
-    } else s.sentFrames++;
-    arena.unstage();
-    // Carried: the source is whole again. Refused: it stays owed (a lost segment is a lost command).
-    if (went) this.table.sourceDropped[k] = 0;
-    return went;
-  }
-
-  /**
-   * The table's decision for one subscriber, other than a plain send from a subscription that was
-   * not decimating: true when the push is not sent to it (counted here).
-   */
-  private shed(route: ChannelRoute, decision: number, k: number, slot: number, values: Float64Array, n: number, now: number): boolean {
-    const counters = this.counters;
-    const tab = this.table;
-    if (decision === DROP) {
-      counters.shedDrops++;
-      return true;
-    }
-    if (decision === DROP_SOURCE) {
-      counters.shedDrops++;
-      tab.sourceDropped[k] = 1; // §10.4 row 6: whole source; the next push that goes out carries gap
-      return true;
-    }
-    const decimation = tab.decimation;
-    if (decision === DECIMATE4 || decision === DECIMATE2) {
-      if (decimate(decimation, k * DECIMATION_STATE, decision === DECIMATE4 ? 4 : 2)) return false;
-      // Decimation thins the granted stream: the dropped push uses up its grant slot.
-      counters.decimated++;
-      consumeGrantSlot(tab.grantedHz, tab.nextDue, k, now);
-      return true;
-    }
-    // A factor of 1 has no count: only a subscription that was decimating needs the reset.
-    if (decimation[k * DECIMATION_STATE] !== 1) resetDecimation(decimation, k * DECIMATION_STATE);
-    // Row 8 conflates STATE channels only, which keep the values last sent: the same values
-    // again are not sent (shed.ts sameValues' rule, written out on the table's block of them:
-    // NaN equals NaN, 0 equals -0; n is at most the channel's fields).
-    const lastAt = route.lastAt;
-    if (decision === CONFLATE && lastAt >= 0 && tab.lastLen[k] === n) {
-      const last = tab.lastValues;
-      const at = lastAt + slot * route.ch.fieldCount;
-      let j = 0;
-      for (; j < n; j++) {
-        const x = values[j] as number;
-        const y = last[at + j] as number;
-        if (x !== y && (x === x || y === y)) break;
-      }
-      if (j === n) {
-        counters.conflated++;
-        return true;
-      }
-    }
-    return false;
   }
 
   /** One EVENT (§9.4): queued per subscriber, bounded, oldest dropped and counted. */

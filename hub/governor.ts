@@ -66,6 +66,8 @@ export const DEFAULT_GOVERNOR_OPTIONS: GovernorOptions = Object.freeze({
   hubBytesPerS: DEFAULT_HUB_BYTES_PER_S,
 });
 
+const floor = Math.floor;
+
 function sliceIndex(slice: number): number {
   const i = slice % GOVERNOR_SLICES;
   return i < 0 ? i + GOVERNOR_SLICES : i;
@@ -224,30 +226,35 @@ export class IngressGovernor {
   }
 
   // Slices older than the window are emptied as the window slides past them. A clock that steps
-  // back writes into the newest slice rather than reopening an old one.
+  // back writes into the newest slice rather than reopening an old one. This runs whenever a
+  // frame comes after its scope's newest slice ended: its slice index is written out (sliceIndex).
   private advance(scope: number, now: number): void {
-    const slice = Math.floor(now / GOVERNOR_SLICE_MS);
+    const slice = floor(now / GOVERNOR_SLICE_MS);
     const head = this.head[scope] as number;
     if (!(slice > head)) return;
     const ring = this.ring;
+    const used = this.used;
     const base = scope * GOVERNOR_SLICES;
-    ring[this.at[scope] as number] = (this.used[scope] as number) - (this.older[scope] as number);
-    if (slice - head >= GOVERNOR_SLICES) {
-      for (let i = 0; i < GOVERNOR_SLICES; i++) ring[base + i] = 0;
-      this.used[scope] = 0;
-    } else {
-      let used = this.used[scope] as number;
+    ring[this.at[scope] as number] = (used[scope] as number) - (this.older[scope] as number);
+    let u = 0;
+    let i = 0;
+    if (slice - head >= GOVERNOR_SLICES) ring.fill(0, base, base + GOVERNOR_SLICES);
+    else {
+      u = used[scope] as number;
       for (let s = head + 1; s <= slice; s++) {
-        const i = base + sliceIndex(s);
-        used -= ring[i] as number;
-        ring[i] = 0;
+        i = s % GOVERNOR_SLICES;
+        if (i < 0) i += GOVERNOR_SLICES;
+        u -= ring[base + i] as number;
+        ring[base + i] = 0;
       }
-      this.used[scope] = used > 0 ? used : 0;
+      if (!(u > 0)) u = 0;
     }
+    used[scope] = u;
     // The new newest slice is empty: everything in the window is older.
-    this.older[scope] = this.used[scope] as number;
+    this.older[scope] = u;
     this.head[scope] = slice;
-    this.at[scope] = base + sliceIndex(slice);
+    i = slice % GOVERNOR_SLICES;
+    this.at[scope] = base + (i < 0 ? i + GOVERNOR_SLICES : i);
     this.until[scope] = (slice + 1) * GOVERNOR_SLICE_MS;
   }
 }

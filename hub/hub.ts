@@ -88,6 +88,8 @@ export class Hub {
   private readonly parkLater: Session[] = [];
   /** Something waits in lostLater or parkLater. */
   private deferred = false;
+  /** A transport may still be waiting for its HELLO (set at attach; a transport never loses its session). */
+  private handshaking = false;
 
   constructor(ports: HubPorts, config: Partial<HubConfig> = {}) {
     this.config = Object.freeze({ ...DEFAULT_HUB_CONFIG, ...config });
@@ -148,6 +150,7 @@ export class Hub {
     const now = this.clock.now();
     const conn = new Conn(this, link, now);
     this.conns.push(conn);
+    this.handshaking = true;
     this.due(now + this.config.handshakeTimeoutMs);
     return conn;
   }
@@ -444,11 +447,14 @@ export class Hub {
   /** §6.1: transports that have not completed HELLO within the handshake timeout are closed. Returns the next expiry. */
   private expireHandshakes(now: number): number {
     let next = Infinity;
+    if (!this.handshaking) return next;
+    this.handshaking = false;
     for (let i = this.conns.length - 1; i >= 0; i--) {
       const c = this.conns[i] as Conn;
       if (c.session) continue;
       const at = c.attachedAt + this.config.handshakeTimeoutMs;
       if (now < at) {
+        this.handshaking = true;
         if (at < next) next = at;
         continue;
       }

@@ -11,7 +11,7 @@ import { ChannelClass, Direction } from '../catalog/schema.js';
 import { CborError } from './cbor.js';
 import { MALFORMED_CLOSE_PER_S } from './constants.js';
 import { ESTOP_MAGIC, ESTOP_NACK_FRAME_TYPE, EstopFrameError, EstopKind, EstopSource, decodeEstop, type EstopFrame } from './estop-frame.js';
-import { Fast, FastReader } from './fast-frames.js';
+import { Fast, FastReader } from './fast-reader.js';
 import { catalogChunk, sendHealth } from './chunks.js';
 import type { Conn } from './conn.js';
 import { FrameDecoder } from './frame-decode.js';

@@ -16,6 +16,9 @@ import type { Hub } from './hub.js';
 import { Nack } from './nack.js';
 import { SessionState, type Session } from './session.js';
 
+/** The deadman's bit in the latch's mask of asserting sources (EstopLatch.assertingSources). */
+const DEADMAN_BIT = 1 << EstopSource.DEADMAN;
+
 // safety-events `kind` (catalog comment): what happened to the latch.
 export const SafetyEventKind = Object.freeze({ LATCH: 1, CLEAR: 2 } as const);
 
@@ -173,7 +176,8 @@ export class Safety {
   /** Any frame from the control owner: the deadman is fed and its hold released. */
   ownerHeard(now: number): void {
     this.deadman.heard(now);
-    this.latch.setSourceAsserting(EstopSource.DEADMAN, false);
+    // The deadman's hold ends: usually there is none to end (this runs for every frame of the owner's).
+    if ((this.latch.assertingSources & DEADMAN_BIT) !== 0) this.latch.setSourceAsserting(EstopSource.DEADMAN, false);
   }
 
   /** A new owner (or none): the deadman starts (or stops) and the old owner's hold ends; the latch stays. */
