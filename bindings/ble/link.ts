@@ -5,7 +5,7 @@
 // this one implementation on both.
 
 import { WatermarkDetector } from '../detector.js';
-import { AckCounter, MIN_RTT_WINDOW_MS, SAMPLE_BUDGET_MAX_MS, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { AckCounter, MIN_RTT_WINDOW_MS, SAMPLE_BUDGET_MAX_MS, THROUGHPUT_WINDOW_MS, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { Tier } from '../../catalog/schema.js';
 import { AckForm, Tag, type Clock, type GrantSet, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
@@ -81,7 +81,10 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** WELCOME `mtu` (caps.mtu): the largest frame the client may send, which reassembly takes whole (§7). */
   readonly caps: LinkCaps;
   readonly queue: NotifyQueue;
-  /** Frames handed to the stack and what the client's ACKs cover (bindings/link.ts). */
+  /**
+   * What the client's ACKs cover (bindings/link.ts). Its `started` is the queue's `framesStarted`
+   * (frames whose first fragment went out, ESTOP frames included), copied in when it is read.
+   */
   readonly acks = new AckCounter();
   readonly reassembler: Reassembler;
   readonly detector: WatermarkDetector;
@@ -106,6 +109,9 @@ export class BleLink implements ReassemblySink, BindingLink {
   private lvl = 0;
   private sampled = 0;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
+  // Completed bytes not yet handed to the estimator, and the start of its window (`carried`).
+  private carriedBytes = 0;
+  private windowFrom: number;
   // Stalled time (bindings/link.ts DrainClock): when the stack last took a notification, or a
   // backlog began.
   private movedAt: number;
@@ -151,6 +157,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     const now = clock.now();
     this.detector = new WatermarkDetector(now);
     this.throughput = new ThroughputEstimator(now);
+    this.windowFrom = now;
     this.movedAt = now;
   }
 
@@ -224,7 +231,9 @@ export class BleLink implements ReassemblySink, BindingLink {
       if (bytes > 0) {
         this.movedAt = now;
         this.counters.deliveredBytes += bytes;
-        this.throughput.add(bytes, now);
+        // ThroughputEstimator.add: within its window only the sum moves (see carried).
+        if (now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom) this.carriedBytes += bytes;
+        else this.carried(bytes, now);
       }
     } else {
       q.done(false);
@@ -327,21 +336,13 @@ export class BleLink implements ReassemblySink, BindingLink {
         // (stalledMs) and is taken at once.
         this.movedAt = now;
         this.pumping = true;
-        const n = q.handOutWhole(frame);
-        // AckCounter.startedAt without hand-over times (this link times no round trip).
-        this.acks.started++;
         this.flightSince = now;
         const due = now + this.notifyTimeoutMs - 1;
         if (due < this.dueAt) this.dueAt = due;
-        try {
-          this.transport.notify(q.out, n);
-        } catch {
-          if (q.inFlight) {
-            q.done(false);
-            this.retryLater(now);
-          }
+        if (!q.notifyWhole(frame, this.transport) && q.inFlight) {
+          q.done(false);
+          this.retryLater(now);
         }
-        q.release();
         if (q.inFlight && q.frames === 0 && !this.shutDown) {
           // The pump's end: the queue is empty, so the take left nothing (ratio 0); take()'s
           // test first, to leave out working out what it found.
@@ -389,14 +390,19 @@ export class BleLink implements ReassemblySink, BindingLink {
 
   /** The client's cumulative ACK (key 28), as the core decoded it: the ack lag health reports. */
   acked(count: number): void {
-    if (!this.shutDown) this.acks.ack(count, this.clock.now());
+    if (this.shutDown) return;
+    const a = this.acks;
+    a.started = this.queue.framesStarted;
+    a.ack(count, this.clock.now());
   }
 
   /** A BLE connection carries no broadcast: the grants are the core's alone. */
   granted(_grants: GrantSet): void {}
 
   ackLag(): number {
-    return this.acks.outstanding();
+    const a = this.acks;
+    a.started = this.queue.framesStarted;
+    return a.outstanding();
   }
 
   /** Notifications are acknowledged by the link layer: no loss rate. */
@@ -406,7 +412,10 @@ export class BleLink implements ReassemblySink, BindingLink {
 
   /** Throughput from the completions; no round trip is timed at this layer (rttMs 0, unknown). */
   estimate(): LinkEstimate {
-    this.est.throughputBps = this.throughput.bps(this.clock.now());
+    const now = this.clock.now();
+    this.handCarried();
+    this.est.throughputBps = this.throughput.bps(now);
+    this.windowMoved(now);
     return this.est;
   }
 
@@ -515,11 +524,8 @@ export class BleLink implements ReassemblySink, BindingLink {
           if (found < 0) found = ahead;
         }
         const before = found < 0 ? q.ratio(size) : 0;
-        const started = q.framesStarted;
         const n = q.next(size);
         if (n === 0) break;
-        // AckCounter.startedAt without hand-over times (this link times no round trip).
-        this.acks.started += q.framesStarted - started;
         if (found < 0) found = before;
         this.flightSince = now;
         const due = now + this.notifyTimeoutMs - 1;
@@ -587,7 +593,32 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (bytes <= 0) return;
     this.movedAt = now;
     this.counters.deliveredBytes += bytes;
+    this.carried(bytes, now);
+  }
+
+  /**
+   * `bytes` completed at `now`, into the throughput estimator. A completion within the
+   * estimator's window only adds to the window's sum there (ThroughputEstimator.add): the link
+   * keeps that sum in `carriedBytes` and hands it over in one add, dated in the same window, just
+   * before the estimator next looks at the clock (a completion after the window, `estimate`).
+   * `windowFrom` follows the estimator's window start as its roll moves it.
+   */
+  private carried(bytes: number, now: number): void {
+    this.handCarried();
     this.throughput.add(bytes, now);
+    this.windowMoved(now);
+  }
+
+  private handCarried(): void {
+    if (this.carriedBytes > 0) {
+      this.throughput.add(this.carriedBytes, this.windowFrom);
+      this.carriedBytes = 0;
+    }
+  }
+
+  // ThroughputEstimator's roll at `now`: the window starts again at `now` once it has closed, or when the clock stepped back.
+  private windowMoved(now: number): void {
+    if (now - this.windowFrom >= THROUGHPUT_WINDOW_MS || now < this.windowFrom) this.windowFrom = now;
   }
 
   /** One notification's service time: bindings/link.ts WindowedMax.sample, and the budget from it. */

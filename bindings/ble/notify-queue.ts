@@ -323,15 +323,17 @@ export class NotifyQueue {
   }
 
   /**
-   * Hands `frame` out at once as one ONLY notification, without queueing it: the frame a queue
-   * would take and cut into exactly this (one copy instead of two). Only while nothing is queued,
-   * written ahead or in flight, and for a frame of 1 to `capacityBytes` bytes that fits one
-   * fragment; the caller makes sure. Returns the notification's length.
+   * Hands `frame` out at once to `transport` as one ONLY notification, without queueing it: the
+   * frame a queue would take and cut into exactly this (one copy instead of two), then `release`.
+   * Only while nothing is queued, written ahead or in flight (so `out` is whole), and for a frame
+   * of 1 to `capacityBytes` bytes that fits one fragment; the caller makes sure. Returns false
+   * when the transport threw (the notification is still in flight then: the caller fails it).
    */
-  handOutWhole(frame: Uint8Array): number {
+  notifyWhole(frame: Uint8Array, transport: { notify(value: Uint8Array, length: number): void }): boolean {
     const length = frame.length;
     const n = length + FRAGMENT_HEADER_BYTES;
-    if (n !== this.outLength) this.fit(n);
+    const rab = this.rab;
+    rab.resize(this.outAt + n);
     // The message counter it goes under (nextCounter); no later fragment needs it as headCounter.
     const c = (this.counter + 1) & FRAGMENT_COUNTER_MASK;
     this.counter = c;
@@ -344,7 +346,14 @@ export class NotifyQueue {
     this.inFlight = true;
     this.vacant = false;
     this.counters.handedOut++;
-    return n;
+    let ok = true;
+    try {
+      transport.notify(out, n);
+    } catch {
+      ok = false;
+    }
+    rab.resize(this.outAt + FRAGMENT_MAX_BYTES);
+    return ok;
   }
 
   /**
@@ -368,7 +377,6 @@ export class NotifyQueue {
     this.inFlight = false;
     const carried = this.flightCarried;
     this.flight = 0;
-    this.flightCarried = 0;
     this.vacant = this.held === 0;
     this.counters.completed++;
     return carried;
