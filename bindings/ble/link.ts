@@ -10,7 +10,7 @@ import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { Tier } from '../../catalog/schema.js';
 import { AckForm, Tag, type Clock, type GrantSet, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { fragmentSize, HUB_REASSEMBLY, Reassembler, type ReassemblyLimits, type ReassemblySink } from './fragment.js';
-import { NotifyQueue, type NotifyQueueOptions } from './notify-queue.js';
+import { ESTOP_AHEAD_SLOTS, NotifyQueue, type NotifyQueueOptions } from './notify-queue.js';
 
 /** What the link needs of the connection underneath. */
 export interface BleTransport {
@@ -61,13 +61,14 @@ export const BLE_NOTIFY_RETRY_MS = 20;
  */
 export const BLE_NOTIFY_TIMEOUT_MS = 1000;
 
-export class BleLinkCounters {
+/** The link's counters (`BleLink.counters`: fields of the link itself, no object of their own). */
+export interface BleLinkCounters {
   /** Frames the core sent that the queue could not take (the core asks canSend first: 0). */
-  refusedSends = 0;
+  readonly refusedSends: number;
   /** Notifications counted done by the timeout, without a completion. */
-  unconfirmed = 0;
+  readonly unconfirmed: number;
   /** Frame bytes the transport has completed. */
-  deliveredBytes = 0;
+  readonly deliveredBytes: number;
 }
 
 /**
@@ -76,6 +77,9 @@ export class BleLinkCounters {
  * changes nothing there then costs a comparison, not a call).
  */
 const SERVICE_HALF_MS = MIN_RTT_WINDOW_MS / 2;
+
+/** The caps of a link with the default reassembly limits. */
+const BLE_CAPS: LinkCaps = Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu: HUB_REASSEMBLY.maxFrameBytes, writeAheadSlots: ESTOP_AHEAD_SLOTS, ackForm: AckForm.STREAM });
 
 export class BleLink implements ReassemblySink, BindingLink {
   /** WELCOME `mtu` (caps.mtu): the largest frame the client may send, which reassembly takes whole (§7). */
@@ -88,7 +92,10 @@ export class BleLink implements ReassemblySink, BindingLink {
   readonly acks = new AckCounter();
   readonly reassembler: Reassembler;
   readonly detector: WatermarkDetector;
-  readonly counters = new BleLinkCounters();
+  /** BleLinkCounters. */
+  refusedSends = 0;
+  unconfirmed = 0;
+  deliveredBytes = 0;
   /** §10.2 link estimate: frame bytes the stack reported sent. */
   readonly throughput: ThroughputEstimator;
   private readonly transport: BleTransport;
@@ -143,9 +150,13 @@ export class BleLink implements ReassemblySink, BindingLink {
   constructor(transport: BleTransport, clock: Clock, options: BleLinkOptions = {}, subscribed = false) {
     this.transport = transport;
     this.clock = clock;
-    this.queue = new NotifyQueue(options.queue);
     const limits = options.reassembly ?? HUB_REASSEMBLY;
-    this.caps = Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu: limits.maxFrameBytes, writeAheadSlots: this.queue.aheadSlots, ackForm: AckForm.STREAM });
+    // The reassembly buffer lives in the queue's buffer.
+    this.queue = new NotifyQueue({ ...options.queue, spareBytes: limits.maxFrameBytes + 1 });
+    const mtu = limits.maxFrameBytes;
+    const ahead = this.queue.aheadSlots;
+    // Links of the same caps share one frozen object.
+    this.caps = mtu === BLE_CAPS.mtu && ahead === BLE_CAPS.writeAheadSlots ? BLE_CAPS : Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu, writeAheadSlots: ahead, ackForm: AckForm.STREAM });
     this.retryMs = options.retryMs ?? BLE_NOTIFY_RETRY_MS;
     this.notifyTimeoutMs = options.notifyTimeoutMs ?? BLE_NOTIFY_TIMEOUT_MS;
     this.ceiling = options.tierCeiling ?? Tier.observer;
@@ -153,7 +164,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.mw = transport.maximumWrite();
     this.size = fragmentSize(this.mw);
     // The link is its reassembler's sink (frame, refuse): no closures of its own to keep.
-    this.reassembler = new Reassembler(this, limits);
+    this.reassembler = new Reassembler(this, limits, this.queue.spare);
     const now = clock.now();
     this.detector = new WatermarkDetector(now);
     this.throughput = new ThroughputEstimator(now);
@@ -184,6 +195,11 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** Where the link feeds the client's frames: what `hub.attach(link)` returned. */
   connect(sink: LinkSink): void {
     this.sink = sink;
+  }
+
+  /** The link's counters: the link itself. */
+  get counters(): BleLinkCounters {
+    return this;
   }
 
   /** True once the transport is gone, whichever side closed it. */
@@ -227,10 +243,10 @@ export class BleLink implements ReassemblySink, BindingLink {
       // A service time no longer than the longest in its bucket changes nothing there.
       const v = now - this.flightSince;
       if (v > this.serviceCur || now - this.serviceStart >= SERVICE_HALF_MS) this.serviceSample(v, now);
-      const bytes = q.completed();
+      const bytes = q.complete();
       if (bytes > 0) {
         this.movedAt = now;
-        this.counters.deliveredBytes += bytes;
+        this.deliveredBytes += bytes;
         // ThroughputEstimator.add: within its window only the sum moves (see carried).
         if (now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom) this.carriedBytes += bytes;
         else this.carried(bytes, now);
@@ -284,8 +300,8 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.reassembler.tick(now);
     const q = this.queue;
     if (q.inFlight && now - this.flightSince >= this.notifyTimeoutMs) {
-      this.counters.unconfirmed++;
-      this.delivered(q.completed(), now);
+      this.unconfirmed++;
+      this.delivered(q.complete(), now);
     }
     this.pump();
     this.judge(now);
@@ -358,7 +374,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     // A notification queue holds a few frames: STATE values are not conflated here (§13.6).
     if (!q.push(frame, length, this.size, now, (tag & Tag.SAMPLE) !== 0)) {
       // §13.5.5: a frame turned away reads as a full queue.
-      this.counters.refusedSends++;
+      this.refusedSends++;
       if (now === this.takeOwedAt) this.repayTake(now);
       this.detector.refused(now);
       this.signalZero = false;
@@ -429,7 +445,7 @@ export class BleLink implements ReassemblySink, BindingLink {
 
   /** Frames this link dropped unsent (stale samples): docs/protocol.md §13.6. */
   unsent(): number {
-    return this.queue.counters.expired;
+    return this.queue.expired;
   }
 
   /** The queue's fill; full while samples dropped stale hold the signal so (a queue full in time, §13.6). */
@@ -592,7 +608,7 @@ export class BleLink implements ReassemblySink, BindingLink {
   private delivered(bytes: number, now: number): void {
     if (bytes <= 0) return;
     this.movedAt = now;
-    this.counters.deliveredBytes += bytes;
+    this.deliveredBytes += bytes;
     this.carried(bytes, now);
   }
 

@@ -29,6 +29,9 @@ const ONLY_HEADER = header(FragmentPosition.ONLY, 0);
 const FIRST_HEADER = header(FragmentPosition.FIRST, 0);
 const MIDDLE_HEADER = header(FragmentPosition.MIDDLE, 0);
 const LAST_HEADER = header(FragmentPosition.LAST, 0);
+// A frame's start in storage (below 2^16: the storage is at most 65535 bytes), and its mark as expendable, in one column.
+const START_MASK = 0xffff;
+const EXPENDABLE = 0x10000;
 /** An ESTOP frame's notification: one ONLY fragment. */
 const ESTOP_NOTIFICATION_BYTES = FRAGMENT_HEADER_BYTES + ESTOP_FRAME_BYTES;
 
@@ -69,21 +72,24 @@ export interface NotifyQueueOptions {
   readonly bytes?: number;
   /** Frames held at most (default NOTIFY_QUEUE_FRAMES). */
   readonly frames?: number;
+  /** Bytes of the queue's buffer set aside for its owner (`spare`; default 0). */
+  readonly spareBytes?: number;
 }
 
-export class NotifyQueueCounters {
+/** The queue's counters (`NotifyQueue.counters`: fields of the queue itself, no object of their own). */
+export interface NotifyQueueCounters {
   /** Notifications handed to the transport (retries included). */
-  handedOut = 0;
+  readonly handedOut: number;
   /** Notifications the transport completed. */
-  completed = 0;
+  readonly completed: number;
   /** Completions with an error (the notification is sent again). */
-  failures = 0;
+  readonly failures: number;
   /** ESTOP frames written ahead. */
-  estops = 0;
+  readonly estops: number;
   /** ESTOP frames dropped because ESTOP_AHEAD_SLOTS newer ones were waiting. */
-  estopsDropped = 0;
+  readonly estopsDropped: number;
   /** Expendable frames dropped unsent for waiting longer than the sample budget. */
-  expired = 0;
+  readonly expired: number;
 }
 
 /**
@@ -99,7 +105,13 @@ export class NotifyQueue {
   readonly capacityNotifications: number;
   readonly capacityBytes: number;
   readonly maxFrames: number;
-  readonly counters = new NotifyQueueCounters();
+  /** NotifyQueueCounters. */
+  handedOut = 0;
+  completed = 0;
+  failures = 0;
+  estops = 0;
+  estopsDropped = 0;
+  expired = 0;
   /**
    * [frames | ESTOP slots | the notification being handed out], one length-tracking view:
    * frames go in and fragments come out with one native copy each (copyWithin across the parts).
@@ -110,6 +122,8 @@ export class NotifyQueue {
    * unchanged): always this same view, shrunk or grown to each notification's length.
    */
   readonly out: Uint8Array;
+  /** `spareBytes` of the queue's buffer that the queue never touches, its owner's (on XS a buffer of their own would cost heap slots). */
+  readonly spare: Uint8Array;
   /** Frames queued (the one being cut included). */
   frames = 0;
   /** Frames and ESTOP frames waiting to be handed out (the notification in flight not counted). */
@@ -122,18 +136,17 @@ export class NotifyQueue {
   retryPending = false;
   /** Frames whose first fragment has been handed out, and ESTOP frames (the client counts every frame, §5.12). */
   framesStarted = 0;
-  // Frames, each contiguous in storage (one that does not fit before the end goes to the front).
-  private readonly storage: Uint8Array;
+  // Frames, each contiguous in storage (`all` from 0; one that does not fit before the end goes to the front).
   private readonly rab: ResizableArrayBuffer;
   // Where the notification area begins in `all`, and the length `out` has now.
   private readonly outAt: number;
   private outLength = FRAGMENT_MAX_BYTES;
   private readonly ahead: EstopAhead;
-  private readonly starts: Uint32Array;
-  private readonly lengths: Uint32Array;
-  // When each frame was queued, and whether it may be dropped unsent once stale (Link.send).
+  // Per frame slot: its length at [slot], and at [maxFrames + slot] where it starts (bits 15–0)
+  // and whether it may be dropped unsent once stale (Link.send; EXPENDABLE set).
+  private readonly cols: Uint32Array;
+  // When each frame was queued.
   private readonly times: Float64Array;
-  private readonly expendable: Uint8Array;
   private first = 0;
   private head = 0;
   private tail = 0;
@@ -153,20 +166,29 @@ export class NotifyQueue {
     if (!Number.isInteger(this.capacityNotifications) || this.capacityNotifications < 1) throw new RangeError('NotifyQueue: notifications must be an integer ≥ 1');
     if (!Number.isInteger(this.capacityBytes) || this.capacityBytes < ESTOP_FRAME_BYTES || this.capacityBytes > 0xffff) throw new RangeError('NotifyQueue: bytes must be an integer in 12..65535');
     if (!Number.isInteger(this.maxFrames) || this.maxFrames < 1) throw new RangeError('NotifyQueue: frames must be an integer ≥ 1');
-    this.outAt = this.capacityBytes + ESTOP_AHEAD_SLOTS * ESTOP_FRAME_BYTES;
+    const spareBytes = options.spareBytes ?? 0;
+    if (!Number.isInteger(spareBytes) || spareBytes < 0) throw new RangeError('NotifyQueue: spareBytes must be an integer ≥ 0');
+    // One buffer (on XS each buffer and each view costs heap slots of its own):
+    // [frames | ESTOP slots | spare | times | columns | the notification area]. The notification
+    // area is last, so that shrinking it (fit) leaves the fixed views whole.
+    const n = this.maxFrames;
+    const spareAt = this.capacityBytes + ESTOP_AHEAD_SLOTS * ESTOP_FRAME_BYTES;
+    const timesAt = (spareAt + spareBytes + 7) & ~7;
+    const colsAt = timesAt + n * 8;
+    this.outAt = colsAt + n * 8;
     const total = this.outAt + FRAGMENT_MAX_BYTES;
     this.rab = new Resizable(total, { maxByteLength: total });
     this.all = new Uint8Array(this.rab);
     this.out = new Uint8Array(this.rab, this.outAt);
-    this.storage = this.all;
     this.ahead = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_AHEAD_SLOTS, this.all, this.capacityBytes);
-    // The frames' columns share one buffer (on XS a buffer costs heap slots of its own).
-    const n = this.maxFrames;
-    const columns = new ArrayBuffer(n * (8 + 4 + 4 + 1));
-    this.times = new Float64Array(columns, 0, n);
-    this.starts = new Uint32Array(columns, n * 8, n);
-    this.lengths = new Uint32Array(columns, n * 12, n);
-    this.expendable = new Uint8Array(columns, n * 16, n);
+    this.spare = new Uint8Array(this.rab, spareAt, spareBytes);
+    this.times = new Float64Array(this.rab, timesAt, n);
+    this.cols = new Uint32Array(this.rab, colsAt, 2 * n);
+  }
+
+  /** The queue's counters: the queue itself. */
+  get counters(): NotifyQueueCounters {
+    return this;
   }
 
   /** ESTOP frames waiting ahead. */
@@ -220,13 +242,14 @@ export class NotifyQueue {
     const count = length + FRAGMENT_HEADER_BYTES <= size ? 1 : fragmentCount(length, size);
     if (waiting !== 0 && waiting + count > this.capacityNotifications) return false;
     if (length > frame.length) throw new RangeError('NotifyQueue.push: length beyond the frame');
-    this.storage.set(length === frame.length ? frame : frame.subarray(0, length), at);
+    this.all.set(length === frame.length ? frame : frame.subarray(0, length), at);
+    const m = this.maxFrames;
     let slot = this.first + this.frames;
-    if (slot >= this.maxFrames) slot -= this.maxFrames;
-    this.starts[slot] = at;
-    this.lengths[slot] = length;
+    if (slot >= m) slot -= m;
+    const cols = this.cols;
+    cols[slot] = length;
+    cols[m + slot] = expendable ? at | EXPENDABLE : at;
     this.times[slot] = now;
-    this.expendable[slot] = expendable ? 1 : 0;
     if (this.frames === 0) {
       this.head = at;
       this.sent = 0;
@@ -246,8 +269,8 @@ export class NotifyQueue {
     a.write(NO_HEADER, 0, frame);
     this.held = this.frames + a.count;
     this.vacant = false;
-    this.counters.estops = a.written;
-    this.counters.estopsDropped = a.dropped;
+    this.estops = a.written;
+    this.estopsDropped = a.dropped;
   }
 
   /**
@@ -259,7 +282,7 @@ export class NotifyQueue {
       if (!this.retryPending) return 0;
       this.retryPending = false;
       this.inFlight = true;
-      this.counters.handedOut++;
+      this.handedOut++;
       // The notification's bytes are still in `out` (release() kept them): exact again.
       this.fit(this.flight);
       return this.flight;
@@ -282,7 +305,7 @@ export class NotifyQueue {
     }
     if (this.frames === 0) return 0;
     if (size !== this.countedAt) this.pending(size);
-    const len = this.lengths[this.first] as number;
+    const len = this.cols[this.first] as number;
     const sent = this.sent;
     let c = this.headCounter;
     if (sent === 0) {
@@ -345,7 +368,7 @@ export class NotifyQueue {
     this.flightCarried = length;
     this.inFlight = true;
     this.vacant = false;
-    this.counters.handedOut++;
+    this.handedOut++;
     let ok = true;
     try {
       transport.notify(out, n);
@@ -365,20 +388,20 @@ export class NotifyQueue {
       if (!this.inFlight) return 0;
       this.inFlight = false;
       this.retryPending = true;
-      this.counters.failures++;
+      this.failures++;
       return 0;
     }
-    return this.completed();
+    return this.complete();
   }
 
   /** done(true): the notification in flight was sent. Returns the frame bytes it carried. */
-  completed(): number {
+  complete(): number {
     if (!this.inFlight) return 0;
     this.inFlight = false;
     const carried = this.flightCarried;
     this.flight = 0;
     this.vacant = this.held === 0;
-    this.counters.completed++;
+    this.completed++;
     return carried;
   }
 
@@ -387,7 +410,7 @@ export class NotifyQueue {
    * has gone, and it was queued more than `budgetMs` before `now`.
    */
   stale(now: number, budgetMs: number): boolean {
-    return this.frames > 0 && this.sent === 0 && this.expendable[this.first] === 1 && now - (this.times[this.first] as number) > budgetMs;
+    return this.frames > 0 && this.sent === 0 && (this.cols[this.maxFrames + this.first] as number) >= EXPENDABLE && now - (this.times[this.first] as number) > budgetMs;
   }
 
   /**
@@ -396,14 +419,14 @@ export class NotifyQueue {
    */
   expire(now: number, budgetMs: number, size: number): number {
     let dropped = 0;
-    while (this.frames > 0 && this.sent === 0 && this.expendable[this.first] === 1 && now - (this.times[this.first] as number) > budgetMs) {
+    while (this.stale(now, budgetMs)) {
       this.pending(size);
-      this.pendingN -= fragmentCount(this.lengths[this.first] as number, size);
+      this.pendingN -= fragmentCount(this.cols[this.first] as number, size);
       this.shiftFrame();
       dropped++;
     }
     if (dropped > 0) {
-      this.counters.expired += dropped;
+      this.expired += dropped;
       this.vacant = this.held === 0 && this.flight === 0;
     }
     return dropped;
@@ -449,7 +472,7 @@ export class NotifyQueue {
     this.flightCarried = carried;
     this.inFlight = true;
     this.vacant = false;
-    this.counters.handedOut++;
+    this.handedOut++;
     return length;
   }
 
@@ -459,7 +482,7 @@ export class NotifyQueue {
       let sum = 0;
       let slot = this.first;
       for (let i = 0; i < this.frames; i++) {
-        const len = this.lengths[slot] as number;
+        const len = this.cols[slot] as number;
         sum += i === 0 ? fragmentsLeft(len, this.sent, size) : fragmentCount(len, size);
         slot = slot + 1 === this.maxFrames ? 0 : slot + 1;
       }
@@ -470,7 +493,7 @@ export class NotifyQueue {
   }
 
   private shiftFrame(): void {
-    this.used -= this.lengths[this.first] as number;
+    this.used -= this.cols[this.first] as number;
     this.sent = 0;
     this.frames--;
     this.held--;
@@ -479,7 +502,7 @@ export class NotifyQueue {
       this.head = 0;
       this.tail = 0;
     } else {
-      this.head = this.starts[this.first] as number;
+      this.head = (this.cols[this.maxFrames + this.first] as number) & START_MASK;
     }
   }
 

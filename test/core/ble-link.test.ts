@@ -12,6 +12,7 @@ import { FragmentPosition, header, HUB_REASSEMBLY } from '../../bindings/ble/fra
 import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BLE_SAMPLE_BUDGET_DEFAULT_MS, BLE_SAMPLE_BUDGET_FLOOR_MS, BleLink, type BleTransport } from '../../bindings/ble/link.js';
 import { ESTOP_AHEAD_SLOTS, NOTIFY_QUEUE_BYTES, NOTIFY_QUEUE_NOTIFICATIONS } from '../../bindings/ble/notify-queue.js';
 import { SimBleConnection } from '../../bindings/ble/sim.js';
+import { ThroughputEstimator } from '../../bindings/link.js';
 import { BLE_UUIDS } from '../../bindings/ble/uuids.js';
 
 /** A transport the test completes by hand. */
@@ -228,6 +229,37 @@ describe('BLE: the notification queue', () => {
     ok(link.estimate().throughputBps < 100, 'a link that carries nothing decays toward 0');
     equal(link.estimate().rttMs, 0);
     equal(link.counters.deliveredBytes, 200 * 19);
+  });
+
+  it('the estimate is exactly an estimator fed every completion as it came, whenever it is read', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    const reference = new ThroughputEstimator(clock.now());
+    let x = 0x1234567;
+    const next = (n: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return x % n;
+    };
+    for (let i = 0; i < 2000; i++) {
+      const length = 1 + next(19);
+      link.send(frameOf(length), KEEP, 0);
+      clock.advance(next(4) === 0 ? 60 + next(200) : 0.5 + next(30));
+      link.notified(0);
+      reference.add(length, clock.now());
+      if (next(7) === 0) equal(link.estimate().throughputBps, reference.bps(clock.now()), `read ${i}`);
+    }
+    clock.advance(150);
+    equal(link.estimate().throughputBps, reference.bps(clock.now()));
+  });
+
+  it('keeps its scalar helpers in the link: the counters are fields of the link, the queue and the reassembler, and reassembly uses the queue’s buffer', () => {
+    const link = new BleLink(new ManualTransport(), new VirtualClock(), {}, true);
+    equal(link.counters, link);
+    equal(link.queue.counters, link.queue);
+    equal(link.reassembler.counters, link.reassembler);
+    equal(link.reassembler.buffer.buffer, link.queue.all.buffer);
+    equal(link.reassembler.buffer.length, HUB_REASSEMBLY.maxFrameBytes + 1);
   });
 });
 
