@@ -303,7 +303,10 @@ export class BleLink implements ReassemblySink, BindingLink {
       this.unconfirmed++;
       this.delivered(q.complete(), now);
     }
-    this.pump();
+    // The pump, when it has anything to do: a notification to hand out, a frame to drop stale,
+    // or a new fragment size to count the queue at. Otherwise it would find the queue's fill what
+    // it sampled last (every change of the queue is followed by a pump, or sets `sampled`).
+    if ((!q.inFlight && (q.held > 0 || q.retryPending)) || this.transport.maximumWrite() !== this.mw) this.pump();
     this.judge(now);
     if (this.shutDown) return;
     // The next deadline, from what is left.
@@ -529,38 +532,37 @@ export class BleLink implements ReassemblySink, BindingLink {
         const now = this.clock.now();
         if (q.retryPending && now < this.retryAt) break;
         const size = this.size;
+        // The queue's fill (its ratio) at this size.
+        if (size !== q.countedAt) q.ratio(size);
         // §10.4 "never delay and burst", at the binding (docs/protocol.md §13.6): samples that
-        // waited past the budget go unsent, and that reads as a full queue (§13.5.5).
-        if (q.stale(now, this.budgetMs)) {
-          const ahead = q.ratio(size);
+        // waited past the budget go unsent, and that reads as a full queue (§13.5.5). (q.stale)
+        if (now - q.frontQueuedAt > this.budgetMs) {
+          const ahead = q.fill;
           q.expire(now, this.budgetMs, size);
           if (now === this.takeOwedAt) this.repayTake(now);
           this.detector.stale(now);
           this.fed = true;
           if (found < 0) found = ahead;
         }
-        const before = found < 0 ? q.ratio(size) : 0;
-        const n = q.next(size);
+        const before = found < 0 ? q.fill : 0;
+        // Only read while a notification is in flight (a completion in notify reads it).
+        this.flightSince = now;
+        const n = q.notifyNext(size, this.transport);
         if (n === 0) break;
         if (found < 0) found = before;
-        this.flightSince = now;
         const due = now + this.notifyTimeoutMs - 1;
         if (due < this.dueAt) this.dueAt = due;
-        try {
-          this.transport.notify(q.out, n);
-        } catch {
-          if (q.inFlight) {
-            q.done(false);
-            this.retryLater(now);
-          }
+        if (n < 0 && q.inFlight) {
+          q.done(false);
+          this.retryLater(now);
         }
-        q.release();
       }
     } finally {
       this.pumping = false;
     }
     if (this.shutDown) return;
-    const r = q.ratio(this.size);
+    const size = this.size;
+    const r = size === q.countedAt ? q.fill : q.ratio(size);
     // A pump that only dropped stale frames drained the queue too: what is left is judged.
     if (found >= 0) this.take(found, r, this.clock.now());
     // The detector holds a signal until the next input, so only a rise needs one.

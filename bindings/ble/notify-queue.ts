@@ -136,6 +136,15 @@ export class NotifyQueue {
   retryPending = false;
   /** Frames whose first fragment has been handed out, and ESTOP frames (the client counts every frame, §5.12). */
   framesStarted = 0;
+  /** The fragment size the queued frames' notifications are counted at (`ratio` recounts at another). */
+  countedAt = 0;
+  /** ratio(countedAt), kept as the queue changes: the link reads it without a call. */
+  fill = 0;
+  /**
+   * When the front frame was queued if `expire` may drop it (expendable, none of its fragments
+   * gone), else Infinity: `stale` is now − frontQueuedAt > budgetMs.
+   */
+  frontQueuedAt = Infinity;
   // Frames, each contiguous in storage (`all` from 0; one that does not fit before the end goes to the front).
   private readonly rab: ResizableArrayBuffer;
   // Where the notification area begins in `all`, and the length `out` has now.
@@ -153,8 +162,7 @@ export class NotifyQueue {
   private used = 0;
   private sent = 0; // bytes of the head frame already handed out
   private headCounter = 0;
-  private pendingN = 0; // notifications still to hand out for the queued frames ...
-  private countedAt = 0; // ... counted at this fragment size
+  private pendingN = 0; // notifications still to hand out for the queued frames, counted at countedAt
   private counter = FRAGMENT_COUNTER_MASK;
   private flight = 0; // length of the notification in `out`; 0: none
   private flightCarried = 0;
@@ -213,9 +221,8 @@ export class NotifyQueue {
 
   /** The §10.3 signal: depth ÷ capacity, or bytes ÷ storage when that is higher. ≥ 1 is full. */
   ratio(size: number): number {
-    const byNotifications = ((size === this.countedAt ? this.pendingN : this.pending(size)) + (this.retryPending ? 1 : 0)) / this.capacityNotifications;
-    const byBytes = (this.used - this.sent) / this.capacityBytes;
-    return byNotifications > byBytes ? byNotifications : byBytes;
+    if (size !== this.countedAt) this.pending(size);
+    return this.fill;
   }
 
   /**
@@ -260,6 +267,8 @@ export class NotifyQueue {
     this.tail = at + length;
     this.used += length;
     this.pendingN += count;
+    if (this.frames === 1) this.frontQueuedAt = expendable ? now : Infinity;
+    this.refill();
     return true;
   }
 
@@ -283,6 +292,7 @@ export class NotifyQueue {
       this.retryPending = false;
       this.inFlight = true;
       this.handedOut++;
+      this.refill();
       // The notification's bytes are still in `out` (release() kept them): exact again.
       this.fit(this.flight);
       return this.flight;
@@ -331,7 +341,10 @@ export class NotifyQueue {
       head = MIDDLE_HEADER | c;
     }
     const length = h + n;
-    if (length !== this.outLength) this.fit(length);
+    if (length !== this.outLength) {
+      this.rab.resize(o + length);
+      this.outLength = length;
+    }
     all[o] = head;
     if (h !== FRAGMENT_HEADER_BYTES) {
       all[o + 1] = (len >>> 8) & 0xff;
@@ -341,8 +354,38 @@ export class NotifyQueue {
     all.copyWithin(o + h, from, from + n);
     this.pendingN--;
     if (sent + n >= len) this.shiftFrame();
-    else this.sent = sent + n;
-    return this.handOut(length, n);
+    else {
+      this.sent = sent + n;
+      this.frontQueuedAt = Infinity;
+    }
+    this.refill();
+    this.flight = length;
+    this.flightCarried = n;
+    this.inFlight = true;
+    this.vacant = false;
+    this.handedOut++;
+    return length;
+  }
+
+  /**
+   * `next`, the transport's notify and `release` in one: returns the notification's length, 0
+   * when none was handed out, or minus its length when the transport threw (the notification is
+   * in flight then: the caller fails it).
+   */
+  notifyNext(size: number, transport: { notify(value: Uint8Array, length: number): void }): number {
+    const n = this.next(size);
+    if (n === 0) return 0;
+    let ok = true;
+    try {
+      transport.notify(this.out, n);
+    } catch {
+      ok = false;
+    }
+    if (this.outLength !== FRAGMENT_MAX_BYTES) {
+      this.rab.resize(this.outAt + FRAGMENT_MAX_BYTES);
+      this.outLength = FRAGMENT_MAX_BYTES;
+    }
+    return ok ? n : -n;
   }
 
   /**
@@ -389,6 +432,7 @@ export class NotifyQueue {
       this.inFlight = false;
       this.retryPending = true;
       this.failures++;
+      this.refill();
       return 0;
     }
     return this.complete();
@@ -410,7 +454,7 @@ export class NotifyQueue {
    * has gone, and it was queued more than `budgetMs` before `now`.
    */
   stale(now: number, budgetMs: number): boolean {
-    return this.frames > 0 && this.sent === 0 && (this.cols[this.maxFrames + this.first] as number) >= EXPENDABLE && now - (this.times[this.first] as number) > budgetMs;
+    return now - this.frontQueuedAt > budgetMs;
   }
 
   /**
@@ -428,6 +472,7 @@ export class NotifyQueue {
     if (dropped > 0) {
       this.expired += dropped;
       this.vacant = this.held === 0 && this.flight === 0;
+      this.refill();
     }
     return dropped;
   }
@@ -448,6 +493,8 @@ export class NotifyQueue {
     this.inFlight = false;
     this.retryPending = false;
     this.vacant = true;
+    this.fill = 0;
+    this.frontQueuedAt = Infinity;
   }
 
   /**
@@ -465,6 +512,13 @@ export class NotifyQueue {
       this.rab.resize(this.outAt + length);
       this.outLength = length;
     }
+  }
+
+  // fill = ratio(countedAt): notifications waiting ÷ capacity, or bytes ÷ storage when that is higher.
+  private refill(): void {
+    const byNotifications = (this.pendingN + (this.retryPending ? 1 : 0)) / this.capacityNotifications;
+    const byBytes = (this.used - this.sent) / this.capacityBytes;
+    this.fill = byNotifications > byBytes ? byNotifications : byBytes;
   }
 
   private handOut(length: number, carried: number): number {
@@ -488,6 +542,7 @@ export class NotifyQueue {
       }
       this.pendingN = sum;
       this.countedAt = size;
+      this.refill();
     }
     return this.pendingN;
   }
@@ -501,8 +556,11 @@ export class NotifyQueue {
     if (this.frames === 0) {
       this.head = 0;
       this.tail = 0;
+      this.frontQueuedAt = Infinity;
     } else {
-      this.head = (this.cols[this.maxFrames + this.first] as number) & START_MASK;
+      const col = this.cols[this.maxFrames + this.first] as number;
+      this.head = col & START_MASK;
+      this.frontQueuedAt = col >= EXPENDABLE ? (this.times[this.first] as number) : Infinity;
     }
   }
 
