@@ -102,6 +102,8 @@ export class BleLink implements ReassemblySink, BindingLink {
   private readonly clock: Clock;
   private readonly retryMs: number;
   private readonly notifyTimeoutMs: number;
+  // A hand-out's timeout is the tick's to watch from this long after it (1 ms early, see dueAt).
+  private readonly dueAfterMs: number;
   private ceiling: number;
   private sink: LinkSink | null = null;
   private shutDown = false;
@@ -159,6 +161,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.caps = mtu === BLE_CAPS.mtu && ahead === BLE_CAPS.writeAheadSlots ? BLE_CAPS : Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu, writeAheadSlots: ahead, ackForm: AckForm.STREAM });
     this.retryMs = options.retryMs ?? BLE_NOTIFY_RETRY_MS;
     this.notifyTimeoutMs = options.notifyTimeoutMs ?? BLE_NOTIFY_TIMEOUT_MS;
+    this.dueAfterMs = this.notifyTimeoutMs - 1;
     this.ceiling = options.tierCeiling ?? Tier.observer;
     this.subscribedOn = subscribed;
     this.mw = transport.maximumWrite();
@@ -312,7 +315,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     // The next deadline, from what is left.
     let due = this.reassembler.expiresAt - 1;
     if (q.inFlight) {
-      const d = this.flightSince + this.notifyTimeoutMs - 1;
+      const d = this.flightSince + this.dueAfterMs;
       if (d < due) due = d;
     }
     if (q.retryPending && this.retryAt < due) due = this.retryAt;
@@ -356,7 +359,7 @@ export class BleLink implements ReassemblySink, BindingLink {
         this.movedAt = now;
         this.pumping = true;
         this.flightSince = now;
-        const due = now + this.notifyTimeoutMs - 1;
+        const due = now + this.dueAfterMs;
         if (due < this.dueAt) this.dueAt = due;
         if (!q.notifyWhole(frame, this.transport) && q.inFlight) {
           q.done(false);
@@ -550,7 +553,7 @@ export class BleLink implements ReassemblySink, BindingLink {
         const n = q.notifyNext(size, this.transport);
         if (n === 0) break;
         if (found < 0) found = before;
-        const due = now + this.notifyTimeoutMs - 1;
+        const due = now + this.dueAfterMs;
         if (due < this.dueAt) this.dueAt = due;
         if (n < 0 && q.inFlight) {
           q.done(false);

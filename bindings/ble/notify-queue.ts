@@ -105,8 +105,7 @@ export class NotifyQueue {
   readonly capacityNotifications: number;
   readonly capacityBytes: number;
   readonly maxFrames: number;
-  /** NotifyQueueCounters. */
-  handedOut = 0;
+  /** NotifyQueueCounters (handedOut: a getter). */
   completed = 0;
   failures = 0;
   estops = 0;
@@ -166,6 +165,8 @@ export class NotifyQueue {
   private counter = FRAGMENT_COUNTER_MASK;
   private flight = 0; // length of the notification in `out`; 0: none
   private flightCarried = 0;
+  // Notifications in flight when the queue was cleared (handedOut).
+  private clearedInFlight = 0;
 
   constructor(options: NotifyQueueOptions = {}) {
     this.capacityNotifications = options.notifications ?? NOTIFY_QUEUE_NOTIFICATIONS;
@@ -197,6 +198,11 @@ export class NotifyQueue {
   /** The queue's counters: the queue itself. */
   get counters(): NotifyQueueCounters {
     return this;
+  }
+
+  /** Every notification handed out has completed, failed, is in flight, or was in flight when the queue was cleared. */
+  get handedOut(): number {
+    return this.completed + this.failures + (this.inFlight ? 1 : 0) + this.clearedInFlight;
   }
 
   /** ESTOP frames waiting ahead. */
@@ -291,7 +297,6 @@ export class NotifyQueue {
       if (!this.retryPending) return 0;
       this.retryPending = false;
       this.inFlight = true;
-      this.handedOut++;
       this.refill();
       // The notification's bytes are still in `out` (release() kept them): exact again.
       this.fit(this.flight);
@@ -363,7 +368,6 @@ export class NotifyQueue {
     this.flightCarried = n;
     this.inFlight = true;
     this.vacant = false;
-    this.handedOut++;
     return length;
   }
 
@@ -411,7 +415,6 @@ export class NotifyQueue {
     this.flightCarried = length;
     this.inFlight = true;
     this.vacant = false;
-    this.handedOut++;
     let ok = true;
     try {
       transport.notify(out, n);
@@ -479,6 +482,7 @@ export class NotifyQueue {
 
   /** Empties everything, the notification in flight and the ESTOP frames ahead included. */
   clear(): void {
+    if (this.inFlight) this.clearedInFlight++;
     this.first = 0;
     this.frames = 0;
     this.held = 0;
@@ -526,7 +530,6 @@ export class NotifyQueue {
     this.flightCarried = carried;
     this.inFlight = true;
     this.vacant = false;
-    this.handedOut++;
     return length;
   }
 

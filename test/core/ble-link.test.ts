@@ -253,6 +253,25 @@ describe('BLE: the notification queue', () => {
     equal(link.estimate().throughputBps, reference.bps(clock.now()));
   });
 
+  it('counts every notification handed out: completed, failed and handed out again, in flight when the link closed', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    link.send(frameOf(10), KEEP, 0);
+    link.send(frameOf(10), KEEP, 0);
+    equal(link.queue.counters.handedOut, 1);
+    link.notified(0);
+    link.notified(5);
+    equal(link.queue.counters.handedOut, 2);
+    clock.advance(BLE_NOTIFY_RETRY_MS);
+    link.tick();
+    link.send(estop(1), KEEP, 0);
+    equal(t.sent.length, 3);
+    deepEqual([link.queue.counters.handedOut, link.queue.counters.completed, link.queue.counters.failures], [3, 1, 1]);
+    link.close();
+    equal(link.queue.counters.handedOut, 3, 'the one in flight when the link closed was handed out');
+  });
+
   it('keeps its scalar helpers in the link: the counters are fields of the link, the queue and the reassembler, and reassembly uses the queue’s buffer', () => {
     const link = new BleLink(new ManualTransport(), new VirtualClock(), {}, true);
     equal(link.counters, link);
