@@ -220,8 +220,15 @@ export class BleLink implements ReassemblySink, BindingLink {
     return this.detector.ratio();
   }
 
-  /** The fragment size in use (ATT MTU − 3, at most 512). */
+  /**
+   * The fragment size in use (ATT MTU − 3, at most 512). Taken again from the transport here: a
+   * link with nothing queued takes it only when it next hands something out (tick).
+   */
   get fragmentSize(): number {
+    if (!this.shutDown) {
+      const mw = this.transport.maximumWrite();
+      if (mw !== this.mw) this.resize(mw);
+    }
     return this.size;
   }
 
@@ -295,10 +302,13 @@ export class BleLink implements ReassemblySink, BindingLink {
    * Periodic work: reassembly timeout, a notification retry or completion timeout, the
    * detector's windows. Call at least every hub tick. Until the link's next deadline and the
    * detector's, with no input to the detector since and the same fragment size, there is none:
-   * the tick then costs a few comparisons (the clock is monotonic, hub/ports.ts Clock).
+   * the tick then costs a few comparisons (the clock is monotonic, hub/ports.ts Clock). While no
+   * frame is queued and no notification waits to be retried (the queue's fill is 0), the fragment
+   * size counts nothing (the fill is 0 at any size, an ESTOP is one fragment at any size, and what
+   * is sent or completed next takes the size again first): it is not asked.
    */
   tick(now: number = this.clock.now()): void {
-    if (now < this.dueAt && !this.fed && now < this.detector.quietUntil && this.transport.maximumWrite() === this.mw) return;
+    if (now < this.dueAt && !this.fed && now < this.detector.quietUntil && (this.queue.fill === 0 || this.transport.maximumWrite() === this.mw)) return;
     if (this.shutDown) return;
     this.reassembler.tick(now);
     const q = this.queue;
@@ -435,9 +445,10 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** Throughput from the completions; no round trip is timed at this layer (rttMs 0, unknown). */
   estimate(): LinkEstimate {
     const now = this.clock.now();
-    this.handCarried();
+    if (this.carriedBytes > 0) this.handCarried();
     this.est.throughputBps = this.throughput.bps(now);
-    this.windowMoved(now);
+    // The estimator's roll: its window starts again at `now` once it has closed, or when the clock stepped back.
+    if (now - this.windowFrom >= THROUGHPUT_WINDOW_MS || now < this.windowFrom) this.windowFrom = now;
     return this.est;
   }
 
@@ -614,32 +625,27 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (bytes <= 0) return;
     this.movedAt = now;
     this.deliveredBytes += bytes;
-    this.carried(bytes, now);
+    if (now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom) this.carriedBytes += bytes;
+    else this.carried(bytes, now);
   }
 
   /**
-   * `bytes` completed at `now`, into the throughput estimator. A completion within the
-   * estimator's window only adds to the window's sum there (ThroughputEstimator.add): the link
-   * keeps that sum in `carriedBytes` and hands it over in one add, dated in the same window, just
-   * before the estimator next looks at the clock (a completion after the window, `estimate`).
-   * `windowFrom` follows the estimator's window start as its roll moves it.
+   * `bytes` completed at `now`, after the estimator's window (or with the clock stepped back), into
+   * the estimator. A completion within its window only adds to the window's sum there
+   * (ThroughputEstimator.add): the link keeps that sum in `carriedBytes` and hands it over in one
+   * add, dated in the same window, just before the estimator next looks at the clock (here, and
+   * `estimate`). `windowFrom` follows the estimator's window start as its roll moves it: this add
+   * rolls it, to `now`.
    */
   private carried(bytes: number, now: number): void {
-    this.handCarried();
+    if (this.carriedBytes > 0) this.handCarried();
     this.throughput.add(bytes, now);
-    this.windowMoved(now);
+    this.windowFrom = now;
   }
 
   private handCarried(): void {
-    if (this.carriedBytes > 0) {
-      this.throughput.add(this.carriedBytes, this.windowFrom);
-      this.carriedBytes = 0;
-    }
-  }
-
-  // ThroughputEstimator's roll at `now`: the window starts again at `now` once it has closed, or when the clock stepped back.
-  private windowMoved(now: number): void {
-    if (now - this.windowFrom >= THROUGHPUT_WINDOW_MS || now < this.windowFrom) this.windowFrom = now;
+    this.throughput.add(this.carriedBytes, this.windowFrom);
+    this.carriedBytes = 0;
   }
 
   /** One notification's service time: bindings/link.ts WindowedMax.sample, and the budget from it. */

@@ -106,6 +106,24 @@ describe('BLE: the notification queue', () => {
     ok(link.canSend(19));
   });
 
+  it('an MTU exchange that completes while nothing is queued is taken at the next hand-out, and read at once', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    link.send(frameOf(19), KEEP, 0);
+    t.mw = 244;
+    clock.advance(10);
+    link.tick();
+    equal(link.fragmentSize, 244);
+    link.notified(0);
+    ok(link.send(frameOf(100, 1), KEEP, 0));
+    equal(t.sent.length, 2);
+    equal((t.sent[1] as Uint8Array).length, 101, 'one ONLY notification at the new size');
+    t.mw = 20;
+    link.send(frameOf(100, 2), KEEP, 0);
+    equal(link.queue.depth(20), 6, 'a frame queued behind the one in flight is counted at the size of the moment');
+  });
+
   it('an empty queue takes any frame its storage holds, the largest hub frame included (243 notifications at MTU 23)', () => {
     const clock = new VirtualClock();
     const t = new ManualTransport();
