@@ -247,7 +247,8 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** The notification in flight completed: status 0 sent, anything else failed. */
   notified(status: number): void {
     const q = this.queue;
-    if (this.shutDown || !q.inFlight) return;
+    // (Nothing is in flight once the link is shut: shut() clears the queue.)
+    if (!q.inFlight) return;
     const now = this.clock.now();
     if (status === 0) {
       // A service time no longer than the longest in its bucket changes nothing there.
@@ -265,10 +266,9 @@ export class BleLink implements ReassemblySink, BindingLink {
       q.done(false);
       this.retryLater(now);
     }
-    // Nothing waits: the pump would only take the fragment size again.
+    // Nothing waits: the pump would only take the fragment size again, which counts nothing
+    // while nothing is queued (see tick); what is handed out next takes it first.
     if (q.vacant && !this.pumping) {
-      const mw = this.transport.maximumWrite();
-      if (mw !== this.mw) this.resize(mw);
       this.sampled = 0;
       return;
     }
