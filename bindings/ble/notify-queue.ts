@@ -363,7 +363,9 @@ export class NotifyQueue {
       this.sent = sent + n;
       this.frontQueuedAt = Infinity;
     }
-    this.refill();
+    // No frame left (and none to retry, with nothing in flight): nothing waits.
+    if (this.frames === 0) this.fill = 0;
+    else this.refill();
     this.flight = length;
     this.flightCarried = n;
     this.inFlight = true;
