@@ -221,11 +221,11 @@ export class BleLink implements ReassemblySink, BindingLink {
   }
 
   /**
-   * The fragment size in use (ATT MTU − 3, at most 512). Taken again from the transport here: a
-   * link with nothing queued takes it only when it next hands something out (tick).
+   * The fragment size in use (ATT MTU − 3, at most 512). A link with nothing queued takes it from
+   * the transport only when it next hands something out (tick): here, then.
    */
   get fragmentSize(): number {
-    if (!this.shutDown) {
+    if (!this.shutDown && this.queue.fill === 0) {
       const mw = this.transport.maximumWrite();
       if (mw !== this.mw) this.resize(mw);
     }
