@@ -213,17 +213,18 @@ export interface ReassemblySink {
   refuse(code: number, bytes: Uint8Array, start: number, end: number): void;
 }
 
-export class ReassemblyCounters {
+/** The reassembler's counters (`Reassembler.counters`: fields of the reassembler itself, no object of their own). */
+export interface ReassemblyCounters {
   /** Frames handed to the sink (single-fragment ones included). */
-  frames = 0;
+  readonly frames: number;
   /** Frames refused MALFORMED: broken fragment sequences, bad headers, timeouts. */
-  malformed = 0;
+  readonly malformed: number;
   /** Frames refused TOO_LARGE. */
-  tooLarge = 0;
+  readonly tooLarge: number;
   /** Of the malformed: frames discarded by the timeout. */
-  timeouts = 0;
+  readonly timeouts: number;
   /** Fragments dropped silently because their message was already refused. */
-  skipped = 0;
+  readonly skipped: number;
 }
 
 /**
@@ -242,7 +243,12 @@ export class Reassembler {
   /** maxFrameBytes + 1: the partial frame, and the TOO_LARGE view refuse() hands on. */
   readonly buffer: Uint8Array;
   readonly limits: ReassemblyLimits;
-  readonly counters = new ReassemblyCounters();
+  /** ReassemblyCounters. */
+  frames = 0;
+  malformed = 0;
+  tooLarge = 0;
+  timeouts = 0;
+  skipped = 0;
   /**
    * While a partial frame is held, its first fragment's time plus the timeout (`tick` discards it
    * once more than the timeout has passed); Infinity while none is.
@@ -258,14 +264,24 @@ export class Reassembler {
   private began = 0;
   private skip = 0; // bit c set: drop MIDDLE/LAST fragments of counter c silently
 
-  constructor(sink: ReassemblySink, limits: ReassemblyLimits = HUB_REASSEMBLY) {
+  /**
+   * `buffer`: the maxFrameBytes + 1 bytes to reassemble in, when its owner has them to spare in
+   * a buffer of its own (BleLink: in its notification queue's); else the reassembler makes them.
+   */
+  constructor(sink: ReassemblySink, limits: ReassemblyLimits = HUB_REASSEMBLY, buffer?: Uint8Array) {
     if (!(limits.maxFrameBytes >= 1 && limits.maxFrameBytes <= 0xffff)) throw new RangeError('Reassembler: maxFrameBytes must be 1..65535');
     if (!(limits.maxFragments >= 2)) throw new RangeError('Reassembler: maxFragments must be ≥ 2');
+    if (buffer !== undefined && buffer.length !== limits.maxFrameBytes + 1) throw new RangeError('Reassembler: the buffer must be maxFrameBytes + 1 bytes');
     this.sink = sink;
     this.limits = limits;
     this.timeoutMs = limits.timeoutMs;
     this.maxFrameBytes = limits.maxFrameBytes;
-    this.buffer = new Uint8Array(limits.maxFrameBytes + 1);
+    this.buffer = buffer ?? new Uint8Array(limits.maxFrameBytes + 1);
+  }
+
+  /** The reassembler's counters: the reassembler itself. */
+  get counters(): ReassemblyCounters {
+    return this;
   }
 
   /** Bytes of a partial frame held; 0 when none. */
@@ -277,17 +293,17 @@ export class Reassembler {
   push(bytes: Uint8Array, start: number, end: number, now: number): void {
     // tick(now), without the call when no partial frame is held.
     if (this.total > 0 && now - this.began > this.timeoutMs) {
-      this.counters.timeouts++;
+      this.timeouts++;
       this.fail(this.counter);
     }
     if (end <= start) {
-      this.malformed();
+      this.refuseMalformed();
       return;
     }
     const h = bytes[start] as number;
     if (h & FRAGMENT_RESERVED_BIT) {
       if (h === ESTOP_MAGIC) this.deliverWhole(bytes, start, end);
-      else this.malformed();
+      else this.refuseMalformed();
       return;
     }
     const c = h & FRAGMENT_COUNTER_MASK;
@@ -295,11 +311,11 @@ export class Reassembler {
     if (position === FragmentPosition.ONLY) {
       this.skip &= ~(1 << c);
       const n = end - start - FRAGMENT_HEADER_BYTES;
-      if (n < 1) this.malformed();
-      else if (n > this.maxFrameBytes) this.tooLarge(bytes, start + FRAGMENT_HEADER_BYTES, end, -1);
+      if (n < 1) this.refuseMalformed();
+      else if (n > this.maxFrameBytes) this.refuseTooLarge(bytes, start + FRAGMENT_HEADER_BYTES, end, -1);
       else {
         // deliverWhole, inline: the usual write is a whole frame.
-        this.counters.frames++;
+        this.frames++;
         this.sink.frame(bytes, start + FRAGMENT_HEADER_BYTES, end);
       }
       return;
@@ -311,7 +327,7 @@ export class Reassembler {
       return;
     }
     if (this.skip & (1 << c)) {
-      this.counters.skipped++;
+      this.skipped++;
       return;
     }
     if (this.total === 0 || c !== this.counter) {
@@ -337,7 +353,7 @@ export class Reassembler {
     if (last) {
       const total = this.total;
       this.clear();
-      this.counters.frames++;
+      this.frames++;
       this.sink.frame(buf, 0, total);
     }
   }
@@ -345,7 +361,7 @@ export class Reassembler {
   /** Discards a partial frame older than the timeout; call it at least every hub tick. */
   tick(now: number): void {
     if (this.total > 0 && now - this.began > this.timeoutMs) {
-      this.counters.timeouts++;
+      this.timeouts++;
       this.fail(this.counter);
     }
   }
@@ -366,7 +382,7 @@ export class Reassembler {
     const total = ((bytes[start + 1] as number) << 8) | (bytes[start + 2] as number);
     const from = start + head;
     if (total > this.maxFrameBytes) {
-      this.tooLarge(bytes, from, end, c);
+      this.refuseTooLarge(bytes, from, end, c);
       return;
     }
     if (total <= n) {
@@ -385,19 +401,19 @@ export class Reassembler {
 
   private deliverWhole(bytes: Uint8Array, start: number, end: number): void {
     if (end - start > this.maxFrameBytes) {
-      this.tooLarge(bytes, start, end, -1);
+      this.refuseTooLarge(bytes, start, end, -1);
       return;
     }
-    this.counters.frames++;
+    this.frames++;
     this.sink.frame(bytes, start, end);
   }
 
-  private tooLarge(bytes: Uint8Array, from: number, end: number, c: number): void {
+  private refuseTooLarge(bytes: Uint8Array, from: number, end: number, c: number): void {
     if (c >= 0) this.skip |= 1 << c;
     const buf = this.buffer;
     const n = Math.min(end - from, buf.length);
     for (let i = 0; i < n; i++) buf[i] = bytes[from + i] as number;
-    this.counters.tooLarge++;
+    this.tooLarge++;
     this.sink.refuse(Nack.TOO_LARGE, buf, 0, buf.length);
   }
 
@@ -405,11 +421,11 @@ export class Reassembler {
   private fail(c: number): void {
     this.skip |= 1 << c;
     this.clear();
-    this.malformed();
+    this.refuseMalformed();
   }
 
-  private malformed(): void {
-    this.counters.malformed++;
+  private refuseMalformed(): void {
+    this.malformed++;
     this.sink.refuse(Nack.MALFORMED, this.buffer, 0, 0);
   }
 

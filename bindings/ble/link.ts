@@ -5,12 +5,12 @@
 // this one implementation on both.
 
 import { WatermarkDetector } from '../detector.js';
-import { AckCounter, MIN_RTT_WINDOW_MS, SAMPLE_BUDGET_MAX_MS, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { AckCounter, MIN_RTT_WINDOW_MS, SAMPLE_BUDGET_MAX_MS, THROUGHPUT_WINDOW_MS, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { Tier } from '../../catalog/schema.js';
 import { AckForm, Tag, type Clock, type GrantSet, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { fragmentSize, HUB_REASSEMBLY, Reassembler, type ReassemblyLimits, type ReassemblySink } from './fragment.js';
-import { NotifyQueue, type NotifyQueueOptions } from './notify-queue.js';
+import { ESTOP_AHEAD_SLOTS, NotifyQueue, type NotifyQueueOptions } from './notify-queue.js';
 
 /** What the link needs of the connection underneath. */
 export interface BleTransport {
@@ -61,13 +61,14 @@ export const BLE_NOTIFY_RETRY_MS = 20;
  */
 export const BLE_NOTIFY_TIMEOUT_MS = 1000;
 
-export class BleLinkCounters {
+/** The link's counters (`BleLink.counters`: fields of the link itself, no object of their own). */
+export interface BleLinkCounters {
   /** Frames the core sent that the queue could not take (the core asks canSend first: 0). */
-  refusedSends = 0;
+  readonly refusedSends: number;
   /** Notifications counted done by the timeout, without a completion. */
-  unconfirmed = 0;
+  readonly unconfirmed: number;
   /** Frame bytes the transport has completed. */
-  deliveredBytes = 0;
+  readonly deliveredBytes: number;
 }
 
 /**
@@ -77,21 +78,32 @@ export class BleLinkCounters {
  */
 const SERVICE_HALF_MS = MIN_RTT_WINDOW_MS / 2;
 
+/** The caps of a link with the default reassembly limits. */
+const BLE_CAPS: LinkCaps = Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu: HUB_REASSEMBLY.maxFrameBytes, writeAheadSlots: ESTOP_AHEAD_SLOTS, ackForm: AckForm.STREAM });
+
 export class BleLink implements ReassemblySink, BindingLink {
   /** WELCOME `mtu` (caps.mtu): the largest frame the client may send, which reassembly takes whole (§7). */
   readonly caps: LinkCaps;
   readonly queue: NotifyQueue;
-  /** Frames handed to the stack and what the client's ACKs cover (bindings/link.ts). */
+  /**
+   * What the client's ACKs cover (bindings/link.ts). Its `started` is the queue's `framesStarted`
+   * (frames whose first fragment went out, ESTOP frames included), copied in when it is read.
+   */
   readonly acks = new AckCounter();
   readonly reassembler: Reassembler;
   readonly detector: WatermarkDetector;
-  readonly counters = new BleLinkCounters();
+  /** BleLinkCounters. */
+  refusedSends = 0;
+  unconfirmed = 0;
+  deliveredBytes = 0;
   /** §10.2 link estimate: frame bytes the stack reported sent. */
   readonly throughput: ThroughputEstimator;
   private readonly transport: BleTransport;
   private readonly clock: Clock;
   private readonly retryMs: number;
   private readonly notifyTimeoutMs: number;
+  // A hand-out's timeout is the tick's to watch from this long after it (1 ms early, see dueAt).
+  private readonly dueAfterMs: number;
   private ceiling: number;
   private sink: LinkSink | null = null;
   private shutDown = false;
@@ -106,6 +118,9 @@ export class BleLink implements ReassemblySink, BindingLink {
   private lvl = 0;
   private sampled = 0;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
+  // Completed bytes not yet handed to the estimator, and the start of its window (`carried`).
+  private carriedBytes = 0;
+  private windowFrom: number;
   // Stalled time (bindings/link.ts DrainClock): when the stack last took a notification, or a
   // backlog began.
   private movedAt: number;
@@ -137,20 +152,26 @@ export class BleLink implements ReassemblySink, BindingLink {
   constructor(transport: BleTransport, clock: Clock, options: BleLinkOptions = {}, subscribed = false) {
     this.transport = transport;
     this.clock = clock;
-    this.queue = new NotifyQueue(options.queue);
     const limits = options.reassembly ?? HUB_REASSEMBLY;
-    this.caps = Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu: limits.maxFrameBytes, writeAheadSlots: this.queue.aheadSlots, ackForm: AckForm.STREAM });
+    // The reassembly buffer lives in the queue's buffer.
+    this.queue = new NotifyQueue({ ...options.queue, spareBytes: limits.maxFrameBytes + 1 });
+    const mtu = limits.maxFrameBytes;
+    const ahead = this.queue.aheadSlots;
+    // Links of the same caps share one frozen object.
+    this.caps = mtu === BLE_CAPS.mtu && ahead === BLE_CAPS.writeAheadSlots ? BLE_CAPS : Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu, writeAheadSlots: ahead, ackForm: AckForm.STREAM });
     this.retryMs = options.retryMs ?? BLE_NOTIFY_RETRY_MS;
     this.notifyTimeoutMs = options.notifyTimeoutMs ?? BLE_NOTIFY_TIMEOUT_MS;
+    this.dueAfterMs = this.notifyTimeoutMs - 1;
     this.ceiling = options.tierCeiling ?? Tier.observer;
     this.subscribedOn = subscribed;
     this.mw = transport.maximumWrite();
     this.size = fragmentSize(this.mw);
     // The link is its reassembler's sink (frame, refuse): no closures of its own to keep.
-    this.reassembler = new Reassembler(this, limits);
+    this.reassembler = new Reassembler(this, limits, this.queue.spare);
     const now = clock.now();
     this.detector = new WatermarkDetector(now);
     this.throughput = new ThroughputEstimator(now);
+    this.windowFrom = now;
     this.movedAt = now;
   }
 
@@ -179,6 +200,11 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.sink = sink;
   }
 
+  /** The link's counters: the link itself. */
+  get counters(): BleLinkCounters {
+    return this;
+  }
+
   /** True once the transport is gone, whichever side closed it. */
   get closed(): boolean {
     return this.shutDown;
@@ -194,8 +220,15 @@ export class BleLink implements ReassemblySink, BindingLink {
     return this.detector.ratio();
   }
 
-  /** The fragment size in use (ATT MTU − 3, at most 512). */
+  /**
+   * The fragment size in use (ATT MTU − 3, at most 512). A link with nothing queued takes it from
+   * the transport only when it next hands something out (tick): here, then.
+   */
   get fragmentSize(): number {
+    if (!this.shutDown && this.queue.fill === 0) {
+      const mw = this.transport.maximumWrite();
+      if (mw !== this.mw) this.resize(mw);
+    }
     return this.size;
   }
 
@@ -214,26 +247,28 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** The notification in flight completed: status 0 sent, anything else failed. */
   notified(status: number): void {
     const q = this.queue;
-    if (this.shutDown || !q.inFlight) return;
+    // (Nothing is in flight once the link is shut: shut() clears the queue.)
+    if (!q.inFlight) return;
     const now = this.clock.now();
     if (status === 0) {
       // A service time no longer than the longest in its bucket changes nothing there.
       const v = now - this.flightSince;
       if (v > this.serviceCur || now - this.serviceStart >= SERVICE_HALF_MS) this.serviceSample(v, now);
-      const bytes = q.completed();
+      const bytes = q.complete();
       if (bytes > 0) {
         this.movedAt = now;
-        this.counters.deliveredBytes += bytes;
-        this.throughput.add(bytes, now);
+        this.deliveredBytes += bytes;
+        // ThroughputEstimator.add: within its window only the sum moves (see carried).
+        if (now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom) this.carriedBytes += bytes;
+        else this.carried(bytes, now);
       }
     } else {
       q.done(false);
       this.retryLater(now);
     }
-    // Nothing waits: the pump would only take the fragment size again.
+    // Nothing waits: the pump would only take the fragment size again, which counts nothing
+    // while nothing is queued (see tick); what is handed out next takes it first.
     if (q.vacant && !this.pumping) {
-      const mw = this.transport.maximumWrite();
-      if (mw !== this.mw) this.resize(mw);
       this.sampled = 0;
       return;
     }
@@ -267,24 +302,30 @@ export class BleLink implements ReassemblySink, BindingLink {
    * Periodic work: reassembly timeout, a notification retry or completion timeout, the
    * detector's windows. Call at least every hub tick. Until the link's next deadline and the
    * detector's, with no input to the detector since and the same fragment size, there is none:
-   * the tick then costs a few comparisons (the clock is monotonic, hub/ports.ts Clock).
+   * the tick then costs a few comparisons (the clock is monotonic, hub/ports.ts Clock). While no
+   * frame is queued and no notification waits to be retried (the queue's fill is 0), the fragment
+   * size counts nothing (the fill is 0 at any size, an ESTOP is one fragment at any size, and what
+   * is sent or completed next takes the size again first): it is not asked.
    */
   tick(now: number = this.clock.now()): void {
-    if (now < this.dueAt && !this.fed && now < this.detector.quietUntil && this.transport.maximumWrite() === this.mw) return;
+    if (now < this.dueAt && !this.fed && now < this.detector.quietUntil && (this.queue.fill === 0 || this.transport.maximumWrite() === this.mw)) return;
     if (this.shutDown) return;
     this.reassembler.tick(now);
     const q = this.queue;
     if (q.inFlight && now - this.flightSince >= this.notifyTimeoutMs) {
-      this.counters.unconfirmed++;
-      this.delivered(q.completed(), now);
+      this.unconfirmed++;
+      this.delivered(q.complete(), now);
     }
-    this.pump();
+    // The pump, when it has anything to do: a notification to hand out, a frame to drop stale,
+    // or a new fragment size to count the queue at. Otherwise it would find the queue's fill what
+    // it sampled last (every change of the queue is followed by a pump, or sets `sampled`).
+    if ((!q.inFlight && (q.held > 0 || q.retryPending)) || this.transport.maximumWrite() !== this.mw) this.pump();
     this.judge(now);
     if (this.shutDown) return;
     // The next deadline, from what is left.
     let due = this.reassembler.expiresAt - 1;
     if (q.inFlight) {
-      const d = this.flightSince + this.notifyTimeoutMs - 1;
+      const d = this.flightSince + this.dueAfterMs;
       if (d < due) due = d;
     }
     if (q.retryPending && this.retryAt < due) due = this.retryAt;
@@ -327,21 +368,13 @@ export class BleLink implements ReassemblySink, BindingLink {
         // (stalledMs) and is taken at once.
         this.movedAt = now;
         this.pumping = true;
-        const n = q.handOutWhole(frame);
-        // AckCounter.startedAt without hand-over times (this link times no round trip).
-        this.acks.started++;
         this.flightSince = now;
-        const due = now + this.notifyTimeoutMs - 1;
+        const due = now + this.dueAfterMs;
         if (due < this.dueAt) this.dueAt = due;
-        try {
-          this.transport.notify(q.out, n);
-        } catch {
-          if (q.inFlight) {
-            q.done(false);
-            this.retryLater(now);
-          }
+        if (!q.notifyWhole(frame, this.transport) && q.inFlight) {
+          q.done(false);
+          this.retryLater(now);
         }
-        q.release();
         if (q.inFlight && q.frames === 0 && !this.shutDown) {
           // The pump's end: the queue is empty, so the take left nothing (ratio 0); take()'s
           // test first, to leave out working out what it found.
@@ -357,7 +390,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     // A notification queue holds a few frames: STATE values are not conflated here (§13.6).
     if (!q.push(frame, length, this.size, now, (tag & Tag.SAMPLE) !== 0)) {
       // §13.5.5: a frame turned away reads as a full queue.
-      this.counters.refusedSends++;
+      this.refusedSends++;
       if (now === this.takeOwedAt) this.repayTake(now);
       this.detector.refused(now);
       this.signalZero = false;
@@ -389,14 +422,19 @@ export class BleLink implements ReassemblySink, BindingLink {
 
   /** The client's cumulative ACK (key 28), as the core decoded it: the ack lag health reports. */
   acked(count: number): void {
-    if (!this.shutDown) this.acks.ack(count, this.clock.now());
+    if (this.shutDown) return;
+    const a = this.acks;
+    a.started = this.queue.framesStarted;
+    a.ack(count, this.clock.now());
   }
 
   /** A BLE connection carries no broadcast: the grants are the core's alone. */
   granted(_grants: GrantSet): void {}
 
   ackLag(): number {
-    return this.acks.outstanding();
+    const a = this.acks;
+    a.started = this.queue.framesStarted;
+    return a.outstanding();
   }
 
   /** Notifications are acknowledged by the link layer: no loss rate. */
@@ -406,7 +444,11 @@ export class BleLink implements ReassemblySink, BindingLink {
 
   /** Throughput from the completions; no round trip is timed at this layer (rttMs 0, unknown). */
   estimate(): LinkEstimate {
-    this.est.throughputBps = this.throughput.bps(this.clock.now());
+    const now = this.clock.now();
+    if (this.carriedBytes > 0) this.handCarried();
+    this.est.throughputBps = this.throughput.bps(now);
+    // The estimator's roll: its window starts again at `now` once it has closed, or when the clock stepped back.
+    if (now - this.windowFrom >= THROUGHPUT_WINDOW_MS || now < this.windowFrom) this.windowFrom = now;
     return this.est;
   }
 
@@ -420,7 +462,7 @@ export class BleLink implements ReassemblySink, BindingLink {
 
   /** Frames this link dropped unsent (stale samples): docs/protocol.md §13.6. */
   unsent(): number {
-    return this.queue.counters.expired;
+    return this.queue.expired;
   }
 
   /** The queue's fill; full while samples dropped stale hold the signal so (a queue full in time, §13.6). */
@@ -504,41 +546,37 @@ export class BleLink implements ReassemblySink, BindingLink {
         const now = this.clock.now();
         if (q.retryPending && now < this.retryAt) break;
         const size = this.size;
+        // The queue's fill (its ratio) at this size.
+        if (size !== q.countedAt) q.ratio(size);
         // §10.4 "never delay and burst", at the binding (docs/protocol.md §13.6): samples that
-        // waited past the budget go unsent, and that reads as a full queue (§13.5.5).
-        if (q.stale(now, this.budgetMs)) {
-          const ahead = q.ratio(size);
+        // waited past the budget go unsent, and that reads as a full queue (§13.5.5). (q.stale)
+        if (now - q.frontQueuedAt > this.budgetMs) {
+          const ahead = q.fill;
           q.expire(now, this.budgetMs, size);
           if (now === this.takeOwedAt) this.repayTake(now);
           this.detector.stale(now);
           this.fed = true;
           if (found < 0) found = ahead;
         }
-        const before = found < 0 ? q.ratio(size) : 0;
-        const started = q.framesStarted;
-        const n = q.next(size);
-        if (n === 0) break;
-        // AckCounter.startedAt without hand-over times (this link times no round trip).
-        this.acks.started += q.framesStarted - started;
-        if (found < 0) found = before;
+        const before = found < 0 ? q.fill : 0;
+        // Only read while a notification is in flight (a completion in notify reads it).
         this.flightSince = now;
-        const due = now + this.notifyTimeoutMs - 1;
+        const n = q.notifyNext(size, this.transport);
+        if (n === 0) break;
+        if (found < 0) found = before;
+        const due = now + this.dueAfterMs;
         if (due < this.dueAt) this.dueAt = due;
-        try {
-          this.transport.notify(q.out, n);
-        } catch {
-          if (q.inFlight) {
-            q.done(false);
-            this.retryLater(now);
-          }
+        if (n < 0 && q.inFlight) {
+          q.done(false);
+          this.retryLater(now);
         }
-        q.release();
       }
     } finally {
       this.pumping = false;
     }
     if (this.shutDown) return;
-    const r = q.ratio(this.size);
+    const size = this.size;
+    const r = size === q.countedAt ? q.fill : q.ratio(size);
     // A pump that only dropped stale frames drained the queue too: what is left is judged.
     if (found >= 0) this.take(found, r, this.clock.now());
     // The detector holds a signal until the next input, so only a rise needs one.
@@ -586,8 +624,28 @@ export class BleLink implements ReassemblySink, BindingLink {
   private delivered(bytes: number, now: number): void {
     if (bytes <= 0) return;
     this.movedAt = now;
-    this.counters.deliveredBytes += bytes;
+    this.deliveredBytes += bytes;
+    if (now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom) this.carriedBytes += bytes;
+    else this.carried(bytes, now);
+  }
+
+  /**
+   * `bytes` completed at `now`, after the estimator's window (or with the clock stepped back), into
+   * the estimator. A completion within its window only adds to the window's sum there
+   * (ThroughputEstimator.add): the link keeps that sum in `carriedBytes` and hands it over in one
+   * add, dated in the same window, just before the estimator next looks at the clock (here, and
+   * `estimate`). `windowFrom` follows the estimator's window start as its roll moves it: this add
+   * rolls it, to `now`.
+   */
+  private carried(bytes: number, now: number): void {
+    if (this.carriedBytes > 0) this.handCarried();
     this.throughput.add(bytes, now);
+    this.windowFrom = now;
+  }
+
+  private handCarried(): void {
+    this.throughput.add(this.carriedBytes, this.windowFrom);
+    this.carriedBytes = 0;
   }
 
   /** One notification's service time: bindings/link.ts WindowedMax.sample, and the budget from it. */

@@ -29,6 +29,9 @@ const ONLY_HEADER = header(FragmentPosition.ONLY, 0);
 const FIRST_HEADER = header(FragmentPosition.FIRST, 0);
 const MIDDLE_HEADER = header(FragmentPosition.MIDDLE, 0);
 const LAST_HEADER = header(FragmentPosition.LAST, 0);
+// A frame's start in storage (below 2^16: the storage is at most 65535 bytes), and its mark as expendable, in one column.
+const START_MASK = 0xffff;
+const EXPENDABLE = 0x10000;
 /** An ESTOP frame's notification: one ONLY fragment. */
 const ESTOP_NOTIFICATION_BYTES = FRAGMENT_HEADER_BYTES + ESTOP_FRAME_BYTES;
 
@@ -69,21 +72,24 @@ export interface NotifyQueueOptions {
   readonly bytes?: number;
   /** Frames held at most (default NOTIFY_QUEUE_FRAMES). */
   readonly frames?: number;
+  /** Bytes of the queue's buffer set aside for its owner (`spare`; default 0). */
+  readonly spareBytes?: number;
 }
 
-export class NotifyQueueCounters {
+/** The queue's counters (`NotifyQueue.counters`: fields of the queue itself, no object of their own). */
+export interface NotifyQueueCounters {
   /** Notifications handed to the transport (retries included). */
-  handedOut = 0;
+  readonly handedOut: number;
   /** Notifications the transport completed. */
-  completed = 0;
+  readonly completed: number;
   /** Completions with an error (the notification is sent again). */
-  failures = 0;
+  readonly failures: number;
   /** ESTOP frames written ahead. */
-  estops = 0;
+  readonly estops: number;
   /** ESTOP frames dropped because ESTOP_AHEAD_SLOTS newer ones were waiting. */
-  estopsDropped = 0;
+  readonly estopsDropped: number;
   /** Expendable frames dropped unsent for waiting longer than the sample budget. */
-  expired = 0;
+  readonly expired: number;
 }
 
 /**
@@ -99,7 +105,12 @@ export class NotifyQueue {
   readonly capacityNotifications: number;
   readonly capacityBytes: number;
   readonly maxFrames: number;
-  readonly counters = new NotifyQueueCounters();
+  /** NotifyQueueCounters (handedOut: a getter). */
+  completed = 0;
+  failures = 0;
+  estops = 0;
+  estopsDropped = 0;
+  expired = 0;
   /**
    * [frames | ESTOP slots | the notification being handed out], one length-tracking view:
    * frames go in and fragments come out with one native copy each (copyWithin across the parts).
@@ -110,6 +121,8 @@ export class NotifyQueue {
    * unchanged): always this same view, shrunk or grown to each notification's length.
    */
   readonly out: Uint8Array;
+  /** `spareBytes` of the queue's buffer that the queue never touches, its owner's (on XS a buffer of their own would cost heap slots). */
+  readonly spare: Uint8Array;
   /** Frames queued (the one being cut included). */
   frames = 0;
   /** Frames and ESTOP frames waiting to be handed out (the notification in flight not counted). */
@@ -122,29 +135,38 @@ export class NotifyQueue {
   retryPending = false;
   /** Frames whose first fragment has been handed out, and ESTOP frames (the client counts every frame, §5.12). */
   framesStarted = 0;
-  // Frames, each contiguous in storage (one that does not fit before the end goes to the front).
-  private readonly storage: Uint8Array;
+  /** The fragment size the queued frames' notifications are counted at (`ratio` recounts at another). */
+  countedAt = 0;
+  /** ratio(countedAt), kept as the queue changes: the link reads it without a call. */
+  fill = 0;
+  /**
+   * When the front frame was queued if `expire` may drop it (expendable, none of its fragments
+   * gone), else Infinity: `stale` is now − frontQueuedAt > budgetMs.
+   */
+  frontQueuedAt = Infinity;
+  // Frames, each contiguous in storage (`all` from 0; one that does not fit before the end goes to the front).
   private readonly rab: ResizableArrayBuffer;
   // Where the notification area begins in `all`, and the length `out` has now.
   private readonly outAt: number;
   private outLength = FRAGMENT_MAX_BYTES;
   private readonly ahead: EstopAhead;
-  private readonly starts: Uint32Array;
-  private readonly lengths: Uint32Array;
-  // When each frame was queued, and whether it may be dropped unsent once stale (Link.send).
+  // Per frame slot: its length at [slot], and at [maxFrames + slot] where it starts (bits 15–0)
+  // and whether it may be dropped unsent once stale (Link.send; EXPENDABLE set).
+  private readonly cols: Uint32Array;
+  // When each frame was queued.
   private readonly times: Float64Array;
-  private readonly expendable: Uint8Array;
   private first = 0;
   private head = 0;
   private tail = 0;
   private used = 0;
   private sent = 0; // bytes of the head frame already handed out
   private headCounter = 0;
-  private pendingN = 0; // notifications still to hand out for the queued frames ...
-  private countedAt = 0; // ... counted at this fragment size
+  private pendingN = 0; // notifications still to hand out for the queued frames, counted at countedAt
   private counter = FRAGMENT_COUNTER_MASK;
   private flight = 0; // length of the notification in `out`; 0: none
   private flightCarried = 0;
+  // Notifications in flight when the queue was cleared (handedOut).
+  private clearedInFlight = 0;
 
   constructor(options: NotifyQueueOptions = {}) {
     this.capacityNotifications = options.notifications ?? NOTIFY_QUEUE_NOTIFICATIONS;
@@ -153,20 +175,34 @@ export class NotifyQueue {
     if (!Number.isInteger(this.capacityNotifications) || this.capacityNotifications < 1) throw new RangeError('NotifyQueue: notifications must be an integer ≥ 1');
     if (!Number.isInteger(this.capacityBytes) || this.capacityBytes < ESTOP_FRAME_BYTES || this.capacityBytes > 0xffff) throw new RangeError('NotifyQueue: bytes must be an integer in 12..65535');
     if (!Number.isInteger(this.maxFrames) || this.maxFrames < 1) throw new RangeError('NotifyQueue: frames must be an integer ≥ 1');
-    this.outAt = this.capacityBytes + ESTOP_AHEAD_SLOTS * ESTOP_FRAME_BYTES;
+    const spareBytes = options.spareBytes ?? 0;
+    if (!Number.isInteger(spareBytes) || spareBytes < 0) throw new RangeError('NotifyQueue: spareBytes must be an integer ≥ 0');
+    // One buffer (on XS each buffer and each view costs heap slots of its own):
+    // [frames | ESTOP slots | spare | times | columns | the notification area]. The notification
+    // area is last, so that shrinking it (fit) leaves the fixed views whole.
+    const n = this.maxFrames;
+    const spareAt = this.capacityBytes + ESTOP_AHEAD_SLOTS * ESTOP_FRAME_BYTES;
+    const timesAt = (spareAt + spareBytes + 7) & ~7;
+    const colsAt = timesAt + n * 8;
+    this.outAt = colsAt + n * 8;
     const total = this.outAt + FRAGMENT_MAX_BYTES;
     this.rab = new Resizable(total, { maxByteLength: total });
     this.all = new Uint8Array(this.rab);
     this.out = new Uint8Array(this.rab, this.outAt);
-    this.storage = this.all;
     this.ahead = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_AHEAD_SLOTS, this.all, this.capacityBytes);
-    // The frames' columns share one buffer (on XS a buffer costs heap slots of its own).
-    const n = this.maxFrames;
-    const columns = new ArrayBuffer(n * (8 + 4 + 4 + 1));
-    this.times = new Float64Array(columns, 0, n);
-    this.starts = new Uint32Array(columns, n * 8, n);
-    this.lengths = new Uint32Array(columns, n * 12, n);
-    this.expendable = new Uint8Array(columns, n * 16, n);
+    this.spare = new Uint8Array(this.rab, spareAt, spareBytes);
+    this.times = new Float64Array(this.rab, timesAt, n);
+    this.cols = new Uint32Array(this.rab, colsAt, 2 * n);
+  }
+
+  /** The queue's counters: the queue itself. */
+  get counters(): NotifyQueueCounters {
+    return this;
+  }
+
+  /** Every notification handed out has completed, failed, is in flight, or was in flight when the queue was cleared. */
+  get handedOut(): number {
+    return this.completed + this.failures + (this.inFlight ? 1 : 0) + this.clearedInFlight;
   }
 
   /** ESTOP frames waiting ahead. */
@@ -191,9 +227,8 @@ export class NotifyQueue {
 
   /** The §10.3 signal: depth ÷ capacity, or bytes ÷ storage when that is higher. ≥ 1 is full. */
   ratio(size: number): number {
-    const byNotifications = ((size === this.countedAt ? this.pendingN : this.pending(size)) + (this.retryPending ? 1 : 0)) / this.capacityNotifications;
-    const byBytes = (this.used - this.sent) / this.capacityBytes;
-    return byNotifications > byBytes ? byNotifications : byBytes;
+    if (size !== this.countedAt) this.pending(size);
+    return this.fill;
   }
 
   /**
@@ -220,13 +255,14 @@ export class NotifyQueue {
     const count = length + FRAGMENT_HEADER_BYTES <= size ? 1 : fragmentCount(length, size);
     if (waiting !== 0 && waiting + count > this.capacityNotifications) return false;
     if (length > frame.length) throw new RangeError('NotifyQueue.push: length beyond the frame');
-    this.storage.set(length === frame.length ? frame : frame.subarray(0, length), at);
+    this.all.set(length === frame.length ? frame : frame.subarray(0, length), at);
+    const m = this.maxFrames;
     let slot = this.first + this.frames;
-    if (slot >= this.maxFrames) slot -= this.maxFrames;
-    this.starts[slot] = at;
-    this.lengths[slot] = length;
+    if (slot >= m) slot -= m;
+    const cols = this.cols;
+    cols[slot] = length;
+    cols[m + slot] = expendable ? at | EXPENDABLE : at;
     this.times[slot] = now;
-    this.expendable[slot] = expendable ? 1 : 0;
     if (this.frames === 0) {
       this.head = at;
       this.sent = 0;
@@ -237,6 +273,8 @@ export class NotifyQueue {
     this.tail = at + length;
     this.used += length;
     this.pendingN += count;
+    if (this.frames === 1) this.frontQueuedAt = expendable ? now : Infinity;
+    this.refill();
     return true;
   }
 
@@ -246,8 +284,8 @@ export class NotifyQueue {
     a.write(NO_HEADER, 0, frame);
     this.held = this.frames + a.count;
     this.vacant = false;
-    this.counters.estops = a.written;
-    this.counters.estopsDropped = a.dropped;
+    this.estops = a.written;
+    this.estopsDropped = a.dropped;
   }
 
   /**
@@ -259,7 +297,7 @@ export class NotifyQueue {
       if (!this.retryPending) return 0;
       this.retryPending = false;
       this.inFlight = true;
-      this.counters.handedOut++;
+      this.refill();
       // The notification's bytes are still in `out` (release() kept them): exact again.
       this.fit(this.flight);
       return this.flight;
@@ -282,7 +320,7 @@ export class NotifyQueue {
     }
     if (this.frames === 0) return 0;
     if (size !== this.countedAt) this.pending(size);
-    const len = this.lengths[this.first] as number;
+    const len = this.cols[this.first] as number;
     const sent = this.sent;
     let c = this.headCounter;
     if (sent === 0) {
@@ -308,7 +346,10 @@ export class NotifyQueue {
       head = MIDDLE_HEADER | c;
     }
     const length = h + n;
-    if (length !== this.outLength) this.fit(length);
+    if (length !== this.outLength) {
+      this.rab.resize(o + length);
+      this.outLength = length;
+    }
     all[o] = head;
     if (h !== FRAGMENT_HEADER_BYTES) {
       all[o + 1] = (len >>> 8) & 0xff;
@@ -318,20 +359,53 @@ export class NotifyQueue {
     all.copyWithin(o + h, from, from + n);
     this.pendingN--;
     if (sent + n >= len) this.shiftFrame();
-    else this.sent = sent + n;
-    return this.handOut(length, n);
+    else {
+      this.sent = sent + n;
+      this.frontQueuedAt = Infinity;
+    }
+    // No frame left (and none to retry, with nothing in flight): nothing waits.
+    if (this.frames === 0) this.fill = 0;
+    else this.refill();
+    this.flight = length;
+    this.flightCarried = n;
+    this.inFlight = true;
+    this.vacant = false;
+    return length;
   }
 
   /**
-   * Hands `frame` out at once as one ONLY notification, without queueing it: the frame a queue
-   * would take and cut into exactly this (one copy instead of two). Only while nothing is queued,
-   * written ahead or in flight, and for a frame of 1 to `capacityBytes` bytes that fits one
-   * fragment; the caller makes sure. Returns the notification's length.
+   * `next`, the transport's notify and `release` in one: returns the notification's length, 0
+   * when none was handed out, or minus its length when the transport threw (the notification is
+   * in flight then: the caller fails it).
    */
-  handOutWhole(frame: Uint8Array): number {
+  notifyNext(size: number, transport: { notify(value: Uint8Array, length: number): void }): number {
+    const n = this.next(size);
+    if (n === 0) return 0;
+    let ok = true;
+    try {
+      transport.notify(this.out, n);
+    } catch {
+      ok = false;
+    }
+    if (this.outLength !== FRAGMENT_MAX_BYTES) {
+      this.rab.resize(this.outAt + FRAGMENT_MAX_BYTES);
+      this.outLength = FRAGMENT_MAX_BYTES;
+    }
+    return ok ? n : -n;
+  }
+
+  /**
+   * Hands `frame` out at once to `transport` as one ONLY notification, without queueing it: the
+   * frame a queue would take and cut into exactly this (one copy instead of two), then `release`.
+   * Only while nothing is queued, written ahead or in flight (so `out` is whole), and for a frame
+   * of 1 to `capacityBytes` bytes that fits one fragment; the caller makes sure. Returns false
+   * when the transport threw (the notification is still in flight then: the caller fails it).
+   */
+  notifyWhole(frame: Uint8Array, transport: { notify(value: Uint8Array, length: number): void }): boolean {
     const length = frame.length;
     const n = length + FRAGMENT_HEADER_BYTES;
-    if (n !== this.outLength) this.fit(n);
+    const rab = this.rab;
+    rab.resize(this.outAt + n);
     // The message counter it goes under (nextCounter); no later fragment needs it as headCounter.
     const c = (this.counter + 1) & FRAGMENT_COUNTER_MASK;
     this.counter = c;
@@ -343,8 +417,14 @@ export class NotifyQueue {
     this.flightCarried = length;
     this.inFlight = true;
     this.vacant = false;
-    this.counters.handedOut++;
-    return n;
+    let ok = true;
+    try {
+      transport.notify(out, n);
+    } catch {
+      ok = false;
+    }
+    rab.resize(this.outAt + FRAGMENT_MAX_BYTES);
+    return ok;
   }
 
   /**
@@ -356,21 +436,21 @@ export class NotifyQueue {
       if (!this.inFlight) return 0;
       this.inFlight = false;
       this.retryPending = true;
-      this.counters.failures++;
+      this.failures++;
+      this.refill();
       return 0;
     }
-    return this.completed();
+    return this.complete();
   }
 
   /** done(true): the notification in flight was sent. Returns the frame bytes it carried. */
-  completed(): number {
+  complete(): number {
     if (!this.inFlight) return 0;
     this.inFlight = false;
     const carried = this.flightCarried;
     this.flight = 0;
-    this.flightCarried = 0;
     this.vacant = this.held === 0;
-    this.counters.completed++;
+    this.completed++;
     return carried;
   }
 
@@ -379,7 +459,7 @@ export class NotifyQueue {
    * has gone, and it was queued more than `budgetMs` before `now`.
    */
   stale(now: number, budgetMs: number): boolean {
-    return this.frames > 0 && this.sent === 0 && this.expendable[this.first] === 1 && now - (this.times[this.first] as number) > budgetMs;
+    return now - this.frontQueuedAt > budgetMs;
   }
 
   /**
@@ -388,21 +468,23 @@ export class NotifyQueue {
    */
   expire(now: number, budgetMs: number, size: number): number {
     let dropped = 0;
-    while (this.frames > 0 && this.sent === 0 && this.expendable[this.first] === 1 && now - (this.times[this.first] as number) > budgetMs) {
+    while (this.stale(now, budgetMs)) {
       this.pending(size);
-      this.pendingN -= fragmentCount(this.lengths[this.first] as number, size);
+      this.pendingN -= fragmentCount(this.cols[this.first] as number, size);
       this.shiftFrame();
       dropped++;
     }
     if (dropped > 0) {
-      this.counters.expired += dropped;
+      this.expired += dropped;
       this.vacant = this.held === 0 && this.flight === 0;
+      this.refill();
     }
     return dropped;
   }
 
   /** Empties everything, the notification in flight and the ESTOP frames ahead included. */
   clear(): void {
+    if (this.inFlight) this.clearedInFlight++;
     this.first = 0;
     this.frames = 0;
     this.held = 0;
@@ -417,6 +499,8 @@ export class NotifyQueue {
     this.inFlight = false;
     this.retryPending = false;
     this.vacant = true;
+    this.fill = 0;
+    this.frontQueuedAt = Infinity;
   }
 
   /**
@@ -436,12 +520,18 @@ export class NotifyQueue {
     }
   }
 
+  // fill = ratio(countedAt): notifications waiting ÷ capacity, or bytes ÷ storage when that is higher.
+  private refill(): void {
+    const byNotifications = (this.pendingN + (this.retryPending ? 1 : 0)) / this.capacityNotifications;
+    const byBytes = (this.used - this.sent) / this.capacityBytes;
+    this.fill = byNotifications > byBytes ? byNotifications : byBytes;
+  }
+
   private handOut(length: number, carried: number): number {
     this.flight = length;
     this.flightCarried = carried;
     this.inFlight = true;
     this.vacant = false;
-    this.counters.handedOut++;
     return length;
   }
 
@@ -451,18 +541,19 @@ export class NotifyQueue {
       let sum = 0;
       let slot = this.first;
       for (let i = 0; i < this.frames; i++) {
-        const len = this.lengths[slot] as number;
+        const len = this.cols[slot] as number;
         sum += i === 0 ? fragmentsLeft(len, this.sent, size) : fragmentCount(len, size);
         slot = slot + 1 === this.maxFrames ? 0 : slot + 1;
       }
       this.pendingN = sum;
       this.countedAt = size;
+      this.refill();
     }
     return this.pendingN;
   }
 
   private shiftFrame(): void {
-    this.used -= this.lengths[this.first] as number;
+    this.used -= this.cols[this.first] as number;
     this.sent = 0;
     this.frames--;
     this.held--;
@@ -470,8 +561,11 @@ export class NotifyQueue {
     if (this.frames === 0) {
       this.head = 0;
       this.tail = 0;
+      this.frontQueuedAt = Infinity;
     } else {
-      this.head = this.starts[this.first] as number;
+      const col = this.cols[this.maxFrames + this.first] as number;
+      this.head = col & START_MASK;
+      this.frontQueuedAt = col >= EXPENDABLE ? (this.times[this.first] as number) : Infinity;
     }
   }
 

@@ -1,5 +1,5 @@
 // BLE fragmentation and reassembly (bindings/ble/fragment.ts, docs/protocol.md §13.4).
-import { deepEqual, equal, ok } from '../lib/assert.js';
+import { deepEqual, equal, ok, throws } from '../lib/assert.js';
 import { runs } from '../lib/env.js';
 import { encodeEstop, ESTOP_FRAME_BYTES, ESTOP_MAGIC, EstopKind, EstopSource } from '../../hub/estop-frame.js';
 import { MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES, peekFrameType } from '../../hub/frames.js';
@@ -305,6 +305,17 @@ describe('BLE fragments: refusals and no leak', () => {
     equal(r.counters.tooLarge, 1);
     push(r, fragments(frameOf(40), 20)[0] as Uint8Array); // a FIRST: starts a new frame
     equal(r.pendingBytes, 17);
+  });
+
+  it('reassembles in a buffer its owner hands it, of exactly maxFrameBytes + 1 bytes', () => {
+    const rec = new Rec();
+    const own = new Uint8Array(MAX_FRAME_BYTES + 1);
+    const r = new Reassembler(rec, undefined, own);
+    equal(r.buffer, own);
+    for (const w of fragments(frameOf(300), 100)) push(r, w);
+    equal(rec.frames.length, 1);
+    equal(own[0], (frameOf(300)[0] as number), 'the frame was put together in it');
+    throws(() => new Reassembler(rec, undefined, new Uint8Array(MAX_FRAME_BYTES)));
   });
 
   it('1024 bytes are taken, 1025 refused TOO_LARGE', () => {

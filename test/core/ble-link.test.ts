@@ -12,6 +12,7 @@ import { FragmentPosition, header, HUB_REASSEMBLY } from '../../bindings/ble/fra
 import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BLE_SAMPLE_BUDGET_DEFAULT_MS, BLE_SAMPLE_BUDGET_FLOOR_MS, BleLink, type BleTransport } from '../../bindings/ble/link.js';
 import { ESTOP_AHEAD_SLOTS, NOTIFY_QUEUE_BYTES, NOTIFY_QUEUE_NOTIFICATIONS } from '../../bindings/ble/notify-queue.js';
 import { SimBleConnection } from '../../bindings/ble/sim.js';
+import { ThroughputEstimator } from '../../bindings/link.js';
 import { BLE_UUIDS } from '../../bindings/ble/uuids.js';
 
 /** A transport the test completes by hand. */
@@ -103,6 +104,24 @@ describe('BLE: the notification queue', () => {
     equal(t.sent.length, 2);
     equal(link.queue.depth(20), 15);
     ok(link.canSend(19));
+  });
+
+  it('an MTU exchange that completes while nothing is queued is taken at the next hand-out, and read at once', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    link.send(frameOf(19), KEEP, 0);
+    t.mw = 244;
+    clock.advance(10);
+    link.tick();
+    equal(link.fragmentSize, 244);
+    link.notified(0);
+    ok(link.send(frameOf(100, 1), KEEP, 0));
+    equal(t.sent.length, 2);
+    equal((t.sent[1] as Uint8Array).length, 101, 'one ONLY notification at the new size');
+    t.mw = 20;
+    link.send(frameOf(100, 2), KEEP, 0);
+    equal(link.queue.depth(20), 6, 'a frame queued behind the one in flight is counted at the size of the moment');
   });
 
   it('an empty queue takes any frame its storage holds, the largest hub frame included (243 notifications at MTU 23)', () => {
@@ -228,6 +247,56 @@ describe('BLE: the notification queue', () => {
     ok(link.estimate().throughputBps < 100, 'a link that carries nothing decays toward 0');
     equal(link.estimate().rttMs, 0);
     equal(link.counters.deliveredBytes, 200 * 19);
+  });
+
+  it('the estimate is exactly an estimator fed every completion as it came, whenever it is read', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    const reference = new ThroughputEstimator(clock.now());
+    let x = 0x1234567;
+    const next = (n: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return x % n;
+    };
+    for (let i = 0; i < 2000; i++) {
+      const length = 1 + next(19);
+      link.send(frameOf(length), KEEP, 0);
+      clock.advance(next(4) === 0 ? 60 + next(200) : 0.5 + next(30));
+      link.notified(0);
+      reference.add(length, clock.now());
+      if (next(7) === 0) equal(link.estimate().throughputBps, reference.bps(clock.now()), `read ${i}`);
+    }
+    clock.advance(150);
+    equal(link.estimate().throughputBps, reference.bps(clock.now()));
+  });
+
+  it('counts every notification handed out: completed, failed and handed out again, in flight when the link closed', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    link.send(frameOf(10), KEEP, 0);
+    link.send(frameOf(10), KEEP, 0);
+    equal(link.queue.counters.handedOut, 1);
+    link.notified(0);
+    link.notified(5);
+    equal(link.queue.counters.handedOut, 2);
+    clock.advance(BLE_NOTIFY_RETRY_MS);
+    link.tick();
+    link.send(estop(1), KEEP, 0);
+    equal(t.sent.length, 3);
+    deepEqual([link.queue.counters.handedOut, link.queue.counters.completed, link.queue.counters.failures], [3, 1, 1]);
+    link.close();
+    equal(link.queue.counters.handedOut, 3, 'the one in flight when the link closed was handed out');
+  });
+
+  it('keeps its scalar helpers in the link: the counters are fields of the link, the queue and the reassembler, and reassembly uses the queue’s buffer', () => {
+    const link = new BleLink(new ManualTransport(), new VirtualClock(), {}, true);
+    equal(link.counters, link);
+    equal(link.queue.counters, link.queue);
+    equal(link.reassembler.counters, link.reassembler);
+    equal(link.reassembler.buffer.buffer, link.queue.all.buffer);
+    equal(link.reassembler.buffer.length, HUB_REASSEMBLY.maxFrameBytes + 1);
   });
 });
 
