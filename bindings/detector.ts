@@ -319,7 +319,8 @@ export interface WatermarkOptions {
 export class WatermarkDetector extends LevelMachine implements CongestionDetector {
   private readonly lagCongested: number;
   private readonly lagRecovered: number;
-  private queue = 0;
+  /** @internal The queue signal (`signalled` reads whether it is above 0; a link's send path reads it directly). */
+  queue = 0;
   /** The last ack lag reported, in frames. */
   lagFrames = 0;
   // The instant of the last take: takes at one instant are one transmission opportunity.

@@ -170,10 +170,15 @@ export const THROUGHPUT_TAU_MS = 1000;
  * A link that carries nothing decays toward 0 once whole windows pass without bytes.
  */
 export class ThroughputEstimator {
-  private readonly windowMs: number;
+  // The window and what it has summed are fields a link's send path may add to directly, as
+  // `add` does while the window is open (0 ≤ now − windowStart < windowMs): no call per frame.
+  /** @internal */
+  readonly windowMs: number;
   private readonly tauMs: number;
-  private windowStart: number;
-  private bytes = 0;
+  /** @internal */
+  windowStart: number;
+  /** @internal */
+  bytes = 0;
   private rate = 0;
   private primed = false;
 
@@ -297,7 +302,8 @@ export class EstopAhead {
   // Each slot's length, slot i in bits 8i to 8i + 7.
   private lens = 0;
   private first = 0;
-  private n = 0;
+  /** ESTOP frames waiting (the one partly handed over included); read-only to everyone else (a field: links read it on every send). */
+  count = 0;
   /** The front one is partly handed over (or in the air): it is never the one dropped. */
   started = false;
   /** Written, and dropped for a newer one while every slot was full. */
@@ -311,11 +317,6 @@ export class EstopAhead {
     this.storage = storage ?? new Uint8Array(slots * slotBytes);
     this.base = storage ? base : 0;
     if (this.base + slots * slotBytes > this.storage.length) throw new RangeError('EstopAhead: the slots lie outside their storage');
-  }
-
-  /** ESTOP frames waiting (the one partly handed over included). */
-  get count(): number {
-    return this.n;
   }
 
   /**
@@ -343,16 +344,16 @@ export class EstopAhead {
   // A slot for `length` bytes, the oldest not started dropped when every slot is full: where it starts.
   private claim(length: number): number {
     this.written++;
-    if (this.n === this.slots) {
+    if (this.count === this.slots) {
       // Drop the oldest not started: the front one, or the one after it while the front is going.
       const victim = this.started ? 1 : 0;
-      for (let k = victim; k + 1 < this.n; k++) this.copySlot(this.index(k + 1), this.index(k));
-      this.n--;
+      for (let k = victim; k + 1 < this.count; k++) this.copySlot(this.index(k + 1), this.index(k));
+      this.count--;
       this.dropped++;
     }
-    const slot = this.index(this.n);
+    const slot = this.index(this.count);
     this.setLength(slot, length);
-    this.n++;
+    this.count++;
     return this.base + slot * this.slotBytes;
   }
 
@@ -368,21 +369,21 @@ export class EstopAhead {
   /** Bytes of every waiting one, framing included. */
   bytes(): number {
     let b = 0;
-    for (let k = 0; k < this.n; k++) b += (this.lens >>> (this.index(k) << 3)) & 0xff;
+    for (let k = 0; k < this.count; k++) b += (this.lens >>> (this.index(k) << 3)) & 0xff;
     return b;
   }
 
   /** The front one is gone (handed over whole, or its datagram sent). */
   shift(): void {
-    if (this.n === 0) return;
+    if (this.count === 0) return;
     this.first = this.first + 1 === this.slots ? 0 : this.first + 1;
-    this.n--;
+    this.count--;
     this.started = false;
   }
 
   clear(): void {
     this.first = 0;
-    this.n = 0;
+    this.count = 0;
     this.started = false;
   }
 

@@ -596,6 +596,12 @@ export interface TcpLinkOptions {
 
 const NO_LIMIT = 0x7fffffff;
 
+/** The transport as a DirectTransport, when it is one. */
+function directOf(transport: LinkTransport): DirectTransport | null {
+  const d = transport as Partial<DirectTransport>;
+  return typeof d.room === 'function' && typeof d.writeFrame === 'function' ? (transport as DirectTransport) : null;
+}
+
 /** The NACK frame the binding answers a refused frame with, encoded once for every link (only read). */
 function nackFrame(code: number): Uint8Array {
   const w = new CborWriter(new Uint8Array(16));
@@ -642,7 +648,12 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   private readonly log: Log;
   private readonly sha1: Sha1 | undefined;
   private transport: LinkTransport | null = null;
+  // The transport when it takes frames at once (DirectTransport), while the link is open; else null.
   private direct: DirectTransport | null = null;
+  // Frames started below this fit the ack window, and from this on the ack lag is told to the
+  // detector: the client's last ACK plus the window or the lag heeded (Infinity: no ACK yet).
+  private windowEnd = Infinity;
+  private lagFrom = Infinity;
   private sink: LinkSink | null = null;
   private st: number;
   private lossReported = false;
@@ -710,9 +721,10 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   /** The adapter's socket is ready: the link attaches to the hub (after the upgrade, for WS_SERVER). */
   start(transport: LinkTransport): void {
     this.transport = transport;
-    const d = transport as Partial<DirectTransport>;
-    this.direct = typeof d.room === 'function' && typeof d.writeFrame === 'function' ? (transport as DirectTransport) : null;
-    if (this.st === LinkState.OPEN) this.sink = this.hub.attach(this);
+    if (this.st === LinkState.OPEN) {
+      this.direct = directOf(transport);
+      this.sink = this.hub.attach(this);
+    }
   }
 
   get binding(): string {
@@ -745,6 +757,9 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
 
   /** The §10.3 level, judged once per instant (on the hub's clock). */
   get level(): number {
+    // No deadline ahead and no input since: the level stands whatever the (monotonic) clock reads.
+    const det = this.detector;
+    if (det.quietUntil === Infinity && det.judgements === this.judgementsSeen) return this.lvl;
     const now = this.clock.now();
     if (now !== this.judgedAt) {
       // Until the detector's next deadline, and with no input since, its level stands.
@@ -756,38 +771,59 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   }
 
   send(frame: Uint8Array, tag: number, _seq: number): boolean {
-    if (this.st !== LinkState.OPEN) return false;
     const length = frame.length;
     const q = this.queue;
     const now = this.clock.now();
-    // Straight to the socket: nothing waits ahead of it, the window allows a frame, there is room.
+    // Straight to the socket (a direct transport is set only while the link is open): nothing
+    // waits ahead of it, the window allows a frame, there is room.
     const d = this.direct;
     if (d !== null && q.count === 0 && q.ahead.count === 0) {
       const a = this.acks;
       const framing = this.framing;
       let hdr: Uint8Array | null = null;
       let h = 0;
-      if (framing !== LinkFraming.MESSAGE) {
-        hdr = this.header(length);
-        h = hdr.length;
+      if (framing === LinkFraming.LENGTH_PREFIX) {
+        hdr = this.hdr2;
+        hdr[0] = length >>> 8;
+        hdr[1] = length & 0xff;
+        h = 2;
+      } else if (framing === LinkFraming.WS_SERVER) {
+        const b = this.hdr;
+        b[0] = 0x80 | WsOpcode.BINARY;
+        if (length < 126) {
+          b[1] = length;
+          hdr = this.hdr2;
+          h = 2;
+        } else {
+          b[1] = 126;
+          b[2] = length >>> 8;
+          b[3] = length & 0xff;
+          hdr = b;
+          h = 4;
+        }
       }
-      if ((!a.seen || a.started - a.acked < this.ackWindowFrames) && d.room() >= h + length) {
+      let started = a.started;
+      if (started < this.windowEnd && d.room() >= h + length) {
         d.writeFrame(hdr, frame);
         // One frame started (its time for the round trip), the queue found empty (a backlog of 0,
         // §13.5.1), the ack lag told to the detector only where it can matter (§13.5.6).
-        const ring = a.handedAt as Float64Array;
-        ring[a.started & a.mask] = now;
-        a.started++;
+        (a.handedAt as Float64Array)[started & a.mask] = now;
+        a.started = ++started;
         q.framesStarted++;
         q.recordsOut++;
-        this.throughput.add(h + length, now);
+        // ThroughputEstimator.add, its open window inline.
+        const tp = this.throughput;
+        const dt = now - tp.windowStart;
+        if (dt < tp.windowMs && dt >= 0) tp.bytes += h + length;
+        else tp.add(h + length, now);
         this.drain.movedAt = now;
         const det = this.detector;
-        if (det.signalled) det.drained(0, 0, now);
-        if (a.seen && a.started - a.acked >= this.lagHeeded) det.ackLag(a.started - a.acked, now);
+        if (det.queue !== 0) det.drained(0, 0, now);
+        if (started >= this.lagFrom) det.ackLag(started - a.acked, now);
         return true;
       }
     }
+    if (this.st !== LinkState.OPEN) return false;
     const h = this.writeHeader(WsOpcode.BINARY, length);
     const kind = tagType(tag) !== FrameType.DATA ? RecordKind.CONTROL : tag & Tag.SAMPLE ? RecordKind.SAMPLE : tag & Tag.VALUE ? RecordKind.VALUE : RecordKind.DATA;
     const empty = q.pendingBytes() === 0;
@@ -801,25 +837,6 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.detector.queued(q.ratio(), now);
     this.kick();
     return true;
-  }
-
-  /** The header of a binary frame of `length` bytes, as an exact view (stream framings only). */
-  private header(length: number): Uint8Array {
-    const b = this.hdr;
-    if (this.framing === LinkFraming.LENGTH_PREFIX) {
-      b[0] = length >>> 8;
-      b[1] = length & 0xff;
-      return this.hdr2;
-    }
-    b[0] = 0x80 | WsOpcode.BINARY;
-    if (length < 126) {
-      b[1] = length;
-      return this.hdr2;
-    }
-    b[1] = 126;
-    b[2] = length >>> 8;
-    b[3] = length & 0xff;
-    return b;
   }
 
   /** Whether a frame of `length` bytes would be queued now (for tests and tools; the core just sends). */
@@ -854,7 +871,11 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     if (this.st !== LinkState.OPEN) return;
     const now = this.clock.now();
     const a = this.acks;
-    if (a.ack(count, now) && a.rttMs >= 0) {
+    const fresh = a.ack(count, now);
+    // The ack window and the ack lag, as the send path reads them (bindings/link.ts AckCounter).
+    this.windowEnd = a.acked + this.ackWindowFrames;
+    this.lagFrom = a.acked + this.lagHeeded;
+    if (fresh && a.rttMs >= 0) {
       this.rtt.sample(a.rttMs);
       // Only a prompt ACK times the link itself: one sent on the client's 1 s timer also holds
       // however long the client waited (§13.2), and the budget would grow with it.
@@ -1014,6 +1035,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   transportClosed(): void {
     if (this.st === LinkState.CLOSED) return;
     this.st = LinkState.CLOSED;
+    this.direct = null;
     // The queue's memory goes back to its TakePool, if it has one: the link takes nothing more.
     this.queue.release();
     // §6.6: a lost transport makes the session STALE; the core decides, the link only reports.
@@ -1139,7 +1161,10 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.pushAscii(wsUpgradeResponse(accept));
     this.st = LinkState.OPEN;
     this.log.event('ws-upgrade');
-    if (this.transport) this.sink = this.hub.attach(this);
+    if (this.transport) {
+      this.direct = directOf(this.transport);
+      this.sink = this.hub.attach(this);
+    }
   }
 
   /** A WebSocket protocol violation or a refused upgrade: the connection cannot go on. */
@@ -1166,6 +1191,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
       this.queue.push(b, h + 2, b, 0, RecordKind.RAW);
     }
     this.st = LinkState.CLOSING;
+    this.direct = null;
     if (this.transport) this.transport.close(wsCode);
   }
 
