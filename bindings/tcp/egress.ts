@@ -21,7 +21,7 @@ import { WindowCounter } from '../../hub/limits.js';
 import { Nack } from '../../hub/nack.js';
 import type { Clock, GrantSet, LinkCaps, LinkEstimate, LinkSink, Log } from '../../hub/ports.js';
 import { AckForm, NULL_LOG, Tag, tagChannel, tagType } from '../../hub/ports.js';
-import { AckCounter, DrainClock, ESTOP_AHEAD_SLOTS, EstopAhead, MinRttFilter, RttEstimator, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { AckCounter, ESTOP_AHEAD_SLOTS, EstopAhead, MinRttFilter, RttEstimator, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import {
   FrameReassembler,
   FramingError,
@@ -31,6 +31,7 @@ import {
   WS_MAX_HEADER_BYTES,
   WsCloseCode,
   WsFrameParser,
+  wsParserBytes,
   MAX_HANDSHAKE_BYTES,
   WsHandshake,
   WsOpcode,
@@ -145,16 +146,16 @@ export class EgressQueue {
   readonly mem: StagedBytes;
   readonly base: number;
   readonly ahead: EstopAhead;
-  // What is known of each record, by slot, and per channel, in views of one buffer made once:
-  // each record's length (16 bits while the capacity allows) and kind; its stamp, which for a
-  // VALUE record is its channel and for any other when it was queued, whole ms modulo 2^32 (ages
-  // are taken modulo 2^32 too; only a SAMPLE record's age is read); and per channel the slot of
-  // its newest VALUE plus one (0: none), so that a newer one supersedes it in O(1): a byte a
-  // channel while the slots number at most 255.
+  // What is known of each record, by slot, and per channel, in views of one buffer made once
+  // (EgressQueue.metaBytes; its owner's, or the queue's own): each record's length (16 bits while
+  // the capacity allows); its stamp, which for a VALUE record is its channel and for any other
+  // when it was queued, whole ms modulo 2^32 (ages are taken modulo 2^32 too; only a SAMPLE
+  // record's age is read); each record's kind, by slot from 0, and from `maxRecords` on, per
+  // channel, the slot of its newest VALUE plus one (0: none), so that a newer one supersedes it
+  // in O(1): a byte each while the slots number at most 255.
   private readonly lens: Uint16Array | Uint32Array;
-  private readonly kinds: Uint8Array;
   private readonly stamps: Uint32Array;
-  private readonly latestValue: Uint8Array | Uint16Array;
+  private readonly kinds: Uint8Array | Uint16Array;
   private first = 0; // slot of the head record
   /** Records held, the one partly handed over included (a field: read on every send). */
   count = 0;
@@ -182,11 +183,26 @@ export class EgressQueue {
   private readonly region: number;
   private released = false;
 
+  /** The records a queue of `capacity` bytes holds unless told otherwise. */
+  static defaultRecords(capacity: number): number {
+    return Math.max(16, capacity >>> 4);
+  }
+
+  /** The bytes of what a queue knows of its records (a multiple of 4; see `meta`). */
+  static metaBytes(capacity: number, maxRecords: number): number {
+    const lenBytes = capacity <= 0xffff ? 2 : 4;
+    const kindBytes = maxRecords < 0xff ? 1 : 2;
+    const n = maxRecords * (4 + lenBytes) + (maxRecords + CHANNELS) * kindBytes;
+    return (n + 3) & ~3;
+  }
+
   /**
    * `takeBytes`: the most one take hands over (the staging area); by default everything the queue
-   * can hold, ESTOPs included.
+   * can hold, ESTOPs included. `meta`, `metaAt` (a multiple of 4): where it keeps what it knows
+   * of its records (EgressQueue.metaBytes) when its owner keeps that in a buffer of its own with
+   * other things (on XS every buffer costs heap slots); else in one of its own.
    */
-  constructor(capacity: number, maxRecords: number = Math.max(16, capacity >>> 4), takeBytes?: number, pool?: TakePool) {
+  constructor(capacity: number, maxRecords: number = EgressQueue.defaultRecords(capacity), takeBytes?: number, pool?: TakePool, meta?: ArrayBuffer, metaAt = 0) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
     if (!Number.isInteger(maxRecords) || maxRecords < 1) throw new RangeError('EgressQueue maxRecords must be an integer ≥ 1');
     if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
@@ -203,18 +219,16 @@ export class EgressQueue {
     this.base = region >= 0 ? region * (pool as TakePool).regionBytes : 0;
     this.ahead = new EstopAhead(AHEAD_SLOT_BYTES, AHEAD_SLOTS, this.mem.all, this.base + capacity);
     // A record is at most `capacity` bytes: 16 bits hold its length up to 65535.
-    const lenBytes = capacity <= 0xffff ? 2 : 4;
-    const latestBytes = maxRecords < 0xff ? 1 : 2;
-    // [stamps (4 per slot) | lens | latestValue (1 or 2 per channel) | kinds]: each view aligned.
-    const meta = new ArrayBuffer(maxRecords * (4 + lenBytes + 1) + CHANNELS * latestBytes);
-    let at = 0;
-    this.stamps = new Uint32Array(meta, at, maxRecords);
+    const metaBytes = EgressQueue.metaBytes(capacity, maxRecords);
+    if (meta !== undefined && !(metaAt % 4 === 0 && metaAt >= 0 && metaAt + metaBytes <= meta.byteLength)) throw new RangeError('EgressQueue: its meta lies outside the buffer');
+    const m = meta ?? new ArrayBuffer(metaBytes);
+    let at = meta !== undefined ? metaAt : 0;
+    // [stamps (4 per slot) | lens (2 or 4 per slot) | kinds (1 or 2 per slot, then per channel)]: each view aligned.
+    this.stamps = new Uint32Array(m, at, maxRecords);
     at += maxRecords * 4;
-    this.lens = lenBytes === 2 ? new Uint16Array(meta, at, maxRecords) : new Uint32Array(meta, at, maxRecords);
-    at += maxRecords * lenBytes;
-    this.latestValue = latestBytes === 1 ? new Uint8Array(meta, at, CHANNELS) : new Uint16Array(meta, at, CHANNELS);
-    at += CHANNELS * latestBytes;
-    this.kinds = new Uint8Array(meta, at, maxRecords);
+    this.lens = capacity <= 0xffff ? new Uint16Array(m, at, maxRecords) : new Uint32Array(m, at, maxRecords);
+    at += maxRecords * (capacity <= 0xffff ? 2 : 4);
+    this.kinds = maxRecords < 0xff ? new Uint8Array(m, at, maxRecords + CHANNELS) : new Uint16Array(m, at, maxRecords + CHANNELS);
   }
 
   /** Bytes queued and not yet handed over. */
@@ -274,13 +288,14 @@ export class EgressQueue {
     if (slot >= this.maxRecords) slot -= this.maxRecords;
     if (kind === RecordKind.VALUE) {
       if (channel > 0 && channel < CHANNELS) {
-        const prev = (this.latestValue[channel] as number) - 1;
+        const latest = this.maxRecords + channel;
+        const prev = (this.kinds[latest] as number) - 1;
         if (prev >= 0 && this.kinds[prev] === RecordKind.VALUE && this.stamps[prev] === channel && !(prev === this.first && this.headDone > 0)) {
           let offset = prev - this.first;
           if (offset < 0) offset += this.maxRecords;
           if (offset < this.count) this.kinds[prev] = RecordKind.SUPERSEDED;
         }
-        this.latestValue[channel] = slot + 1;
+        this.kinds[latest] = slot + 1;
       }
       this.stamps[slot] = channel;
     } else this.stamps[slot] = now >>> 0;
@@ -596,6 +611,19 @@ export interface TcpLinkOptions {
 
 const NO_LIMIT = 0x7fffffff;
 
+// The links' capabilities, one frozen object per binding name and mtu shared by every link
+// that has them (a few kinds at most: a link's own would cost heap slots per connection).
+const CAPS: LinkCaps[] = [];
+function capsOf(binding: string, mtu: number): LinkCaps {
+  for (const c of CAPS) if (c.binding === binding && c.mtu === mtu) return c;
+  const caps: LinkCaps = Object.freeze({ binding, broadcast: false, datagram: false, mtu, writeAheadSlots: AHEAD_SLOTS, ackForm: AckForm.STREAM });
+  if (CAPS.length < 8) CAPS.push(caps);
+  return caps;
+}
+
+// What every TcpLink's estimate() fills in and returns: the core reads it at once.
+const ESTIMATE: LinkEstimate = { throughputBps: 0, rttMs: 0 };
+
 /** The transport as a DirectTransport, when it is one. */
 function directOf(transport: LinkTransport): DirectTransport | null {
   const d = transport as Partial<DirectTransport>;
@@ -635,7 +663,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   readonly rtt = new RttEstimator();
   /** The least RTT lately: half of it is the sample budget (docs/protocol.md §13.6). */
   readonly minRtt = new MinRttFilter();
-  readonly drain: DrainClock;
+  /** When the transport last took bytes, or a backlog began (bindings/link.ts DrainClock, kept here). */
+  movedAt: number;
   readonly framing: LinkFramingCode;
   readonly ackWindowFrames: number;
   /** Frames handed to the socket and what the client's ACKs cover (bindings/link.ts). */
@@ -664,8 +693,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   private judgementsSeen = -1;
   // The ack lag from which the detector reads it (bindings/detector.ts): below, it says nothing.
   private readonly lagHeeded: number;
-  private readonly reassembler: FrameReassembler | null;
-  private readonly wsParser: WsFrameParser | null;
+  // The inbound framing's parser: a FrameReassembler (LENGTH_PREFIX) or a WsFrameParser (WS_SERVER).
+  private readonly parser: FrameReassembler | WsFrameParser | null;
   // Until the upgrade is answered (WS_SERVER only).
   private handshake: WsHandshake | null;
   private readonly refusals: WindowCounter;
@@ -674,7 +703,6 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   // is preceded by (the same view where headers are 2 bytes long, else one made once).
   private readonly hdr: Uint8Array;
   private readonly hdr2: Uint8Array;
-  private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
   private readonly ceiling: number;
 
   constructor(options: TcpLinkOptions) {
@@ -686,7 +714,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     if (!Number.isInteger(windowFrames) || windowFrames < 1) throw new RangeError('TcpLink: ackWindowFrames must be an integer ≥ 1');
     if (options.framing === LinkFraming.WS_SERVER && !options.sha1) throw new RangeError('TcpLink: WS_SERVER framing needs sha1');
     const now = options.clock.now();
-    this.caps = Object.freeze({ binding: options.binding, broadcast: false, datagram: false, mtu: maxFrame, writeAheadSlots: AHEAD_SLOTS, ackForm: AckForm.STREAM });
+    this.caps = capsOf(options.binding, maxFrame);
     this.framing = options.framing;
     this.ceiling = options.tierCeiling ?? Tier.maintainer;
     this.clock = options.clock;
@@ -694,24 +722,30 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.log = options.log ?? NULL_LOG;
     this.sha1 = options.sha1;
     this.ackWindowFrames = windowFrames;
-    this.queue = new EgressQueue(queueBytes, options.maxRecords, options.takeBytes, options.takePool);
+    // One buffer for the link's numbers and bytes (on XS every buffer and view costs heap slots):
+    // [the ACK timing ring, the refusal counter's timestamps | the queue's meta | the frame header
+    // | the inbound parser's bytes].
+    const ring = AckCounter.ringOf(windowFrames);
+    const timed = ring + MALFORMED_CLOSE_PER_S + 1;
+    const records = options.maxRecords ?? EgressQueue.defaultRecords(queueBytes);
+    const metaAt = timed * 8;
+    const hdrAt = metaAt + EgressQueue.metaBytes(queueBytes, records);
+    const ws = options.framing === LinkFraming.WS_SERVER;
+    const hdrBytes = ws ? WS_MAX_HEADER_BYTES : LENGTH_PREFIX_BYTES;
+    const parserAt = hdrAt + hdrBytes;
+    const parserBytes = ws ? wsParserBytes(maxFrame) : options.framing === LinkFraming.LENGTH_PREFIX ? maxFrame : 0;
+    const mem = new ArrayBuffer(parserAt + parserBytes);
+    this.queue = new EgressQueue(queueBytes, records, options.takeBytes, options.takePool, mem, metaAt);
     this.detector = new WatermarkDetector(now, options.detector);
     this.lagHeeded = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
     this.throughput = new ThroughputEstimator(now);
-    this.drain = new DrainClock(now);
-    // The ACK timing ring and the refusal counter's timestamps share one array (on XS each typed array costs heap slots).
-    const ring = AckCounter.ringOf(windowFrames);
-    // The frame header's bytes follow them in the same buffer.
-    const timed = ring + MALFORMED_CLOSE_PER_S + 1;
-    const hdrBytes = options.framing === LinkFraming.WS_SERVER ? WS_MAX_HEADER_BYTES : LENGTH_PREFIX_BYTES;
-    const numbers = new ArrayBuffer(timed * 8 + hdrBytes);
-    const times = new Float64Array(numbers, 0, timed);
+    this.movedAt = now;
+    const times = new Float64Array(mem, 0, timed);
     this.acks = new AckCounter(windowFrames, times);
     this.refusals = new WindowCounter(MALFORMED_CLOSE_PER_S + 1, undefined, times, ring);
-    this.hdr = new Uint8Array(numbers, timed * 8, hdrBytes);
-    this.hdr2 = this.hdr.length === 2 ? this.hdr : this.hdr.subarray(0, 2);
-    this.reassembler = options.framing === LinkFraming.LENGTH_PREFIX ? new FrameReassembler(maxFrame) : null;
-    this.wsParser = options.framing === LinkFraming.WS_SERVER ? new WsFrameParser(maxFrame) : null;
+    this.hdr = new Uint8Array(mem, hdrAt, hdrBytes);
+    this.hdr2 = hdrBytes === 2 ? this.hdr : this.hdr.subarray(0, 2);
+    this.parser = ws ? new WsFrameParser(maxFrame, mem, parserAt) : parserBytes > 0 ? new FrameReassembler(maxFrame, new Uint8Array(mem, parserAt, maxFrame)) : null;
     // The upgrade request is read into the egress ring: nothing is queued before it is answered.
     const room = this.queue.ownBytes();
     this.handshake = options.framing === LinkFraming.WS_SERVER ? new WsHandshake(room.length >= MAX_HANDSHAKE_BYTES ? room : undefined) : null;
@@ -816,7 +850,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
         const dt = now - tp.windowStart;
         if (dt < tp.windowMs && dt >= 0) tp.bytes += h + length;
         else tp.add(h + length, now);
-        this.drain.movedAt = now;
+        this.movedAt = now;
         const det = this.detector;
         if (det.queue !== 0) det.drained(0, 0, now);
         if (started >= this.lagFrom) det.ackLag(started - a.acked, now);
@@ -833,7 +867,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
       return false;
     }
     // A backlog that starts now has waited 0 ms (stalledMs).
-    if (empty) this.drain.moved(now);
+    if (empty) this.movedAt = now;
     this.detector.queued(q.ratio(), now);
     this.kick();
     return true;
@@ -858,7 +892,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
       q.framesStarted++;
       q.aheadOut++;
       this.throughput.add(h + len, now);
-      this.drain.movedAt = now;
+      this.movedAt = now;
       return;
     }
     this.backlogStarts();
@@ -893,10 +927,12 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   /** A stream link carries no broadcast: the grants are the core's alone. */
   granted(_grants: GrantSet): void {}
 
+  /** The link estimate, in the one object every TcpLink refills (read it before asking another link). */
   estimate(): LinkEstimate {
-    this.est.throughputBps = this.throughput.bps(this.clock.now());
-    this.est.rttMs = this.rtt.rttMs();
-    return this.est;
+    const e = ESTIMATE;
+    e.throughputBps = this.throughput.bps(this.clock.now());
+    e.rttMs = this.rtt.rttMs();
+    return e;
   }
 
   /** The queue's fill; full while samples dropped stale hold the signal so (a queue full in time, §13.6). */
@@ -905,7 +941,10 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   }
 
   stalledMs(): number {
-    return this.drain.stalledMs(this.clock.now(), this.queue.pendingBytes() > 0);
+    // DrainClock.stalledMs: milliseconds since the last move while a backlog holds.
+    if (!(this.queue.pendingBytes() > 0)) return 0;
+    const d = this.clock.now() - this.movedAt;
+    return d > 0 ? d : 0;
   }
 
   ackLag(): number {
@@ -957,8 +996,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
         start = after;
       }
       if (this.st !== LinkState.OPEN) return;
-      if (this.reassembler) this.reassembler.push(bytes, start, end, this);
-      else if (this.wsParser) this.wsParser.push(bytes, start, end, this);
+      if (this.parser !== null) this.parser.push(bytes, start, end, this);
     } catch (e) {
       if (e instanceof FramingError) this.fatal(e.code);
       else throw e;
@@ -1104,7 +1142,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
 
   /** Called before anything joins the queue: a backlog that starts now has waited 0 ms (stalledMs). */
   private backlogStarts(): void {
-    if (this.queue.pendingBytes() === 0) this.drain.moved(this.clock.now());
+    if (this.queue.pendingBytes() === 0) this.movedAt = this.clock.now();
   }
 
   /** How long a STREAM sample may wait here (docs/protocol.md §13.6): half the least RTT lately. */
@@ -1150,7 +1188,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const a = this.acks;
     a.startedAt(q.framesStarted - framesBefore, now);
     this.throughput.add(n, now);
-    this.drain.moved(now);
+    this.movedAt = now;
     this.detector.drained(found, q.ratio(), now);
     if (a.seen && a.outstanding() >= this.lagHeeded) this.detector.ackLag(a.outstanding(), now);
   }
