@@ -75,59 +75,81 @@ export const SAMPLE_BUDGET_MAX_MS = 250;
 /** The round trip a budget is taken from is the least seen over this window, ms (queueing inflates the rest). */
 export const MIN_RTT_WINDOW_MS = 10000;
 
+/** The numbers a MinRttFilter or WindowedMax keeps (in its owner's store, or its own). */
+export const WINDOWED_NUMBERS = 5;
+// Their places: the current and the previous bucket's extreme (NaN: none), when the current one
+// began, half the window, and 1 for the greatest (0: the least).
+const W_CUR = 0;
+const W_PREV = 1;
+const W_START = 2;
+const W_HALF = 3;
+const W_GREATEST = 4;
+
 /**
  * The least or the greatest value over about the last `windowMs`: two buckets of half the window,
  * the extreme read over both, so that a value ages out within a window and a half and the next
  * bucket already holds what came since (a lone small sample never stands in for the window).
- * `known` once a value has been sampled; `value()` 0 until then.
+ * `known` once a value has been sampled; `value()` 0 until then. Its numbers live in `store` at
+ * `at` (WINDOWED_NUMBERS of them) when its owner keeps them with others (on XS every object
+ * field costs a heap slot), else in an array of its own.
  */
 class WindowedExtreme {
-  private cur = NaN;
-  private prev = NaN;
-  private curStart = -Infinity;
-  private readonly halfMs: number;
+  private readonly num: Float64Array;
+  private readonly o: number;
 
-  constructor(
-    private readonly greatest: boolean,
-    windowMs: number,
-  ) {
-    this.halfMs = windowMs / 2;
+  constructor(greatest: boolean, windowMs: number, store?: Float64Array, at = 0) {
+    if (store !== undefined && !(at >= 0 && at + WINDOWED_NUMBERS <= store.length)) throw new RangeError('WindowedExtreme: its numbers lie outside the store');
+    this.num = store ?? new Float64Array(WINDOWED_NUMBERS);
+    this.o = store !== undefined ? at : 0;
+    this.num[this.o + W_HALF] = windowMs / 2;
+    this.num[this.o + W_GREATEST] = greatest ? 1 : 0;
+    this.reset();
   }
 
   sample(v: number, now: number): void {
     if (!(v >= 0)) return;
-    if (now - this.curStart >= this.halfMs) {
+    const n = this.num;
+    const o = this.o;
+    const start = n[o + W_START] as number;
+    const half = n[o + W_HALF] as number;
+    if (now - start >= half) {
       // A bucket more than one half old is forgotten outright; else it becomes the previous one.
-      this.prev = now - this.curStart >= 2 * this.halfMs ? NaN : this.cur;
-      this.cur = NaN;
-      this.curStart = now;
+      n[o + W_PREV] = now - start >= 2 * half ? NaN : (n[o + W_CUR] as number);
+      n[o + W_CUR] = NaN;
+      n[o + W_START] = now;
     }
-    if (Number.isNaN(this.cur) || (this.greatest ? v > this.cur : v < this.cur)) this.cur = v;
+    const cur = n[o + W_CUR] as number;
+    if (Number.isNaN(cur) || (n[o + W_GREATEST] === 1 ? v > cur : v < cur)) n[o + W_CUR] = v;
   }
 
   value(): number {
-    const a = this.cur;
-    const b = this.prev;
+    const n = this.num;
+    const o = this.o;
+    const a = n[o + W_CUR] as number;
+    const b = n[o + W_PREV] as number;
     if (Number.isNaN(a)) return Number.isNaN(b) ? 0 : b;
     if (Number.isNaN(b)) return a;
-    return this.greatest ? (a > b ? a : b) : a < b ? a : b;
+    return n[o + W_GREATEST] === 1 ? (a > b ? a : b) : a < b ? a : b;
   }
 
   get known(): boolean {
-    return !Number.isNaN(this.cur) || !Number.isNaN(this.prev);
+    return !Number.isNaN(this.num[this.o + W_CUR] as number) || !Number.isNaN(this.num[this.o + W_PREV] as number);
   }
 
   reset(): void {
-    this.cur = NaN;
-    this.prev = NaN;
-    this.curStart = -Infinity;
+    const n = this.num;
+    const o = this.o;
+    n[o + W_CUR] = NaN;
+    n[o + W_PREV] = NaN;
+    n[o + W_START] = -Infinity;
   }
 }
 
 /** The least round trip over about the last MIN_RTT_WINDOW_MS: what the link takes without a queue, as near as it can tell. */
 export class MinRttFilter extends WindowedExtreme {
-  constructor(windowMs: number = MIN_RTT_WINDOW_MS) {
-    super(false, windowMs);
+  /** `store`, `at`: where its WINDOWED_NUMBERS numbers live when its owner keeps them with others. */
+  constructor(windowMs: number = MIN_RTT_WINDOW_MS, store?: Float64Array, at = 0) {
+    super(false, windowMs, store, at);
   }
 }
 
@@ -136,8 +158,9 @@ export class MinRttFilter extends WindowedExtreme {
  * service time so: about one connection interval once a notification has waited for an event.
  */
 export class WindowedMax extends WindowedExtreme {
-  constructor(windowMs: number = MIN_RTT_WINDOW_MS) {
-    super(true, windowMs);
+  /** `store`, `at`: where its WINDOWED_NUMBERS numbers live when its owner keeps them with others. */
+  constructor(windowMs: number = MIN_RTT_WINDOW_MS, store?: Float64Array, at = 0) {
+    super(true, windowMs, store, at);
   }
 }
 
@@ -236,44 +259,64 @@ export class ThroughputEstimator {
  * time PONG. Negative or NaN samples are ignored.
  */
 export class RttEstimator {
-  private srtt = 0;
-  private rttvar = 0;
-  private n = 0;
+  // SRTT, RTTVAR and the samples taken, at num[o], num[o + 1], num[o + 2].
+  private readonly num: Float64Array;
+  private readonly o: number;
+
+  /**
+   * `store`, `at`: where its RTT_NUMBERS numbers live when its owner keeps them with others (on
+   * XS every object field costs a heap slot); else in an array of its own.
+   */
+  constructor(store?: Float64Array, at = 0) {
+    if (store !== undefined && !(at >= 0 && at + RTT_NUMBERS <= store.length)) throw new RangeError('RttEstimator: its numbers lie outside the store');
+    this.num = store ?? new Float64Array(RTT_NUMBERS);
+    this.o = store !== undefined ? at : 0;
+    this.reset();
+  }
 
   sample(ms: number): void {
     if (!(ms >= 0)) return;
-    if (this.n === 0) {
-      this.srtt = ms;
-      this.rttvar = ms / 2;
+    const num = this.num;
+    const o = this.o;
+    const n = num[o + 2] as number;
+    if (n === 0) {
+      num[o] = ms;
+      num[o + 1] = ms / 2;
     } else {
-      const d = this.srtt > ms ? this.srtt - ms : ms - this.srtt;
-      this.rttvar += (d - this.rttvar) / 4;
-      this.srtt += (ms - this.srtt) / 8;
+      const srtt = num[o] as number;
+      const rttvar = num[o + 1] as number;
+      const d = srtt > ms ? srtt - ms : ms - srtt;
+      num[o + 1] = rttvar + (d - rttvar) / 4;
+      num[o] = srtt + (ms - srtt) / 8;
     }
-    this.n++;
+    num[o + 2] = n + 1;
   }
 
   /** Smoothed RTT in ms; 0 while unknown (the LinkEstimate convention). */
   rttMs(): number {
-    return this.srtt;
+    return this.num[this.o] as number;
   }
 
   /** RTT variation in ms; 0 while unknown. */
   varianceMs(): number {
-    return this.rttvar;
+    return this.num[this.o + 1] as number;
   }
 
   /** Samples taken since construction or reset. */
   samples(): number {
-    return this.n;
+    return this.num[this.o + 2] as number;
   }
 
   reset(): void {
-    this.srtt = 0;
-    this.rttvar = 0;
-    this.n = 0;
+    const o = this.o;
+    this.num[o] = 0;
+    this.num[o + 1] = 0;
+    this.num[o + 2] = 0;
   }
 }
+
+/** The numbers an RttEstimator keeps (in its owner's store, or its own). */
+export const RTT_NUMBERS = 3;
 
 // ---------------------------------------------------------------------------------------------
 // The ESTOP write-ahead (§10.4, §11.2), one mechanism for every binding.

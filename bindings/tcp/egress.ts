@@ -17,11 +17,10 @@ import { encodeFrame, FrameType, MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES } from '..
 import { MALFORMED_CLOSE_PER_S } from '../../hub/constants.js';
 import { Tier } from '../../catalog/schema.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
-import { WindowCounter } from '../../hub/limits.js';
 import { Nack } from '../../hub/nack.js';
 import type { Clock, GrantSet, LinkCaps, LinkEstimate, LinkSink, Log } from '../../hub/ports.js';
 import { AckForm, NULL_LOG, Tag, tagChannel, tagType } from '../../hub/ports.js';
-import { AckCounter, ESTOP_AHEAD_SLOTS, EstopAhead, MinRttFilter, RttEstimator, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { AckCounter, ESTOP_AHEAD_SLOTS, EstopAhead, MIN_RTT_WINDOW_MS, MinRttFilter, RTT_NUMBERS, RttEstimator, WINDOWED_NUMBERS, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import {
   FrameReassembler,
   FramingError,
@@ -68,6 +67,33 @@ export const AHEAD_SLOT_BYTES = WS_MAX_HEADER_BYTES + ESTOP_FRAME_BYTES;
 
 // Channels a VALUE record may name: 1..255 (hub/ports.ts tagChannel), indexed directly.
 const CHANNELS = 256;
+
+// An EgressQueue's numbers other than the hot ones (num[no + Q_*]): where the gap at the ring's
+// end starts (-1: none), ESTOPs handed over, samples dropped stale, values dropped superseded,
+// the instant and budget samples are expired against (`setExpiry`), its TakePool region (-1:
+// memory of its own) and whether it gave its memory back (1).
+const Q_GAP_AT = 0;
+const Q_AHEAD_OUT = 1;
+const Q_EXPIRED = 2;
+const Q_CONFLATED = 3;
+const Q_EXPIRE_AT = 4;
+const Q_BUDGET = 5;
+const Q_REGION = 6;
+const Q_RELEASED = 7;
+/** The numbers an EgressQueue keeps in its store. */
+export const QUEUE_NUMBERS = 8;
+
+/**
+ * Where an EgressQueue keeps what it knows of its records and its numbers when its owner keeps
+ * them with other things: EgressQueue.metaBytes bytes of `buffer` at `metaAt` (a multiple of 4),
+ * QUEUE_NUMBERS numbers of `numbers` at `numbersAt`.
+ */
+export interface QueueStore {
+  readonly buffer: ArrayBuffer;
+  readonly metaAt: number;
+  readonly numbers: Float64Array;
+  readonly numbersAt: number;
+}
 
 /** DATA records of every kind wait while the ack window is full. */
 function held(kind: number): boolean {
@@ -162,33 +188,39 @@ export class EgressQueue {
   private head = 0; // byte offset of the head record
   private tail = 0; // where the next record goes
   private used = 0; // bytes of records held, gaps not counted
-  private gapAt = -1;
   private headDone = 0;
   private aDone = 0;
   /** Records handed over completely (ESTOPs not counted). */
   recordsOut = 0;
   /** Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte has been handed over. */
   framesStarted = 0;
-  /** ESTOP frames handed over completely. */
-  aheadOut = 0;
-  /** SAMPLE records dropped unsent for waiting longer than the budget. */
-  expired = 0;
-  /** SUPERSEDED records dropped unsent: a newer value of the channel was queued. */
-  conflated = 0;
-  // What a take expires SAMPLE records against as it reaches them (`setExpiry`): off until set.
-  private expireAt = 0;
-  private budget = Infinity;
-  // The TakePool region the queue holds (-1: memory of its own), and whether it gave it back.
+  // The queue's other numbers, num[no + Q_*] (QUEUE_NUMBERS of them, its owner's or its own):
+  // the gap's start, the counters, the expiry and the TakePool region (-1: memory of its own).
+  private readonly num: Float64Array;
+  private readonly no: number;
   private readonly pool: TakePool | null;
-  private readonly region: number;
-  private released = false;
 
   /** The records a queue of `capacity` bytes holds unless told otherwise. */
   static defaultRecords(capacity: number): number {
     return Math.max(16, capacity >>> 4);
   }
 
-  /** The bytes of what a queue knows of its records (a multiple of 4; see `meta`). */
+  /** ESTOP frames handed over completely. */
+  get aheadOut(): number {
+    return this.num[this.no + Q_AHEAD_OUT] as number;
+  }
+
+  /** SAMPLE records dropped unsent for waiting longer than the budget. */
+  get expired(): number {
+    return this.num[this.no + Q_EXPIRED] as number;
+  }
+
+  /** SUPERSEDED records dropped unsent: a newer value of the channel was queued. */
+  get conflated(): number {
+    return this.num[this.no + Q_CONFLATED] as number;
+  }
+
+  /** The bytes of what a queue knows of its records (a multiple of 4; see `QueueStore`). */
   static metaBytes(capacity: number, maxRecords: number): number {
     const lenBytes = capacity <= 0xffff ? 2 : 4;
     const kindBytes = maxRecords < 0xff ? 1 : 2;
@@ -198,11 +230,11 @@ export class EgressQueue {
 
   /**
    * `takeBytes`: the most one take hands over (the staging area); by default everything the queue
-   * can hold, ESTOPs included. `meta`, `metaAt` (a multiple of 4): where it keeps what it knows
-   * of its records (EgressQueue.metaBytes) when its owner keeps that in a buffer of its own with
-   * other things (on XS every buffer costs heap slots); else in one of its own.
+   * can hold, ESTOPs included. `store`: where it keeps what it knows of its records and its
+   * numbers when its owner keeps them with other things (on XS every buffer and every view costs
+   * heap slots); else in memory of its own.
    */
-  constructor(capacity: number, maxRecords: number = EgressQueue.defaultRecords(capacity), takeBytes?: number, pool?: TakePool, meta?: ArrayBuffer, metaAt = 0) {
+  constructor(capacity: number, maxRecords: number = EgressQueue.defaultRecords(capacity), takeBytes?: number, pool?: TakePool, store?: QueueStore) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
     if (!Number.isInteger(maxRecords) || maxRecords < 1) throw new RangeError('EgressQueue maxRecords must be an integer ≥ 1');
     if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
@@ -214,15 +246,24 @@ export class EgressQueue {
     // A pool's region when it fits (same capacity, a staging area as large as this queue's take) and one is free.
     const region = pool !== undefined && pool.capacity === capacity && pool.mem.stageBytes === take ? pool.claim() : -1;
     this.pool = region >= 0 ? (pool as TakePool) : null;
-    this.region = region;
     this.mem = region >= 0 ? (pool as TakePool).mem : new StagedBytes(capacity + aheadBytes, take);
     this.base = region >= 0 ? region * (pool as TakePool).regionBytes : 0;
     this.ahead = new EstopAhead(AHEAD_SLOT_BYTES, AHEAD_SLOTS, this.mem.all, this.base + capacity);
     // A record is at most `capacity` bytes: 16 bits hold its length up to 65535.
     const metaBytes = EgressQueue.metaBytes(capacity, maxRecords);
-    if (meta !== undefined && !(metaAt % 4 === 0 && metaAt >= 0 && metaAt + metaBytes <= meta.byteLength)) throw new RangeError('EgressQueue: its meta lies outside the buffer');
-    const m = meta ?? new ArrayBuffer(metaBytes);
-    let at = meta !== undefined ? metaAt : 0;
+    if (store !== undefined && !(store.metaAt % 4 === 0 && store.metaAt >= 0 && store.metaAt + metaBytes <= store.buffer.byteLength)) throw new RangeError('EgressQueue: its meta lies outside the buffer');
+    if (store !== undefined && !(store.numbersAt >= 0 && store.numbersAt + QUEUE_NUMBERS <= store.numbers.length)) throw new RangeError('EgressQueue: its numbers lie outside the store');
+    // Its own: the numbers first, then the meta.
+    const m = store !== undefined ? store.buffer : new ArrayBuffer(QUEUE_NUMBERS * 8 + metaBytes);
+    this.num = store !== undefined ? store.numbers : new Float64Array(m, 0, QUEUE_NUMBERS);
+    this.no = store !== undefined ? store.numbersAt : 0;
+    const n = this.num;
+    const o = this.no;
+    n[o + Q_GAP_AT] = -1;
+    n[o + Q_AHEAD_OUT] = n[o + Q_EXPIRED] = n[o + Q_CONFLATED] = n[o + Q_EXPIRE_AT] = n[o + Q_RELEASED] = 0;
+    n[o + Q_BUDGET] = Infinity;
+    n[o + Q_REGION] = region;
+    let at = store !== undefined ? store.metaAt : QUEUE_NUMBERS * 8;
     // [stamps (4 per slot) | lens (2 or 4 per slot) | kinds (1 or 2 per slot, then per channel)]: each view aligned.
     this.stamps = new Uint32Array(m, at, maxRecords);
     at += maxRecords * 4;
@@ -280,7 +321,7 @@ export class EgressQueue {
    */
   push(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number, kind: number, now = 0, channel = 0): boolean {
     const total = hlen + flen;
-    if (!(total >= 1) || this.count >= this.maxRecords || this.released) return false;
+    if (!(total >= 1) || this.count >= this.maxRecords || this.num[this.no + Q_RELEASED] !== 0) return false;
     const place = this.placeFor(total);
     if (place < 0) return false;
     const at = this.base + place;
@@ -305,7 +346,7 @@ export class EgressQueue {
     this.lens[slot] = total;
     this.kinds[slot] = kind;
     if (this.count === 0) this.head = place;
-    else if (place === 0) this.gapAt = this.tail;
+    else if (place === 0) this.num[this.no + Q_GAP_AT] = this.tail;
     this.count++;
     this.tail = place + total;
     this.used += total;
@@ -314,7 +355,7 @@ export class EgressQueue {
 
   /** Puts header[0, hlen) + the ESTOP frame ahead of every queued record (see the class comment). */
   writeAhead(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number = frame.length): void {
-    if (this.released) return;
+    if (this.num[this.no + Q_RELEASED] !== 0) return;
     this.ahead.write(header, hlen, flen === frame.length ? frame : frame.subarray(0, flen));
   }
 
@@ -324,7 +365,7 @@ export class EgressQueue {
    * frame started uses one, and a DATA record is not started once none is left.
    */
   take(max: number, frameStarts: number): number {
-    if (this.released) return 0;
+    if (this.num[this.no + Q_RELEASED] !== 0) return 0;
     const mem = this.mem;
     mem.unstage();
     const all = mem.all;
@@ -333,6 +374,8 @@ export class EgressQueue {
     let p = 0;
     let allowance = frameStarts;
     const a = this.ahead;
+    const num = this.num;
+    const no = this.no;
     while (p < room) {
       // ESTOPs first, unless a record is partly handed over (it finishes first).
       if (this.aDone > 0 || (this.headDone === 0 && a.count > 0)) {
@@ -349,13 +392,13 @@ export class EgressQueue {
         if (this.aDone === a.frontLength()) {
           this.aDone = 0;
           a.shift();
-          this.aheadOut++;
+          this.num[this.no + Q_AHEAD_OUT] = (this.num[this.no + Q_AHEAD_OUT] as number) + 1;
         }
         continue;
       }
       // A sample is dropped stale only when it would go now: behind a shut ack window the queue
       // fills, and shows a client that stopped reading by its watermark (§13.2, §10.4).
-      if (this.headDone === 0 && this.budget !== Infinity && allowance > 0) this.expire(this.expireAt, this.budget);
+      if (this.headDone === 0 && num[no + Q_BUDGET] !== Infinity && allowance > 0) this.expire(num[no + Q_EXPIRE_AT] as number, num[no + Q_BUDGET] as number);
       if (this.count === 0) break;
       const kind = this.kinds[this.first] as number;
       if (this.headDone === 0 && held(kind) && !(allowance > 0)) break;
@@ -398,7 +441,9 @@ export class EgressQueue {
   nextRecordLength(frameStarts: number): number {
     const a = this.ahead;
     if (a.count > 0) return a.frontLength() - this.aDone;
-    if (this.headDone === 0 && this.budget !== Infinity && frameStarts > 0) this.expire(this.expireAt, this.budget);
+    const num = this.num;
+    const no = this.no;
+    if (this.headDone === 0 && num[no + Q_BUDGET] !== Infinity && frameStarts > 0) this.expire(num[no + Q_EXPIRE_AT] as number, num[no + Q_BUDGET] as number);
     if (this.count === 0) return 0;
     if (this.headDone === 0 && held(this.kinds[this.first] as number) && !(frameStarts > 0)) return 0;
     return (this.lens[this.first] as number) - this.headDone;
@@ -410,8 +455,8 @@ export class EgressQueue {
    * stale samples behind a record that must go are dropped too once it has gone.
    */
   setExpiry(now: number, budgetMs: number): void {
-    this.expireAt = now;
-    this.budget = budgetMs;
+    this.num[this.no + Q_EXPIRE_AT] = now;
+    this.num[this.no + Q_BUDGET] = budgetMs;
   }
 
   /**
@@ -423,14 +468,19 @@ export class EgressQueue {
     let dropped = 0;
     while (this.count > 0 && this.headDone === 0) {
       const kind = this.kinds[this.first] as number;
-      if (kind === RecordKind.SUPERSEDED) this.conflated++;
+      if (kind === RecordKind.SUPERSEDED) this.num[this.no + Q_CONFLATED] = (this.num[this.no + Q_CONFLATED] as number) + 1;
       else if (kind === RecordKind.SAMPLE && ((now >>> 0) - (this.stamps[this.first] as number)) >>> 0 > budgetMs) dropped++;
       else break;
       this.used -= this.lens[this.first] as number;
       this.shiftHead(false);
     }
-    this.expired += dropped;
+    this.num[this.no + Q_EXPIRED] = (this.num[this.no + Q_EXPIRED] as number) + dropped;
     return dropped;
+  }
+
+  /** One ESTOP frame handed over whole by its owner, straight to the transport (counted in aheadOut). */
+  aheadDone(): void {
+    this.num[this.no + Q_AHEAD_OUT] = (this.num[this.no + Q_AHEAD_OUT] as number) + 1;
   }
 
   /** Drops everything, the ESTOPs included (the transport is gone). Counters are kept. */
@@ -440,7 +490,7 @@ export class EgressQueue {
     this.head = 0;
     this.tail = 0;
     this.used = 0;
-    this.gapAt = -1;
+    this.num[this.no + Q_GAP_AT] = -1;
     this.headDone = 0;
     this.aDone = 0;
     this.ahead.clear();
@@ -461,9 +511,11 @@ export class EgressQueue {
    */
   release(): void {
     this.clear();
-    if (this.released) return;
-    this.released = true;
-    if (this.pool !== null) this.pool.release(this.region);
+    const n = this.num;
+    const o = this.no;
+    if (n[o + Q_RELEASED] !== 0) return;
+    n[o + Q_RELEASED] = 1;
+    if (this.pool !== null) this.pool.release(n[o + Q_REGION] as number);
   }
 
   // The head record is gone: handed over whole (`out`), or dropped unsent.
@@ -476,10 +528,10 @@ export class EgressQueue {
     if (this.count === 0) {
       this.head = 0;
       this.tail = 0;
-      this.gapAt = -1;
-    } else if (this.head + len === this.gapAt) {
+      this.num[this.no + Q_GAP_AT] = -1;
+    } else if (this.head + len === this.num[this.no + Q_GAP_AT]) {
       this.head = 0;
-      this.gapAt = -1;
+      this.num[this.no + Q_GAP_AT] = -1;
     } else this.head += len;
   }
 
@@ -621,6 +673,24 @@ function capsOf(binding: string, mtu: number): LinkCaps {
   return caps;
 }
 
+// A link's own numbers, num[lo + L_*]: frames the framing refused, the last refusal's code, the
+// tier ceiling, whether the loss was reported (1), the drop counts last judged, the ack lag heeded,
+// the ack window, and the refusal times' ring (its head and count; the times just before `lo`).
+const L_REFUSED = 0;
+const L_LAST_REFUSAL = 1;
+const L_CEILING = 2;
+const L_LOSS_REPORTED = 3;
+const L_EXPIRED_SEEN = 4;
+const L_DROPPED_SEEN = 5;
+const L_LAG_HEEDED = 6;
+const L_WINDOW = 7;
+const L_REFUSAL_HEAD = 8;
+const L_REFUSALS = 9;
+const LINK_NUMBERS = 10;
+/** Refusals remembered: one more than MALFORMED_CLOSE_PER_S, so that one too many shows. */
+const REFUSALS = MALFORMED_CLOSE_PER_S + 1;
+const MS_PER_S = 1000;
+
 // What every TcpLink's estimate() fills in and returns: the core reads it at once.
 const ESTIMATE: LinkEstimate = { throughputBps: 0, rttMs: 0 };
 
@@ -660,22 +730,17 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   readonly queue: EgressQueue;
   readonly detector: WatermarkDetector;
   readonly throughput: ThroughputEstimator;
-  readonly rtt = new RttEstimator();
+  readonly rtt: RttEstimator;
   /** The least RTT lately: half of it is the sample budget (docs/protocol.md §13.6). */
-  readonly minRtt = new MinRttFilter();
+  readonly minRtt: MinRttFilter;
   /** When the transport last took bytes, or a backlog began (bindings/link.ts DrainClock, kept here). */
   movedAt: number;
   readonly framing: LinkFramingCode;
-  readonly ackWindowFrames: number;
   /** Frames handed to the socket and what the client's ACKs cover (bindings/link.ts). */
   readonly acks: AckCounter;
-  /** Frames refused by the framing (oversize, text), and the last refusal's code. */
-  refused = 0;
-  lastRefusal = 0;
   private readonly clock: Clock;
   private readonly hub: HubAttach;
   private readonly log: Log;
-  private readonly sha1: Sha1 | undefined;
   private transport: LinkTransport | null = null;
   // The transport when it takes frames at once (DirectTransport), while the link is open; else null.
   private direct: DirectTransport | null = null;
@@ -685,25 +750,23 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   private lagFrom = Infinity;
   private sink: LinkSink | null = null;
   private st: number;
-  private lossReported = false;
-  private expiredSeen = 0;
-  private droppedSeen = 0;
   private lvl = 0;
   private judgedAt = -Infinity;
   private judgementsSeen = -1;
-  // The ack lag from which the detector reads it (bindings/detector.ts): below, it says nothing.
-  private readonly lagHeeded: number;
   // The inbound framing's parser: a FrameReassembler (LENGTH_PREFIX) or a WsFrameParser (WS_SERVER).
   private readonly parser: FrameReassembler | WsFrameParser | null;
   // Until the upgrade is answered (WS_SERVER only).
   private handshake: WsHandshake | null;
-  private readonly refusals: WindowCounter;
+  // The link's numbers, one array over its buffer: the ACK timing ring (AckCounter) from 0, the
+  // refusals' times from REFUSALS_AT, then from `lo` its own (L_*), the queue's, the least RTT's
+  // and the smoothed RTT's.
+  private readonly num: Float64Array;
+  private readonly lo: number;
   // A frame's header, as long as the longest one of the framing (a WebSocket header's 4 bytes, a
   // length prefix's 2), and its first 2 bytes exactly: what a frame handed straight to the socket
   // is preceded by (the same view where headers are 2 bytes long, else one made once).
   private readonly hdr: Uint8Array;
   private readonly hdr2: Uint8Array;
-  private readonly ceiling: number;
 
   constructor(options: TcpLinkOptions) {
     const queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
@@ -716,17 +779,14 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const now = options.clock.now();
     this.caps = capsOf(options.binding, maxFrame);
     this.framing = options.framing;
-    this.ceiling = options.tierCeiling ?? Tier.maintainer;
     this.clock = options.clock;
     this.hub = options.hub;
     this.log = options.log ?? NULL_LOG;
-    this.sha1 = options.sha1;
-    this.ackWindowFrames = windowFrames;
     // One buffer for the link's numbers and bytes (on XS every buffer and view costs heap slots):
-    // [the ACK timing ring, the refusal counter's timestamps | the queue's meta | the frame header
-    // | the inbound parser's bytes].
+    // [its numbers (see `num`) | the queue's meta | the frame header | the inbound parser's bytes].
     const ring = AckCounter.ringOf(windowFrames);
-    const timed = ring + MALFORMED_CLOSE_PER_S + 1;
+    const lo = ring + REFUSALS;
+    const timed = lo + LINK_NUMBERS + QUEUE_NUMBERS + WINDOWED_NUMBERS + RTT_NUMBERS;
     const records = options.maxRecords ?? EgressQueue.defaultRecords(queueBytes);
     const metaAt = timed * 8;
     const hdrAt = metaAt + EgressQueue.metaBytes(queueBytes, records);
@@ -735,20 +795,27 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const parserAt = hdrAt + hdrBytes;
     const parserBytes = ws ? wsParserBytes(maxFrame) : options.framing === LinkFraming.LENGTH_PREFIX ? maxFrame : 0;
     const mem = new ArrayBuffer(parserAt + parserBytes);
-    this.queue = new EgressQueue(queueBytes, records, options.takeBytes, options.takePool, mem, metaAt);
+    const num = new Float64Array(mem, 0, timed);
+    this.num = num;
+    this.lo = lo;
+    num[lo + L_CEILING] = options.tierCeiling ?? Tier.maintainer;
+    num[lo + L_WINDOW] = windowFrames;
+    // The ack lag from which the detector reads it (bindings/detector.ts): below, it says nothing.
+    num[lo + L_LAG_HEEDED] = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
+    const qo = lo + LINK_NUMBERS;
+    this.queue = new EgressQueue(queueBytes, records, options.takeBytes, options.takePool, { buffer: mem, metaAt, numbers: num, numbersAt: qo });
+    this.minRtt = new MinRttFilter(MIN_RTT_WINDOW_MS, num, qo + QUEUE_NUMBERS);
+    this.rtt = new RttEstimator(num, qo + QUEUE_NUMBERS + WINDOWED_NUMBERS);
     this.detector = new WatermarkDetector(now, options.detector);
-    this.lagHeeded = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
     this.throughput = new ThroughputEstimator(now);
     this.movedAt = now;
-    const times = new Float64Array(mem, 0, timed);
-    this.acks = new AckCounter(windowFrames, times);
-    this.refusals = new WindowCounter(MALFORMED_CLOSE_PER_S + 1, undefined, times, ring);
+    this.acks = new AckCounter(windowFrames, num);
     this.hdr = new Uint8Array(mem, hdrAt, hdrBytes);
     this.hdr2 = hdrBytes === 2 ? this.hdr : this.hdr.subarray(0, 2);
     this.parser = ws ? new WsFrameParser(maxFrame, mem, parserAt) : parserBytes > 0 ? new FrameReassembler(maxFrame, new Uint8Array(mem, parserAt, maxFrame)) : null;
     // The upgrade request is read into the egress ring: nothing is queued before it is answered.
     const room = this.queue.ownBytes();
-    this.handshake = options.framing === LinkFraming.WS_SERVER ? new WsHandshake(room.length >= MAX_HANDSHAKE_BYTES ? room : undefined) : null;
+    this.handshake = ws ? new WsHandshake(room.length >= MAX_HANDSHAKE_BYTES ? room : undefined, options.sha1) : null;
     this.st = options.framing === LinkFraming.WS_SERVER ? LinkState.HANDSHAKE : LinkState.OPEN;
   }
 
@@ -763,6 +830,21 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
 
   get binding(): string {
     return this.caps.binding;
+  }
+
+  /** Frames a client that acknowledges may have outstanding beyond its last ACK before DATA waits. */
+  get ackWindowFrames(): number {
+    return this.num[this.lo + L_WINDOW] as number;
+  }
+
+  /** Frames refused by the framing (oversize, text). */
+  get refused(): number {
+    return this.num[this.lo + L_REFUSED] as number;
+  }
+
+  /** The last refusal's code (FramingErrorCode), 0 before any. */
+  get lastRefusal(): number {
+    return this.num[this.lo + L_LAST_REFUSAL] as number;
   }
 
   get mtu(): number {
@@ -890,7 +972,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
       const now = this.clock.now();
       this.acks.startedOne(now);
       q.framesStarted++;
-      q.aheadOut++;
+      q.aheadDone();
       this.throughput.add(h + len, now);
       this.movedAt = now;
       return;
@@ -907,8 +989,9 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const a = this.acks;
     const fresh = a.ack(count, now);
     // The ack window and the ack lag, as the send path reads them (bindings/link.ts AckCounter).
-    this.windowEnd = a.acked + this.ackWindowFrames;
-    this.lagFrom = a.acked + this.lagHeeded;
+    const heeded = this.num[this.lo + L_LAG_HEEDED] as number;
+    this.windowEnd = a.acked + (this.num[this.lo + L_WINDOW] as number);
+    this.lagFrom = a.acked + heeded;
     if (fresh && a.rttMs >= 0) {
       this.rtt.sample(a.rttMs);
       // Only a prompt ACK times the link itself: one sent on the client's 1 s timer also holds
@@ -919,7 +1002,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // there, or when it falls back below from there.
     const lag = a.started - a.acked;
     const det = this.detector;
-    if (lag >= this.lagHeeded || det.lagFrames >= this.lagHeeded) det.ackLag(lag, now);
+    if (lag >= heeded || det.lagFrames >= heeded) det.ackLag(lag, now);
     // The window opened: what it held back may go now.
     if (this.queue.count > 0) this.kick();
   }
@@ -959,13 +1042,13 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   /** The core closes the transport (park, teardown, persistent misbehaviour). */
   /** The network's protection, fixed for the connection's life (TcpLinkOptions.tierCeiling). */
   tierCeiling(): number {
-    return this.ceiling;
+    return this.num[this.lo + L_CEILING] as number;
   }
 
   close(): void {
     if (this.st === LinkState.CLOSING || this.st === LinkState.CLOSED) return;
     // The core already detached this link; reporting its loss back would be noise.
-    this.lossReported = true;
+    this.num[this.lo + L_LOSS_REPORTED] = 1;
     this.giveUp(WsCloseCode.NORMAL);
   }
 
@@ -1105,12 +1188,14 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
 
   /** §2: a frame the framing refused gets its NACK and is discarded; persistent refusals close (§12.5). */
   refuse(code: FramingErrorCodeValue, length: number): void {
-    this.refused++;
-    this.lastRefusal = code;
+    const n = this.num;
+    const lo = this.lo;
+    n[lo + L_REFUSED] = (n[lo + L_REFUSED] as number) + 1;
+    n[lo + L_LAST_REFUSAL] = code;
     this.log.event('frame-refused', code, length);
     this.pushNack(code === FramingErrorCode.TOO_LARGE ? NACK_TOO_LARGE : NACK_MALFORMED);
-    if (this.refusals.add(this.clock.now()) > MALFORMED_CLOSE_PER_S) {
-      this.log.event('refusals-close', this.refused);
+    if (this.refusalsWithin(this.clock.now()) > MALFORMED_CLOSE_PER_S) {
+      this.log.event('refusals-close', n[lo + L_REFUSED] as number);
       this.reportLost();
       this.giveUp(WS_POLICY_VIOLATION);
     }
@@ -1130,13 +1215,37 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     }
   }
 
+  /**
+   * One more refusal at `now`: how many fell within the last second, this one included (at most
+   * REFUSALS are kept, the oldest forgotten first: hub/limits.ts WindowCounter's count, its times
+   * in the link's numbers).
+   */
+  private refusalsWithin(now: number): number {
+    const n = this.num;
+    const lo = this.lo;
+    const at = lo - REFUSALS;
+    let head = n[lo + L_REFUSAL_HEAD] as number;
+    let count = n[lo + L_REFUSALS] as number;
+    while (count > 0 && now - (n[at + head] as number) >= MS_PER_S) {
+      head = head + 1 === REFUSALS ? 0 : head + 1;
+      count--;
+    }
+    const i = head + count;
+    n[at + (i < REFUSALS ? i : i - REFUSALS)] = now;
+    if (count === REFUSALS) head = head + 1 === REFUSALS ? 0 : head + 1;
+    else count++;
+    n[lo + L_REFUSAL_HEAD] = head;
+    n[lo + L_REFUSALS] = count;
+    return count;
+  }
+
   private kick(): void {
     if (this.transport) this.transport.kick();
   }
 
   private reportLost(): void {
-    if (this.lossReported) return;
-    this.lossReported = true;
+    if (this.num[this.lo + L_LOSS_REPORTED] !== 0) return;
+    this.num[this.lo + L_LOSS_REPORTED] = 1;
     if (this.sink) this.sink.lost();
   }
 
@@ -1169,16 +1278,18 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const q = this.queue;
     const expired = q.expired;
     const dropped = expired + q.conflated;
-    if (dropped === this.droppedSeen) return;
+    const n = this.num;
+    const lo = this.lo;
+    if (dropped === n[lo + L_DROPPED_SEEN]) return;
     const now = this.clock.now();
     if (taken === 0) this.detector.drained(found, q.ratio(), now);
-    if (expired !== this.expiredSeen) this.detector.stale(now);
-    this.expiredSeen = expired;
-    this.droppedSeen = dropped;
+    if (expired !== n[lo + L_EXPIRED_SEEN]) this.detector.stale(now);
+    n[lo + L_EXPIRED_SEEN] = expired;
+    n[lo + L_DROPPED_SEEN] = dropped;
   }
 
   private allowance(): number {
-    return this.acks.seen ? this.ackWindowFrames - this.acks.outstanding() : NO_LIMIT;
+    return this.acks.seen ? (this.num[this.lo + L_WINDOW] as number) - this.acks.outstanding() : NO_LIMIT;
   }
 
   /** `found`: the watermark when the socket took these bytes, the backlog it carries (§13.5.1). */
@@ -1190,11 +1301,11 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.throughput.add(n, now);
     this.movedAt = now;
     this.detector.drained(found, q.ratio(), now);
-    if (a.seen && a.outstanding() >= this.lagHeeded) this.detector.ackLag(a.outstanding(), now);
+    if (a.seen && a.outstanding() >= (this.num[this.lo + L_LAG_HEEDED] as number)) this.detector.ackLag(a.outstanding(), now);
   }
 
   private upgrade(hs: WsHandshake): void {
-    const accept = wsAccept(hs.key, this.sha1 as Sha1);
+    const accept = wsAccept(hs.key, hs.sha1 as Sha1);
     this.handshake = null;
     this.pushAscii(wsUpgradeResponse(accept));
     this.st = LinkState.OPEN;

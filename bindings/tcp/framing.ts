@@ -430,14 +430,18 @@ export class WsHandshake {
    * an upgrade, 405 for an upgrade by a method other than GET, 400 for any other refusal.
    */
   refusal = 400;
+  /** What the answer's accept key is hashed with, when its owner keeps it here until then. */
+  readonly sha1: Sha1 | undefined;
 
   /**
    * `buf`: where the request is read, its first MAX_HANDSHAKE_BYTES bytes (by default a buffer of
-   * its own; a link lends storage that is idle until the upgrade is answered).
+   * its own; a link lends storage that is idle until the upgrade is answered). `sha1`: the hash
+   * the answer needs, kept with the handshake (which is dropped once answered).
    */
-  constructor(buf?: Uint8Array) {
+  constructor(buf?: Uint8Array, sha1?: Sha1) {
     if (buf && buf.length < MAX_HANDSHAKE_BYTES) throw new RangeError(`WsHandshake: the buffer must hold ${MAX_HANDSHAKE_BYTES} bytes`);
     this.buf = buf ?? new Uint8Array(MAX_HANDSHAKE_BYTES);
+    this.sha1 = sha1;
   }
 
   get complete(): boolean {
