@@ -183,8 +183,10 @@ export class EgressQueue {
   private readonly stamps: Uint32Array;
   private readonly kinds: Uint8Array | Uint16Array;
   private first = 0; // slot of the head record
-  /** Records held, the one partly handed over included (a field: read on every send). */
+  /** Records held, the one partly handed over included. */
   count = 0;
+  /** Records and ESTOP frames held (a field: read on every send, which goes straight to the transport at 0). */
+  held = 0;
   private head = 0; // byte offset of the head record
   private tail = 0; // where the next record goes
   private used = 0; // bytes of records held, gaps not counted
@@ -348,6 +350,7 @@ export class EgressQueue {
     if (this.count === 0) this.head = place;
     else if (place === 0) this.num[this.no + Q_GAP_AT] = this.tail;
     this.count++;
+    this.held++;
     this.tail = place + total;
     this.used += total;
     return true;
@@ -357,6 +360,7 @@ export class EgressQueue {
   writeAhead(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number = frame.length): void {
     if (this.num[this.no + Q_RELEASED] !== 0) return;
     this.ahead.write(header, hlen, flen === frame.length ? frame : frame.subarray(0, flen));
+    this.held = this.count + this.ahead.count;
   }
 
   /**
@@ -392,6 +396,7 @@ export class EgressQueue {
         if (this.aDone === a.frontLength()) {
           this.aDone = 0;
           a.shift();
+          this.held--;
           this.num[this.no + Q_AHEAD_OUT] = (this.num[this.no + Q_AHEAD_OUT] as number) + 1;
         }
         continue;
@@ -494,6 +499,7 @@ export class EgressQueue {
     this.headDone = 0;
     this.aDone = 0;
     this.ahead.clear();
+    this.held = 0;
     this.mem.unstage();
   }
 
@@ -524,6 +530,7 @@ export class EgressQueue {
     this.headDone = 0;
     this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
     this.count--;
+    this.held--;
     if (out) this.recordsOut++;
     if (this.count === 0) {
       this.head = 0;
@@ -551,11 +558,15 @@ export class EgressQueue {
 // The link.
 
 /** How a link delimits frames on its transport. */
+// The framings as plain numbers, for the send path.
+const LENGTH_PREFIX = 0;
+const WS_SERVER = 1;
+
 export const LinkFraming = Object.freeze({
   /** TCP: a 2-byte big-endian length before every frame. */
-  LENGTH_PREFIX: 0,
+  LENGTH_PREFIX,
   /** WebSocket spoken by the hub itself over a TCP stream (the device): upgrade, then RFC 6455 frames. */
-  WS_SERVER: 1,
+  WS_SERVER,
   /** A message transport that delimits frames itself (the `ws` package on the host): one record per message. */
   MESSAGE: 2,
 } as const);
@@ -893,30 +904,32 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // Straight to the socket (a direct transport is set only while the link is open): nothing
     // waits ahead of it, the window allows a frame, there is room.
     const d = this.direct;
-    if (d !== null && q.count === 0 && q.ahead.count === 0) {
+    if (d !== null && q.held === 0) {
       const a = this.acks;
       const framing = this.framing;
-      let hdr: Uint8Array | null = null;
-      let h = 0;
-      if (framing === LinkFraming.LENGTH_PREFIX) {
+      let hdr: Uint8Array | null;
+      let h: number;
+      if (framing === LENGTH_PREFIX) {
         hdr = this.hdr2;
         hdr[0] = length >>> 8;
         hdr[1] = length & 0xff;
         h = 2;
-      } else if (framing === LinkFraming.WS_SERVER) {
-        const b = this.hdr;
-        b[0] = 0x80 | WsOpcode.BINARY;
+      } else if (framing === WS_SERVER) {
+        hdr = this.hdr;
+        hdr[0] = 0x80 | WsOpcode.BINARY;
         if (length < 126) {
-          b[1] = length;
+          hdr[1] = length;
           hdr = this.hdr2;
           h = 2;
         } else {
-          b[1] = 126;
-          b[2] = length >>> 8;
-          b[3] = length & 0xff;
-          hdr = b;
+          hdr[1] = 126;
+          hdr[2] = length >>> 8;
+          hdr[3] = length & 0xff;
           h = 4;
         }
+      } else {
+        hdr = null;
+        h = 0;
       }
       let started = a.started;
       if (started < this.windowEnd && d.room() >= h + length) {
@@ -967,7 +980,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // Nothing partly handed over and nothing waiting: the socket takes it at once, if it has room.
     const d = this.direct;
     const q = this.queue;
-    if (d !== null && q.count === 0 && q.ahead.count === 0 && len === frame.length && d.room() >= h + len) {
+    if (d !== null && q.held === 0 && len === frame.length && d.room() >= h + len) {
       d.writeFrame(h > 0 ? (h === 2 ? this.hdr2 : this.hdr) : null, frame);
       const now = this.clock.now();
       this.acks.startedOne(now);
