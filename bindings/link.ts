@@ -61,6 +61,15 @@ export class DrainClock {
   }
 }
 
+/**
+ * Gives `target` an own property `key` of `value`, over a default its prototype holds. Defined,
+ * not assigned: on the device the prototype is frozen with its module, and an assignment over a
+ * read-only inherited property fails.
+ */
+export function ownValue(target: object, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The sample budget (docs/protocol.md §13.6): how long a STREAM sample may wait in a binding's
 // egress queue before it is dropped unsent rather than delivered late (§10.4: never delay and
@@ -195,9 +204,11 @@ export const THROUGHPUT_TAU_MS = 1000;
 export class ThroughputEstimator {
   // The window and what it has summed are fields a link's send path may add to directly, as
   // `add` does while the window is open (0 ≤ now − windowStart < windowMs): no call per frame.
+  // The window and the time constant are the prototype's defaults unless given otherwise (an
+  // own property each only then: on XS every property costs a heap slot).
   /** @internal */
-  readonly windowMs: number;
-  private readonly tauMs: number;
+  declare readonly windowMs: number;
+  private declare readonly tauMs: number;
   /** @internal */
   windowStart: number;
   /** @internal */
@@ -207,8 +218,8 @@ export class ThroughputEstimator {
 
   constructor(now: number, windowMs: number = THROUGHPUT_WINDOW_MS, tauMs: number = THROUGHPUT_TAU_MS) {
     if (!(windowMs > 0) || !(tauMs > 0)) throw new RangeError('ThroughputEstimator: windowMs and tauMs must be > 0');
-    this.windowMs = windowMs;
-    this.tauMs = tauMs;
+    if (windowMs !== THROUGHPUT_WINDOW_MS) ownValue(this, 'windowMs', windowMs);
+    if (tauMs !== THROUGHPUT_TAU_MS) ownValue(this, 'tauMs', tauMs);
     this.windowStart = now;
   }
 
@@ -250,6 +261,8 @@ export class ThroughputEstimator {
     this.windowStart = now;
   }
 }
+
+Object.assign(ThroughputEstimator.prototype, { windowMs: THROUGHPUT_WINDOW_MS, tauMs: THROUGHPUT_TAU_MS });
 
 /**
  * Smoothed round-trip time, RFC 6298 §2 (SRTT with gain 1/8, RTTVAR with gain 1/4; the first
@@ -338,7 +351,8 @@ export const ESTOP_AHEAD_SLOTS = 4;
  * four (their lengths are the four bytes of one number).
  */
 export class EstopAhead {
-  readonly slots: number;
+  /** Slots (ESTOP_AHEAD_SLOTS, the prototype's, unless given otherwise: an own property only then). */
+  declare readonly slots: number;
   readonly slotBytes: number;
   readonly storage: Uint8Array;
   readonly base: number;
@@ -355,7 +369,7 @@ export class EstopAhead {
 
   constructor(slotBytes: number, slots: number = ESTOP_AHEAD_SLOTS, storage?: Uint8Array, base = 0) {
     if (!(slots >= 1 && slots <= 4 && slotBytes >= 1 && slotBytes <= 0xff)) throw new RangeError('EstopAhead: 1 to 4 slots of 1 to 255 bytes');
-    this.slots = slots;
+    if (slots !== ESTOP_AHEAD_SLOTS) ownValue(this, 'slots', slots);
     this.slotBytes = slotBytes;
     this.storage = storage ?? new Uint8Array(slots * slotBytes);
     this.base = storage ? base : 0;
@@ -448,6 +462,8 @@ export class EstopAhead {
   }
 }
 
+Object.assign(EstopAhead.prototype, { slots: ESTOP_AHEAD_SLOTS });
+
 // ---------------------------------------------------------------------------------------------
 // Acknowledgements (§5.12 stream form), counted in one place for every binding whose client
 // counts frames: what the binding handed its transport, what the client's cumulative ACK (which
@@ -467,10 +483,12 @@ export class AckCounter {
   /** The round trip of the newest frame the last ACK covered (ms), or −1; and whether that ACK was prompt. */
   rttMs = -1;
   prompt = false;
-  // When each of the last frames was handed over, by frame number mod the ring size.
-  /** When each of the last frames was handed over, by frame number & mask, from [0] (null: none timed). */
-  readonly handedAt: Float64Array | null;
-  readonly mask: number;
+  /**
+   * When each of the last frames was handed over, by frame number & mask, from [0] (null: none
+   * timed: the prototype's null and 0, no own property then; on XS every property costs a heap slot).
+   */
+  declare readonly handedAt: Float64Array | null;
+  declare readonly mask: number;
 
   /**
    * `timedFrames`: how many recent hand-overs to remember for the round trip (0: none timed),
@@ -480,8 +498,10 @@ export class AckCounter {
   constructor(timedFrames = 0, store?: Float64Array) {
     const ring = AckCounter.ringOf(timedFrames);
     if (store !== undefined && timedFrames > 0 && store.length < ring) throw new RangeError('AckCounter: the store is too small');
-    this.handedAt = timedFrames > 0 ? (store ?? new Float64Array(ring)) : null;
-    this.mask = ring - 1;
+    if (timedFrames > 0) {
+      ownValue(this, 'handedAt', store ?? new Float64Array(ring));
+      ownValue(this, 'mask', ring - 1);
+    }
   }
 
   /** The numbers an AckCounter timing `timedFrames` keeps (its ring: a power of two). */
@@ -541,3 +561,5 @@ export class AckCounter {
     this.rttMs = -1;
   }
 }
+
+Object.assign(AckCounter.prototype, { handedAt: null, mask: 0 });

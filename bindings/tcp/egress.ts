@@ -20,7 +20,7 @@ import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { Nack } from '../../hub/nack.js';
 import type { Clock, GrantSet, LinkCaps, LinkEstimate, LinkSink, Log } from '../../hub/ports.js';
 import { AckForm, NULL_LOG, Tag, tagChannel, tagType } from '../../hub/ports.js';
-import { AckCounter, ESTOP_AHEAD_SLOTS, EstopAhead, MIN_RTT_WINDOW_MS, MinRttFilter, RTT_NUMBERS, RttEstimator, WINDOWED_NUMBERS, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { AckCounter, ownValue, ESTOP_AHEAD_SLOTS, EstopAhead, MIN_RTT_WINDOW_MS, MinRttFilter, RTT_NUMBERS, RttEstimator, WINDOWED_NUMBERS, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import {
   FrameReassembler,
   FramingError,
@@ -751,7 +751,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   readonly acks: AckCounter;
   private readonly clock: Clock;
   private readonly hub: HubAttach;
-  private readonly log: Log;
+  private declare readonly log: Log;
   private transport: LinkTransport | null = null;
   // The transport when it takes frames at once (DirectTransport), while the link is open; else null.
   private direct: DirectTransport | null = null;
@@ -767,7 +767,9 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   // The inbound framing's parser: a FrameReassembler (LENGTH_PREFIX) or a WsFrameParser (WS_SERVER).
   private readonly parser: FrameReassembler | WsFrameParser | null;
   // Until the upgrade is answered (WS_SERVER only).
-  private handshake: WsHandshake | null;
+  // (A TCP link has none: the prototype's null, and the prototype's NULL_LOG for a link given no
+  // log; an own property only otherwise, since on XS every property costs a heap slot.)
+  private declare handshake: WsHandshake | null;
   // The link's numbers, one array over its buffer: the ACK timing ring (AckCounter) from 0, the
   // refusals' times from REFUSALS_AT, then from `lo` its own (L_*), the queue's, the least RTT's
   // and the smoothed RTT's.
@@ -792,7 +794,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.framing = options.framing;
     this.clock = options.clock;
     this.hub = options.hub;
-    this.log = options.log ?? NULL_LOG;
+    if (options.log !== undefined) ownValue(this, 'log', options.log);
     // One buffer for the link's numbers and bytes (on XS every buffer and view costs heap slots):
     // [its numbers (see `num`) | the queue's meta | the frame header | the inbound parser's bytes].
     const ring = AckCounter.ringOf(windowFrames);
@@ -826,7 +828,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.parser = ws ? new WsFrameParser(maxFrame, mem, parserAt) : parserBytes > 0 ? new FrameReassembler(maxFrame, new Uint8Array(mem, parserAt, maxFrame)) : null;
     // The upgrade request is read into the egress ring: nothing is queued before it is answered.
     const room = this.queue.ownBytes();
-    this.handshake = ws ? new WsHandshake(room.length >= MAX_HANDSHAKE_BYTES ? room : undefined, options.sha1) : null;
+    if (ws) ownValue(this, 'handshake', new WsHandshake(room.length >= MAX_HANDSHAKE_BYTES ? room : undefined, options.sha1));
     this.st = options.framing === LinkFraming.WS_SERVER ? LinkState.HANDSHAKE : LinkState.OPEN;
   }
 
@@ -1384,3 +1386,5 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     return 0;
   }
 }
+
+Object.assign(TcpLink.prototype, { handshake: null, log: NULL_LOG });
