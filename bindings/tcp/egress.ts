@@ -115,6 +115,13 @@ export class TakePool {
   readonly capacity: number;
   readonly regions: number;
   private free: number;
+  /**
+   * What the pool's links share besides memory, made at run time (on the device a module's own
+   * objects are frozen with it): one LinkCaps per binding name and mtu, and the estimate every
+   * link's estimate() fills in and returns (the core reads it at once).
+   */
+  readonly caps: LinkCaps[] = [];
+  readonly estimate: LinkEstimate = { throughputBps: 0, rttMs: 0 };
 
   constructor(regions: number, capacity: number, takeBytes: number) {
     if (!Number.isInteger(regions) || regions < 1 || regions > 30) throw new RangeError('TakePool regions must be an integer in 1..30');
@@ -674,13 +681,14 @@ export interface TcpLinkOptions {
 
 const NO_LIMIT = 0x7fffffff;
 
-// The links' capabilities, one frozen object per binding name and mtu shared by every link
-// that has them (a few kinds at most: a link's own would cost heap slots per connection).
-const CAPS: LinkCaps[] = [];
-function capsOf(binding: string, mtu: number): LinkCaps {
-  for (const c of CAPS) if (c.binding === binding && c.mtu === mtu) return c;
+/**
+ * A link's capabilities: the one a TakePool's links share for this binding name and mtu (a few
+ * kinds at most: a link's own would cost heap slots per connection), else its own.
+ */
+function capsOf(binding: string, mtu: number, pool: TakePool | undefined): LinkCaps {
+  if (pool !== undefined) for (const c of pool.caps) if (c.binding === binding && c.mtu === mtu) return c;
   const caps: LinkCaps = Object.freeze({ binding, broadcast: false, datagram: false, mtu, writeAheadSlots: AHEAD_SLOTS, ackForm: AckForm.STREAM });
-  if (CAPS.length < 8) CAPS.push(caps);
+  if (pool !== undefined && pool.caps.length < 8) pool.caps.push(caps);
   return caps;
 }
 
@@ -702,8 +710,6 @@ const LINK_NUMBERS = 10;
 const REFUSALS = MALFORMED_CLOSE_PER_S + 1;
 const MS_PER_S = 1000;
 
-// What every TcpLink's estimate() fills in and returns: the core reads it at once.
-const ESTIMATE: LinkEstimate = { throughputBps: 0, rttMs: 0 };
 
 /** The transport as a DirectTransport, when it is one. */
 function directOf(transport: LinkTransport): DirectTransport | null {
@@ -780,6 +786,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   // is preceded by (the same view where headers are 2 bytes long, else one made once).
   private readonly hdr: Uint8Array;
   private readonly hdr2: Uint8Array;
+  // What estimate() fills in: the one its TakePool's links share, else its own.
+  private readonly est: LinkEstimate;
 
   constructor(options: TcpLinkOptions) {
     const queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
@@ -790,7 +798,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     if (!Number.isInteger(windowFrames) || windowFrames < 1) throw new RangeError('TcpLink: ackWindowFrames must be an integer ≥ 1');
     if (options.framing === LinkFraming.WS_SERVER && !options.sha1) throw new RangeError('TcpLink: WS_SERVER framing needs sha1');
     const now = options.clock.now();
-    this.caps = capsOf(options.binding, maxFrame);
+    this.caps = capsOf(options.binding, maxFrame, options.takePool);
+    this.est = options.takePool !== undefined ? options.takePool.estimate : { throughputBps: 0, rttMs: 0 };
     this.framing = options.framing;
     this.clock = options.clock;
     this.hub = options.hub;
@@ -1025,9 +1034,9 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   /** A stream link carries no broadcast: the grants are the core's alone. */
   granted(_grants: GrantSet): void {}
 
-  /** The link estimate, in the one object every TcpLink refills (read it before asking another link). */
+  /** The link estimate, in an object its TakePool's links share (read it before asking another link). */
   estimate(): LinkEstimate {
-    const e = ESTIMATE;
+    const e = this.est;
     e.throughputBps = this.throughput.bps(this.clock.now());
     e.rttMs = this.rtt.rttMs();
     return e;
