@@ -565,9 +565,10 @@ export class EgressQueue {
 // The link.
 
 /** How a link delimits frames on its transport. */
-// The framings as plain numbers, for the send path.
+// The framings as plain numbers, for the send path, and a final binary WebSocket frame's first byte.
 const LENGTH_PREFIX = 0;
 const WS_SERVER = 1;
+const WS_FINAL_BINARY = 0x80 | WsOpcode.BINARY;
 
 export const LinkFraming = Object.freeze({
   /** TCP: a 2-byte big-endian length before every frame. */
@@ -901,8 +902,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const now = this.clock.now();
     if (now !== this.judgedAt) {
       // Until the detector's next deadline, and with no input since, its level stands.
-      const d = this.detector;
-      if (now >= d.quietUntil || d.judgements !== this.judgementsSeen || now < this.judgedAt) this.judge(now);
+      if (now >= det.quietUntil || det.judgements !== this.judgementsSeen || now < this.judgedAt) this.judge(now);
       else this.judgedAt = now;
     }
     return this.lvl;
@@ -927,7 +927,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
         h = 2;
       } else if (framing === WS_SERVER) {
         hdr = this.hdr;
-        hdr[0] = 0x80 | WsOpcode.BINARY;
+        hdr[0] = WS_FINAL_BINARY;
         if (length < 126) {
           hdr[1] = length;
           hdr = this.hdr2;
