@@ -23,6 +23,7 @@ import {
   RECOVERED_WATERMARK,
   RECOVERY_WINDOW_MS,
 } from '../hub/constants.js';
+import { ownValue } from './link.js';
 
 // ---------------------------------------------------------------------------------------------
 // Our decisions where §10.3 is silent: level 2 ("severe") and the way back from it.
@@ -317,9 +318,12 @@ export interface WatermarkOptions {
  * 1460-byte segment. Judged there, a link that never catches up would never read severe.
  */
 export class WatermarkDetector extends LevelMachine implements CongestionDetector {
-  private readonly lagCongested: number;
-  private readonly lagRecovered: number;
-  private queue = 0;
+  // The ack lag thresholds: the prototype's defaults unless given otherwise (an own property each
+  // only then: on XS every property costs a heap slot).
+  private declare readonly lagCongested: number;
+  private declare readonly lagRecovered: number;
+  /** @internal The queue signal (`signalled` reads whether it is above 0; a link's send path reads it directly). */
+  queue = 0;
   /** The last ack lag reported, in frames. */
   lagFrames = 0;
   // The instant of the last take: takes at one instant are one transmission opportunity.
@@ -332,8 +336,10 @@ export class WatermarkDetector extends LevelMachine implements CongestionDetecto
 
   constructor(now: number, options?: WatermarkOptions) {
     super(now);
-    this.lagCongested = options?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES;
-    this.lagRecovered = options?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES;
+    const congested = options?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES;
+    const recovered = options?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES;
+    if (congested !== ACK_LAG_CONGESTED_FRAMES) ownValue(this, 'lagCongested', congested);
+    if (recovered !== ACK_LAG_RECOVERED_FRAMES) ownValue(this, 'lagRecovered', recovered);
   }
 
   /**
@@ -501,6 +507,8 @@ export class WatermarkDetector extends LevelMachine implements CongestionDetecto
     super.reset(now);
   }
 }
+
+Object.assign(WatermarkDetector.prototype, { lagCongested: ACK_LAG_CONGESTED_FRAMES, lagRecovered: ACK_LAG_RECOVERED_FRAMES });
 
 // ---------------------------------------------------------------------------------------------
 // ESP-NOW loss rate (§13.3).

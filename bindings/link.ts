@@ -61,6 +61,15 @@ export class DrainClock {
   }
 }
 
+/**
+ * Gives `target` an own property `key` of `value`, over a default its prototype holds. Defined,
+ * not assigned: on the device the prototype is frozen with its module, and an assignment over a
+ * read-only inherited property fails.
+ */
+export function ownValue(target: object, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The sample budget (docs/protocol.md §13.6): how long a STREAM sample may wait in a binding's
 // egress queue before it is dropped unsent rather than delivered late (§10.4: never delay and
@@ -75,59 +84,81 @@ export const SAMPLE_BUDGET_MAX_MS = 250;
 /** The round trip a budget is taken from is the least seen over this window, ms (queueing inflates the rest). */
 export const MIN_RTT_WINDOW_MS = 10000;
 
+/** The numbers a MinRttFilter or WindowedMax keeps (in its owner's store, or its own). */
+export const WINDOWED_NUMBERS = 5;
+// Their places: the current and the previous bucket's extreme (NaN: none), when the current one
+// began, half the window, and 1 for the greatest (0: the least).
+const W_CUR = 0;
+const W_PREV = 1;
+const W_START = 2;
+const W_HALF = 3;
+const W_GREATEST = 4;
+
 /**
  * The least or the greatest value over about the last `windowMs`: two buckets of half the window,
  * the extreme read over both, so that a value ages out within a window and a half and the next
  * bucket already holds what came since (a lone small sample never stands in for the window).
- * `known` once a value has been sampled; `value()` 0 until then.
+ * `known` once a value has been sampled; `value()` 0 until then. Its numbers live in `store` at
+ * `at` (WINDOWED_NUMBERS of them) when its owner keeps them with others (on XS every object
+ * field costs a heap slot), else in an array of its own.
  */
 class WindowedExtreme {
-  private cur = NaN;
-  private prev = NaN;
-  private curStart = -Infinity;
-  private readonly halfMs: number;
+  private readonly num: Float64Array;
+  private readonly o: number;
 
-  constructor(
-    private readonly greatest: boolean,
-    windowMs: number,
-  ) {
-    this.halfMs = windowMs / 2;
+  constructor(greatest: boolean, windowMs: number, store?: Float64Array, at = 0) {
+    if (store !== undefined && !(at >= 0 && at + WINDOWED_NUMBERS <= store.length)) throw new RangeError('WindowedExtreme: its numbers lie outside the store');
+    this.num = store ?? new Float64Array(WINDOWED_NUMBERS);
+    this.o = store !== undefined ? at : 0;
+    this.num[this.o + W_HALF] = windowMs / 2;
+    this.num[this.o + W_GREATEST] = greatest ? 1 : 0;
+    this.reset();
   }
 
   sample(v: number, now: number): void {
     if (!(v >= 0)) return;
-    if (now - this.curStart >= this.halfMs) {
+    const n = this.num;
+    const o = this.o;
+    const start = n[o + W_START] as number;
+    const half = n[o + W_HALF] as number;
+    if (now - start >= half) {
       // A bucket more than one half old is forgotten outright; else it becomes the previous one.
-      this.prev = now - this.curStart >= 2 * this.halfMs ? NaN : this.cur;
-      this.cur = NaN;
-      this.curStart = now;
+      n[o + W_PREV] = now - start >= 2 * half ? NaN : (n[o + W_CUR] as number);
+      n[o + W_CUR] = NaN;
+      n[o + W_START] = now;
     }
-    if (Number.isNaN(this.cur) || (this.greatest ? v > this.cur : v < this.cur)) this.cur = v;
+    const cur = n[o + W_CUR] as number;
+    if (Number.isNaN(cur) || (n[o + W_GREATEST] === 1 ? v > cur : v < cur)) n[o + W_CUR] = v;
   }
 
   value(): number {
-    const a = this.cur;
-    const b = this.prev;
+    const n = this.num;
+    const o = this.o;
+    const a = n[o + W_CUR] as number;
+    const b = n[o + W_PREV] as number;
     if (Number.isNaN(a)) return Number.isNaN(b) ? 0 : b;
     if (Number.isNaN(b)) return a;
-    return this.greatest ? (a > b ? a : b) : a < b ? a : b;
+    return n[o + W_GREATEST] === 1 ? (a > b ? a : b) : a < b ? a : b;
   }
 
   get known(): boolean {
-    return !Number.isNaN(this.cur) || !Number.isNaN(this.prev);
+    return !Number.isNaN(this.num[this.o + W_CUR] as number) || !Number.isNaN(this.num[this.o + W_PREV] as number);
   }
 
   reset(): void {
-    this.cur = NaN;
-    this.prev = NaN;
-    this.curStart = -Infinity;
+    const n = this.num;
+    const o = this.o;
+    n[o + W_CUR] = NaN;
+    n[o + W_PREV] = NaN;
+    n[o + W_START] = -Infinity;
   }
 }
 
 /** The least round trip over about the last MIN_RTT_WINDOW_MS: what the link takes without a queue, as near as it can tell. */
 export class MinRttFilter extends WindowedExtreme {
-  constructor(windowMs: number = MIN_RTT_WINDOW_MS) {
-    super(false, windowMs);
+  /** `store`, `at`: where its WINDOWED_NUMBERS numbers live when its owner keeps them with others. */
+  constructor(windowMs: number = MIN_RTT_WINDOW_MS, store?: Float64Array, at = 0) {
+    super(false, windowMs, store, at);
   }
 }
 
@@ -136,8 +167,9 @@ export class MinRttFilter extends WindowedExtreme {
  * service time so: about one connection interval once a notification has waited for an event.
  */
 export class WindowedMax extends WindowedExtreme {
-  constructor(windowMs: number = MIN_RTT_WINDOW_MS) {
-    super(true, windowMs);
+  /** `store`, `at`: where its WINDOWED_NUMBERS numbers live when its owner keeps them with others. */
+  constructor(windowMs: number = MIN_RTT_WINDOW_MS, store?: Float64Array, at = 0) {
+    super(true, windowMs, store, at);
   }
 }
 
@@ -170,17 +202,24 @@ export const THROUGHPUT_TAU_MS = 1000;
  * A link that carries nothing decays toward 0 once whole windows pass without bytes.
  */
 export class ThroughputEstimator {
-  private readonly windowMs: number;
-  private readonly tauMs: number;
-  private windowStart: number;
-  private bytes = 0;
+  // The window and what it has summed are fields a link's send path may add to directly, as
+  // `add` does while the window is open (0 ≤ now − windowStart < windowMs): no call per frame.
+  // The window and the time constant are the prototype's defaults unless given otherwise (an
+  // own property each only then: on XS every property costs a heap slot).
+  /** @internal */
+  declare readonly windowMs: number;
+  private declare readonly tauMs: number;
+  /** @internal */
+  windowStart: number;
+  /** @internal */
+  bytes = 0;
   private rate = 0;
   private primed = false;
 
   constructor(now: number, windowMs: number = THROUGHPUT_WINDOW_MS, tauMs: number = THROUGHPUT_TAU_MS) {
     if (!(windowMs > 0) || !(tauMs > 0)) throw new RangeError('ThroughputEstimator: windowMs and tauMs must be > 0');
-    this.windowMs = windowMs;
-    this.tauMs = tauMs;
+    if (windowMs !== THROUGHPUT_WINDOW_MS) ownValue(this, 'windowMs', windowMs);
+    if (tauMs !== THROUGHPUT_TAU_MS) ownValue(this, 'tauMs', tauMs);
     this.windowStart = now;
   }
 
@@ -223,6 +262,8 @@ export class ThroughputEstimator {
   }
 }
 
+Object.assign(ThroughputEstimator.prototype, { windowMs: THROUGHPUT_WINDOW_MS, tauMs: THROUGHPUT_TAU_MS });
+
 /**
  * Smoothed round-trip time, RFC 6298 §2 (SRTT with gain 1/8, RTTVAR with gain 1/4; the first
  * sample sets SRTT and half of it RTTVAR). Bindings feed it from whatever round trip they can
@@ -231,44 +272,64 @@ export class ThroughputEstimator {
  * time PONG. Negative or NaN samples are ignored.
  */
 export class RttEstimator {
-  private srtt = 0;
-  private rttvar = 0;
-  private n = 0;
+  // SRTT, RTTVAR and the samples taken, at num[o], num[o + 1], num[o + 2].
+  private readonly num: Float64Array;
+  private readonly o: number;
+
+  /**
+   * `store`, `at`: where its RTT_NUMBERS numbers live when its owner keeps them with others (on
+   * XS every object field costs a heap slot); else in an array of its own.
+   */
+  constructor(store?: Float64Array, at = 0) {
+    if (store !== undefined && !(at >= 0 && at + RTT_NUMBERS <= store.length)) throw new RangeError('RttEstimator: its numbers lie outside the store');
+    this.num = store ?? new Float64Array(RTT_NUMBERS);
+    this.o = store !== undefined ? at : 0;
+    this.reset();
+  }
 
   sample(ms: number): void {
     if (!(ms >= 0)) return;
-    if (this.n === 0) {
-      this.srtt = ms;
-      this.rttvar = ms / 2;
+    const num = this.num;
+    const o = this.o;
+    const n = num[o + 2] as number;
+    if (n === 0) {
+      num[o] = ms;
+      num[o + 1] = ms / 2;
     } else {
-      const d = this.srtt > ms ? this.srtt - ms : ms - this.srtt;
-      this.rttvar += (d - this.rttvar) / 4;
-      this.srtt += (ms - this.srtt) / 8;
+      const srtt = num[o] as number;
+      const rttvar = num[o + 1] as number;
+      const d = srtt > ms ? srtt - ms : ms - srtt;
+      num[o + 1] = rttvar + (d - rttvar) / 4;
+      num[o] = srtt + (ms - srtt) / 8;
     }
-    this.n++;
+    num[o + 2] = n + 1;
   }
 
   /** Smoothed RTT in ms; 0 while unknown (the LinkEstimate convention). */
   rttMs(): number {
-    return this.srtt;
+    return this.num[this.o] as number;
   }
 
   /** RTT variation in ms; 0 while unknown. */
   varianceMs(): number {
-    return this.rttvar;
+    return this.num[this.o + 1] as number;
   }
 
   /** Samples taken since construction or reset. */
   samples(): number {
-    return this.n;
+    return this.num[this.o + 2] as number;
   }
 
   reset(): void {
-    this.srtt = 0;
-    this.rttvar = 0;
-    this.n = 0;
+    const o = this.o;
+    this.num[o] = 0;
+    this.num[o + 1] = 0;
+    this.num[o + 2] = 0;
   }
 }
+
+/** The numbers an RttEstimator keeps (in its owner's store, or its own). */
+export const RTT_NUMBERS = 3;
 
 // ---------------------------------------------------------------------------------------------
 // The ESTOP write-ahead (§10.4, §11.2), one mechanism for every binding.
@@ -290,14 +351,16 @@ export const ESTOP_AHEAD_SLOTS = 4;
  * four (their lengths are the four bytes of one number).
  */
 export class EstopAhead {
-  readonly slots: number;
+  /** Slots (ESTOP_AHEAD_SLOTS, the prototype's, unless given otherwise: an own property only then). */
+  declare readonly slots: number;
   readonly slotBytes: number;
   readonly storage: Uint8Array;
   readonly base: number;
   // Each slot's length, slot i in bits 8i to 8i + 7.
   private lens = 0;
   private first = 0;
-  private n = 0;
+  /** ESTOP frames waiting (the one partly handed over included); read-only to everyone else (a field: links read it on every send). */
+  count = 0;
   /** The front one is partly handed over (or in the air): it is never the one dropped. */
   started = false;
   /** Written, and dropped for a newer one while every slot was full. */
@@ -306,16 +369,11 @@ export class EstopAhead {
 
   constructor(slotBytes: number, slots: number = ESTOP_AHEAD_SLOTS, storage?: Uint8Array, base = 0) {
     if (!(slots >= 1 && slots <= 4 && slotBytes >= 1 && slotBytes <= 0xff)) throw new RangeError('EstopAhead: 1 to 4 slots of 1 to 255 bytes');
-    this.slots = slots;
+    if (slots !== ESTOP_AHEAD_SLOTS) ownValue(this, 'slots', slots);
     this.slotBytes = slotBytes;
     this.storage = storage ?? new Uint8Array(slots * slotBytes);
     this.base = storage ? base : 0;
     if (this.base + slots * slotBytes > this.storage.length) throw new RangeError('EstopAhead: the slots lie outside their storage');
-  }
-
-  /** ESTOP frames waiting (the one partly handed over included). */
-  get count(): number {
-    return this.n;
   }
 
   /**
@@ -343,16 +401,16 @@ export class EstopAhead {
   // A slot for `length` bytes, the oldest not started dropped when every slot is full: where it starts.
   private claim(length: number): number {
     this.written++;
-    if (this.n === this.slots) {
+    if (this.count === this.slots) {
       // Drop the oldest not started: the front one, or the one after it while the front is going.
       const victim = this.started ? 1 : 0;
-      for (let k = victim; k + 1 < this.n; k++) this.copySlot(this.index(k + 1), this.index(k));
-      this.n--;
+      for (let k = victim; k + 1 < this.count; k++) this.copySlot(this.index(k + 1), this.index(k));
+      this.count--;
       this.dropped++;
     }
-    const slot = this.index(this.n);
+    const slot = this.index(this.count);
     this.setLength(slot, length);
-    this.n++;
+    this.count++;
     return this.base + slot * this.slotBytes;
   }
 
@@ -368,21 +426,21 @@ export class EstopAhead {
   /** Bytes of every waiting one, framing included. */
   bytes(): number {
     let b = 0;
-    for (let k = 0; k < this.n; k++) b += (this.lens >>> (this.index(k) << 3)) & 0xff;
+    for (let k = 0; k < this.count; k++) b += (this.lens >>> (this.index(k) << 3)) & 0xff;
     return b;
   }
 
   /** The front one is gone (handed over whole, or its datagram sent). */
   shift(): void {
-    if (this.n === 0) return;
+    if (this.count === 0) return;
     this.first = this.first + 1 === this.slots ? 0 : this.first + 1;
-    this.n--;
+    this.count--;
     this.started = false;
   }
 
   clear(): void {
     this.first = 0;
-    this.n = 0;
+    this.count = 0;
     this.started = false;
   }
 
@@ -404,6 +462,8 @@ export class EstopAhead {
   }
 }
 
+Object.assign(EstopAhead.prototype, { slots: ESTOP_AHEAD_SLOTS });
+
 // ---------------------------------------------------------------------------------------------
 // Acknowledgements (§5.12 stream form), counted in one place for every binding whose client
 // counts frames: what the binding handed its transport, what the client's cumulative ACK (which
@@ -423,10 +483,12 @@ export class AckCounter {
   /** The round trip of the newest frame the last ACK covered (ms), or −1; and whether that ACK was prompt. */
   rttMs = -1;
   prompt = false;
-  // When each of the last frames was handed over, by frame number mod the ring size.
-  /** When each of the last frames was handed over, by frame number & mask, from [0] (null: none timed). */
-  readonly handedAt: Float64Array | null;
-  readonly mask: number;
+  /**
+   * When each of the last frames was handed over, by frame number & mask, from [0] (null: none
+   * timed: the prototype's null and 0, no own property then; on XS every property costs a heap slot).
+   */
+  declare readonly handedAt: Float64Array | null;
+  declare readonly mask: number;
 
   /**
    * `timedFrames`: how many recent hand-overs to remember for the round trip (0: none timed),
@@ -436,8 +498,10 @@ export class AckCounter {
   constructor(timedFrames = 0, store?: Float64Array) {
     const ring = AckCounter.ringOf(timedFrames);
     if (store !== undefined && timedFrames > 0 && store.length < ring) throw new RangeError('AckCounter: the store is too small');
-    this.handedAt = timedFrames > 0 ? (store ?? new Float64Array(ring)) : null;
-    this.mask = ring - 1;
+    if (timedFrames > 0) {
+      ownValue(this, 'handedAt', store ?? new Float64Array(ring));
+      ownValue(this, 'mask', ring - 1);
+    }
   }
 
   /** The numbers an AckCounter timing `timedFrames` keeps (its ring: a power of two). */
@@ -497,3 +561,5 @@ export class AckCounter {
     this.rttMs = -1;
   }
 }
+
+Object.assign(AckCounter.prototype, { handedAt: null, mask: 0 });

@@ -17,11 +17,10 @@ import { encodeFrame, FrameType, MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES } from '..
 import { MALFORMED_CLOSE_PER_S } from '../../hub/constants.js';
 import { Tier } from '../../catalog/schema.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
-import { WindowCounter } from '../../hub/limits.js';
 import { Nack } from '../../hub/nack.js';
 import type { Clock, GrantSet, LinkCaps, LinkEstimate, LinkSink, Log } from '../../hub/ports.js';
 import { AckForm, NULL_LOG, Tag, tagChannel, tagType } from '../../hub/ports.js';
-import { AckCounter, DrainClock, ESTOP_AHEAD_SLOTS, EstopAhead, MinRttFilter, RttEstimator, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { AckCounter, ownValue, ESTOP_AHEAD_SLOTS, EstopAhead, MIN_RTT_WINDOW_MS, MinRttFilter, RTT_NUMBERS, RttEstimator, WINDOWED_NUMBERS, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import {
   FrameReassembler,
   FramingError,
@@ -31,6 +30,7 @@ import {
   WS_MAX_HEADER_BYTES,
   WsCloseCode,
   WsFrameParser,
+  wsParserBytes,
   MAX_HANDSHAKE_BYTES,
   WsHandshake,
   WsOpcode,
@@ -68,6 +68,33 @@ export const AHEAD_SLOT_BYTES = WS_MAX_HEADER_BYTES + ESTOP_FRAME_BYTES;
 // Channels a VALUE record may name: 1..255 (hub/ports.ts tagChannel), indexed directly.
 const CHANNELS = 256;
 
+// An EgressQueue's numbers other than the hot ones (num[no + Q_*]): where the gap at the ring's
+// end starts (-1: none), ESTOPs handed over, samples dropped stale, values dropped superseded,
+// the instant and budget samples are expired against (`setExpiry`), its TakePool region (-1:
+// memory of its own) and whether it gave its memory back (1).
+const Q_GAP_AT = 0;
+const Q_AHEAD_OUT = 1;
+const Q_EXPIRED = 2;
+const Q_CONFLATED = 3;
+const Q_EXPIRE_AT = 4;
+const Q_BUDGET = 5;
+const Q_REGION = 6;
+const Q_RELEASED = 7;
+/** The numbers an EgressQueue keeps in its store. */
+export const QUEUE_NUMBERS = 8;
+
+/**
+ * Where an EgressQueue keeps what it knows of its records and its numbers when its owner keeps
+ * them with other things: EgressQueue.metaBytes bytes of `buffer` at `metaAt` (a multiple of 4),
+ * QUEUE_NUMBERS numbers of `numbers` at `numbersAt`.
+ */
+export interface QueueStore {
+  readonly buffer: ArrayBuffer;
+  readonly metaAt: number;
+  readonly numbers: Float64Array;
+  readonly numbersAt: number;
+}
+
 /** DATA records of every kind wait while the ack window is full. */
 function held(kind: number): boolean {
   return kind === RecordKind.DATA || kind === RecordKind.SAMPLE || kind === RecordKind.VALUE || kind === RecordKind.SUPERSEDED;
@@ -88,6 +115,13 @@ export class TakePool {
   readonly capacity: number;
   readonly regions: number;
   private free: number;
+  /**
+   * What the pool's links share besides memory, made at run time (on the device a module's own
+   * objects are frozen with it): one LinkCaps per binding name and mtu, and the estimate every
+   * link's estimate() fills in and returns (the core reads it at once).
+   */
+  readonly caps: LinkCaps[] = [];
+  readonly estimate: LinkEstimate = { throughputBps: 0, rttMs: 0 };
 
   constructor(regions: number, capacity: number, takeBytes: number) {
     if (!Number.isInteger(regions) || regions < 1 || regions > 30) throw new RangeError('TakePool regions must be an integer in 1..30');
@@ -145,48 +179,71 @@ export class EgressQueue {
   readonly mem: StagedBytes;
   readonly base: number;
   readonly ahead: EstopAhead;
-  // What is known of each record, by slot, and per channel, in views of one buffer made once:
-  // each record's length (16 bits while the capacity allows) and kind; its stamp, which for a
-  // VALUE record is its channel and for any other when it was queued, whole ms modulo 2^32 (ages
-  // are taken modulo 2^32 too; only a SAMPLE record's age is read); and per channel the slot of
-  // its newest VALUE plus one (0: none), so that a newer one supersedes it in O(1): a byte a
-  // channel while the slots number at most 255.
+  // What is known of each record, by slot, and per channel, in views of one buffer made once
+  // (EgressQueue.metaBytes; its owner's, or the queue's own): each record's length (16 bits while
+  // the capacity allows); its stamp, which for a VALUE record is its channel and for any other
+  // when it was queued, whole ms modulo 2^32 (ages are taken modulo 2^32 too; only a SAMPLE
+  // record's age is read); each record's kind, by slot from 0, and from `maxRecords` on, per
+  // channel, the slot of its newest VALUE plus one (0: none), so that a newer one supersedes it
+  // in O(1): a byte each while the slots number at most 255.
   private readonly lens: Uint16Array | Uint32Array;
-  private readonly kinds: Uint8Array;
   private readonly stamps: Uint32Array;
-  private readonly latestValue: Uint8Array | Uint16Array;
+  private readonly kinds: Uint8Array | Uint16Array;
   private first = 0; // slot of the head record
-  /** Records held, the one partly handed over included (a field: read on every send). */
+  /** Records held, the one partly handed over included. */
   count = 0;
+  /** Records and ESTOP frames held (a field: read on every send, which goes straight to the transport at 0). */
+  held = 0;
   private head = 0; // byte offset of the head record
   private tail = 0; // where the next record goes
   private used = 0; // bytes of records held, gaps not counted
-  private gapAt = -1;
   private headDone = 0;
   private aDone = 0;
   /** Records handed over completely (ESTOPs not counted). */
   recordsOut = 0;
   /** Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte has been handed over. */
   framesStarted = 0;
-  /** ESTOP frames handed over completely. */
-  aheadOut = 0;
-  /** SAMPLE records dropped unsent for waiting longer than the budget. */
-  expired = 0;
-  /** SUPERSEDED records dropped unsent: a newer value of the channel was queued. */
-  conflated = 0;
-  // What a take expires SAMPLE records against as it reaches them (`setExpiry`): off until set.
-  private expireAt = 0;
-  private budget = Infinity;
-  // The TakePool region the queue holds (-1: memory of its own), and whether it gave it back.
+  // The queue's other numbers, num[no + Q_*] (QUEUE_NUMBERS of them, its owner's or its own):
+  // the gap's start, the counters, the expiry and the TakePool region (-1: memory of its own).
+  private readonly num: Float64Array;
+  private readonly no: number;
   private readonly pool: TakePool | null;
-  private readonly region: number;
-  private released = false;
+
+  /** The records a queue of `capacity` bytes holds unless told otherwise. */
+  static defaultRecords(capacity: number): number {
+    return Math.max(16, capacity >>> 4);
+  }
+
+  /** ESTOP frames handed over completely. */
+  get aheadOut(): number {
+    return this.num[this.no + Q_AHEAD_OUT] as number;
+  }
+
+  /** SAMPLE records dropped unsent for waiting longer than the budget. */
+  get expired(): number {
+    return this.num[this.no + Q_EXPIRED] as number;
+  }
+
+  /** SUPERSEDED records dropped unsent: a newer value of the channel was queued. */
+  get conflated(): number {
+    return this.num[this.no + Q_CONFLATED] as number;
+  }
+
+  /** The bytes of what a queue knows of its records (a multiple of 4; see `QueueStore`). */
+  static metaBytes(capacity: number, maxRecords: number): number {
+    const lenBytes = capacity <= 0xffff ? 2 : 4;
+    const kindBytes = maxRecords < 0xff ? 1 : 2;
+    const n = maxRecords * (4 + lenBytes) + (maxRecords + CHANNELS) * kindBytes;
+    return (n + 3) & ~3;
+  }
 
   /**
    * `takeBytes`: the most one take hands over (the staging area); by default everything the queue
-   * can hold, ESTOPs included.
+   * can hold, ESTOPs included. `store`: where it keeps what it knows of its records and its
+   * numbers when its owner keeps them with other things (on XS every buffer and every view costs
+   * heap slots); else in memory of its own.
    */
-  constructor(capacity: number, maxRecords: number = Math.max(16, capacity >>> 4), takeBytes?: number, pool?: TakePool) {
+  constructor(capacity: number, maxRecords: number = EgressQueue.defaultRecords(capacity), takeBytes?: number, pool?: TakePool, store?: QueueStore) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
     if (!Number.isInteger(maxRecords) || maxRecords < 1) throw new RangeError('EgressQueue maxRecords must be an integer ≥ 1');
     if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
@@ -198,23 +255,30 @@ export class EgressQueue {
     // A pool's region when it fits (same capacity, a staging area as large as this queue's take) and one is free.
     const region = pool !== undefined && pool.capacity === capacity && pool.mem.stageBytes === take ? pool.claim() : -1;
     this.pool = region >= 0 ? (pool as TakePool) : null;
-    this.region = region;
     this.mem = region >= 0 ? (pool as TakePool).mem : new StagedBytes(capacity + aheadBytes, take);
     this.base = region >= 0 ? region * (pool as TakePool).regionBytes : 0;
     this.ahead = new EstopAhead(AHEAD_SLOT_BYTES, AHEAD_SLOTS, this.mem.all, this.base + capacity);
     // A record is at most `capacity` bytes: 16 bits hold its length up to 65535.
-    const lenBytes = capacity <= 0xffff ? 2 : 4;
-    const latestBytes = maxRecords < 0xff ? 1 : 2;
-    // [stamps (4 per slot) | lens | latestValue (1 or 2 per channel) | kinds]: each view aligned.
-    const meta = new ArrayBuffer(maxRecords * (4 + lenBytes + 1) + CHANNELS * latestBytes);
-    let at = 0;
-    this.stamps = new Uint32Array(meta, at, maxRecords);
+    const metaBytes = EgressQueue.metaBytes(capacity, maxRecords);
+    if (store !== undefined && !(store.metaAt % 4 === 0 && store.metaAt >= 0 && store.metaAt + metaBytes <= store.buffer.byteLength)) throw new RangeError('EgressQueue: its meta lies outside the buffer');
+    if (store !== undefined && !(store.numbersAt >= 0 && store.numbersAt + QUEUE_NUMBERS <= store.numbers.length)) throw new RangeError('EgressQueue: its numbers lie outside the store');
+    // Its own: the numbers first, then the meta.
+    const m = store !== undefined ? store.buffer : new ArrayBuffer(QUEUE_NUMBERS * 8 + metaBytes);
+    this.num = store !== undefined ? store.numbers : new Float64Array(m, 0, QUEUE_NUMBERS);
+    this.no = store !== undefined ? store.numbersAt : 0;
+    const n = this.num;
+    const o = this.no;
+    n[o + Q_GAP_AT] = -1;
+    n[o + Q_AHEAD_OUT] = n[o + Q_EXPIRED] = n[o + Q_CONFLATED] = n[o + Q_EXPIRE_AT] = n[o + Q_RELEASED] = 0;
+    n[o + Q_BUDGET] = Infinity;
+    n[o + Q_REGION] = region;
+    let at = store !== undefined ? store.metaAt : QUEUE_NUMBERS * 8;
+    // [stamps (4 per slot) | lens (2 or 4 per slot) | kinds (1 or 2 per slot, then per channel)]: each view aligned.
+    this.stamps = new Uint32Array(m, at, maxRecords);
     at += maxRecords * 4;
-    this.lens = lenBytes === 2 ? new Uint16Array(meta, at, maxRecords) : new Uint32Array(meta, at, maxRecords);
-    at += maxRecords * lenBytes;
-    this.latestValue = latestBytes === 1 ? new Uint8Array(meta, at, CHANNELS) : new Uint16Array(meta, at, CHANNELS);
-    at += CHANNELS * latestBytes;
-    this.kinds = new Uint8Array(meta, at, maxRecords);
+    this.lens = capacity <= 0xffff ? new Uint16Array(m, at, maxRecords) : new Uint32Array(m, at, maxRecords);
+    at += maxRecords * (capacity <= 0xffff ? 2 : 4);
+    this.kinds = maxRecords < 0xff ? new Uint8Array(m, at, maxRecords + CHANNELS) : new Uint16Array(m, at, maxRecords + CHANNELS);
   }
 
   /** Bytes queued and not yet handed over. */
@@ -266,7 +330,7 @@ export class EgressQueue {
    */
   push(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number, kind: number, now = 0, channel = 0): boolean {
     const total = hlen + flen;
-    if (!(total >= 1) || this.count >= this.maxRecords || this.released) return false;
+    if (!(total >= 1) || this.count >= this.maxRecords || this.num[this.no + Q_RELEASED] !== 0) return false;
     const place = this.placeFor(total);
     if (place < 0) return false;
     const at = this.base + place;
@@ -274,13 +338,14 @@ export class EgressQueue {
     if (slot >= this.maxRecords) slot -= this.maxRecords;
     if (kind === RecordKind.VALUE) {
       if (channel > 0 && channel < CHANNELS) {
-        const prev = (this.latestValue[channel] as number) - 1;
+        const latest = this.maxRecords + channel;
+        const prev = (this.kinds[latest] as number) - 1;
         if (prev >= 0 && this.kinds[prev] === RecordKind.VALUE && this.stamps[prev] === channel && !(prev === this.first && this.headDone > 0)) {
           let offset = prev - this.first;
           if (offset < 0) offset += this.maxRecords;
           if (offset < this.count) this.kinds[prev] = RecordKind.SUPERSEDED;
         }
-        this.latestValue[channel] = slot + 1;
+        this.kinds[latest] = slot + 1;
       }
       this.stamps[slot] = channel;
     } else this.stamps[slot] = now >>> 0;
@@ -290,8 +355,9 @@ export class EgressQueue {
     this.lens[slot] = total;
     this.kinds[slot] = kind;
     if (this.count === 0) this.head = place;
-    else if (place === 0) this.gapAt = this.tail;
+    else if (place === 0) this.num[this.no + Q_GAP_AT] = this.tail;
     this.count++;
+    this.held++;
     this.tail = place + total;
     this.used += total;
     return true;
@@ -299,8 +365,9 @@ export class EgressQueue {
 
   /** Puts header[0, hlen) + the ESTOP frame ahead of every queued record (see the class comment). */
   writeAhead(header: Uint8Array, hlen: number, frame: Uint8Array, flen: number = frame.length): void {
-    if (this.released) return;
+    if (this.num[this.no + Q_RELEASED] !== 0) return;
     this.ahead.write(header, hlen, flen === frame.length ? frame : frame.subarray(0, flen));
+    this.held = this.count + this.ahead.count;
   }
 
   /**
@@ -309,7 +376,7 @@ export class EgressQueue {
    * frame started uses one, and a DATA record is not started once none is left.
    */
   take(max: number, frameStarts: number): number {
-    if (this.released) return 0;
+    if (this.num[this.no + Q_RELEASED] !== 0) return 0;
     const mem = this.mem;
     mem.unstage();
     const all = mem.all;
@@ -318,6 +385,8 @@ export class EgressQueue {
     let p = 0;
     let allowance = frameStarts;
     const a = this.ahead;
+    const num = this.num;
+    const no = this.no;
     while (p < room) {
       // ESTOPs first, unless a record is partly handed over (it finishes first).
       if (this.aDone > 0 || (this.headDone === 0 && a.count > 0)) {
@@ -334,13 +403,14 @@ export class EgressQueue {
         if (this.aDone === a.frontLength()) {
           this.aDone = 0;
           a.shift();
-          this.aheadOut++;
+          this.held--;
+          this.num[this.no + Q_AHEAD_OUT] = (this.num[this.no + Q_AHEAD_OUT] as number) + 1;
         }
         continue;
       }
       // A sample is dropped stale only when it would go now: behind a shut ack window the queue
       // fills, and shows a client that stopped reading by its watermark (§13.2, §10.4).
-      if (this.headDone === 0 && this.budget !== Infinity && allowance > 0) this.expire(this.expireAt, this.budget);
+      if (this.headDone === 0 && num[no + Q_BUDGET] !== Infinity && allowance > 0) this.expire(num[no + Q_EXPIRE_AT] as number, num[no + Q_BUDGET] as number);
       if (this.count === 0) break;
       const kind = this.kinds[this.first] as number;
       if (this.headDone === 0 && held(kind) && !(allowance > 0)) break;
@@ -383,7 +453,9 @@ export class EgressQueue {
   nextRecordLength(frameStarts: number): number {
     const a = this.ahead;
     if (a.count > 0) return a.frontLength() - this.aDone;
-    if (this.headDone === 0 && this.budget !== Infinity && frameStarts > 0) this.expire(this.expireAt, this.budget);
+    const num = this.num;
+    const no = this.no;
+    if (this.headDone === 0 && num[no + Q_BUDGET] !== Infinity && frameStarts > 0) this.expire(num[no + Q_EXPIRE_AT] as number, num[no + Q_BUDGET] as number);
     if (this.count === 0) return 0;
     if (this.headDone === 0 && held(this.kinds[this.first] as number) && !(frameStarts > 0)) return 0;
     return (this.lens[this.first] as number) - this.headDone;
@@ -395,8 +467,8 @@ export class EgressQueue {
    * stale samples behind a record that must go are dropped too once it has gone.
    */
   setExpiry(now: number, budgetMs: number): void {
-    this.expireAt = now;
-    this.budget = budgetMs;
+    this.num[this.no + Q_EXPIRE_AT] = now;
+    this.num[this.no + Q_BUDGET] = budgetMs;
   }
 
   /**
@@ -408,14 +480,19 @@ export class EgressQueue {
     let dropped = 0;
     while (this.count > 0 && this.headDone === 0) {
       const kind = this.kinds[this.first] as number;
-      if (kind === RecordKind.SUPERSEDED) this.conflated++;
+      if (kind === RecordKind.SUPERSEDED) this.num[this.no + Q_CONFLATED] = (this.num[this.no + Q_CONFLATED] as number) + 1;
       else if (kind === RecordKind.SAMPLE && ((now >>> 0) - (this.stamps[this.first] as number)) >>> 0 > budgetMs) dropped++;
       else break;
       this.used -= this.lens[this.first] as number;
       this.shiftHead(false);
     }
-    this.expired += dropped;
+    this.num[this.no + Q_EXPIRED] = (this.num[this.no + Q_EXPIRED] as number) + dropped;
     return dropped;
+  }
+
+  /** One ESTOP frame handed over whole by its owner, straight to the transport (counted in aheadOut). */
+  aheadDone(): void {
+    this.num[this.no + Q_AHEAD_OUT] = (this.num[this.no + Q_AHEAD_OUT] as number) + 1;
   }
 
   /** Drops everything, the ESTOPs included (the transport is gone). Counters are kept. */
@@ -425,10 +502,11 @@ export class EgressQueue {
     this.head = 0;
     this.tail = 0;
     this.used = 0;
-    this.gapAt = -1;
+    this.num[this.no + Q_GAP_AT] = -1;
     this.headDone = 0;
     this.aDone = 0;
     this.ahead.clear();
+    this.held = 0;
     this.mem.unstage();
   }
 
@@ -446,9 +524,11 @@ export class EgressQueue {
    */
   release(): void {
     this.clear();
-    if (this.released) return;
-    this.released = true;
-    if (this.pool !== null) this.pool.release(this.region);
+    const n = this.num;
+    const o = this.no;
+    if (n[o + Q_RELEASED] !== 0) return;
+    n[o + Q_RELEASED] = 1;
+    if (this.pool !== null) this.pool.release(n[o + Q_REGION] as number);
   }
 
   // The head record is gone: handed over whole (`out`), or dropped unsent.
@@ -457,14 +537,15 @@ export class EgressQueue {
     this.headDone = 0;
     this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
     this.count--;
+    this.held--;
     if (out) this.recordsOut++;
     if (this.count === 0) {
       this.head = 0;
       this.tail = 0;
-      this.gapAt = -1;
-    } else if (this.head + len === this.gapAt) {
+      this.num[this.no + Q_GAP_AT] = -1;
+    } else if (this.head + len === this.num[this.no + Q_GAP_AT]) {
       this.head = 0;
-      this.gapAt = -1;
+      this.num[this.no + Q_GAP_AT] = -1;
     } else this.head += len;
   }
 
@@ -484,11 +565,16 @@ export class EgressQueue {
 // The link.
 
 /** How a link delimits frames on its transport. */
+// The framings as plain numbers, for the send path, and a final binary WebSocket frame's first byte.
+const LENGTH_PREFIX = 0;
+const WS_SERVER = 1;
+const WS_FINAL_BINARY = 0x80 | WsOpcode.BINARY;
+
 export const LinkFraming = Object.freeze({
   /** TCP: a 2-byte big-endian length before every frame. */
-  LENGTH_PREFIX: 0,
+  LENGTH_PREFIX,
   /** WebSocket spoken by the hub itself over a TCP stream (the device): upgrade, then RFC 6455 frames. */
-  WS_SERVER: 1,
+  WS_SERVER,
   /** A message transport that delimits frames itself (the `ws` package on the host): one record per message. */
   MESSAGE: 2,
 } as const);
@@ -596,6 +682,42 @@ export interface TcpLinkOptions {
 
 const NO_LIMIT = 0x7fffffff;
 
+/**
+ * A link's capabilities: the one a TakePool's links share for this binding name and mtu (a few
+ * kinds at most: a link's own would cost heap slots per connection), else its own.
+ */
+function capsOf(binding: string, mtu: number, pool: TakePool | undefined): LinkCaps {
+  if (pool !== undefined) for (const c of pool.caps) if (c.binding === binding && c.mtu === mtu) return c;
+  const caps: LinkCaps = Object.freeze({ binding, broadcast: false, datagram: false, mtu, writeAheadSlots: AHEAD_SLOTS, ackForm: AckForm.STREAM });
+  if (pool !== undefined && pool.caps.length < 8) pool.caps.push(caps);
+  return caps;
+}
+
+// A link's own numbers, num[lo + L_*]: frames the framing refused, the last refusal's code, the
+// tier ceiling, whether the loss was reported (1), the drop counts last judged, the ack lag heeded,
+// the ack window, and the refusal times' ring (its head and count; the times just before `lo`).
+const L_REFUSED = 0;
+const L_LAST_REFUSAL = 1;
+const L_CEILING = 2;
+const L_LOSS_REPORTED = 3;
+const L_EXPIRED_SEEN = 4;
+const L_DROPPED_SEEN = 5;
+const L_LAG_HEEDED = 6;
+const L_WINDOW = 7;
+const L_REFUSAL_HEAD = 8;
+const L_REFUSALS = 9;
+const LINK_NUMBERS = 10;
+/** Refusals remembered: one more than MALFORMED_CLOSE_PER_S, so that one too many shows. */
+const REFUSALS = MALFORMED_CLOSE_PER_S + 1;
+const MS_PER_S = 1000;
+
+
+/** The transport as a DirectTransport, when it is one. */
+function directOf(transport: LinkTransport): DirectTransport | null {
+  const d = transport as Partial<DirectTransport>;
+  return typeof d.room === 'function' && typeof d.writeFrame === 'function' ? (transport as DirectTransport) : null;
+}
+
 /** The NACK frame the binding answers a refused frame with, encoded once for every link (only read). */
 function nackFrame(code: number): Uint8Array {
   const w = new CborWriter(new Uint8Array(16));
@@ -626,45 +748,47 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   readonly queue: EgressQueue;
   readonly detector: WatermarkDetector;
   readonly throughput: ThroughputEstimator;
-  readonly rtt = new RttEstimator();
+  readonly rtt: RttEstimator;
   /** The least RTT lately: half of it is the sample budget (docs/protocol.md §13.6). */
-  readonly minRtt = new MinRttFilter();
-  readonly drain: DrainClock;
+  readonly minRtt: MinRttFilter;
+  /** When the transport last took bytes, or a backlog began (bindings/link.ts DrainClock, kept here). */
+  movedAt: number;
   readonly framing: LinkFramingCode;
-  readonly ackWindowFrames: number;
   /** Frames handed to the socket and what the client's ACKs cover (bindings/link.ts). */
   readonly acks: AckCounter;
-  /** Frames refused by the framing (oversize, text), and the last refusal's code. */
-  refused = 0;
-  lastRefusal = 0;
   private readonly clock: Clock;
   private readonly hub: HubAttach;
-  private readonly log: Log;
-  private readonly sha1: Sha1 | undefined;
+  private declare readonly log: Log;
   private transport: LinkTransport | null = null;
+  // The transport when it takes frames at once (DirectTransport), while the link is open; else null.
   private direct: DirectTransport | null = null;
+  // Frames started below this fit the ack window, and from this on the ack lag is told to the
+  // detector: the client's last ACK plus the window or the lag heeded (Infinity: no ACK yet).
+  private windowEnd = Infinity;
+  private lagFrom = Infinity;
   private sink: LinkSink | null = null;
   private st: number;
-  private lossReported = false;
-  private expiredSeen = 0;
-  private droppedSeen = 0;
   private lvl = 0;
   private judgedAt = -Infinity;
   private judgementsSeen = -1;
-  // The ack lag from which the detector reads it (bindings/detector.ts): below, it says nothing.
-  private readonly lagHeeded: number;
-  private readonly reassembler: FrameReassembler | null;
-  private readonly wsParser: WsFrameParser | null;
+  // The inbound framing's parser: a FrameReassembler (LENGTH_PREFIX) or a WsFrameParser (WS_SERVER).
+  private readonly parser: FrameReassembler | WsFrameParser | null;
   // Until the upgrade is answered (WS_SERVER only).
-  private handshake: WsHandshake | null;
-  private readonly refusals: WindowCounter;
+  // (A TCP link has none: the prototype's null, and the prototype's NULL_LOG for a link given no
+  // log; an own property only otherwise, since on XS every property costs a heap slot.)
+  private declare handshake: WsHandshake | null;
+  // The link's numbers, one array over its buffer: the ACK timing ring (AckCounter) from 0, the
+  // refusals' times from REFUSALS_AT, then from `lo` its own (L_*), the queue's, the least RTT's
+  // and the smoothed RTT's.
+  private readonly num: Float64Array;
+  private readonly lo: number;
   // A frame's header, as long as the longest one of the framing (a WebSocket header's 4 bytes, a
   // length prefix's 2), and its first 2 bytes exactly: what a frame handed straight to the socket
   // is preceded by (the same view where headers are 2 bytes long, else one made once).
   private readonly hdr: Uint8Array;
   private readonly hdr2: Uint8Array;
-  private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
-  private readonly ceiling: number;
+  // What estimate() fills in: the one its TakePool's links share, else its own.
+  private readonly est: LinkEstimate;
 
   constructor(options: TcpLinkOptions) {
     const queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
@@ -675,48 +799,75 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     if (!Number.isInteger(windowFrames) || windowFrames < 1) throw new RangeError('TcpLink: ackWindowFrames must be an integer ≥ 1');
     if (options.framing === LinkFraming.WS_SERVER && !options.sha1) throw new RangeError('TcpLink: WS_SERVER framing needs sha1');
     const now = options.clock.now();
-    this.caps = Object.freeze({ binding: options.binding, broadcast: false, datagram: false, mtu: maxFrame, writeAheadSlots: AHEAD_SLOTS, ackForm: AckForm.STREAM });
+    this.caps = capsOf(options.binding, maxFrame, options.takePool);
+    this.est = options.takePool !== undefined ? options.takePool.estimate : { throughputBps: 0, rttMs: 0 };
     this.framing = options.framing;
-    this.ceiling = options.tierCeiling ?? Tier.maintainer;
     this.clock = options.clock;
     this.hub = options.hub;
-    this.log = options.log ?? NULL_LOG;
-    this.sha1 = options.sha1;
-    this.ackWindowFrames = windowFrames;
-    this.queue = new EgressQueue(queueBytes, options.maxRecords, options.takeBytes, options.takePool);
-    this.detector = new WatermarkDetector(now, options.detector);
-    this.lagHeeded = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
-    this.throughput = new ThroughputEstimator(now);
-    this.drain = new DrainClock(now);
-    // The ACK timing ring and the refusal counter's timestamps share one array (on XS each typed array costs heap slots).
+    if (options.log !== undefined) ownValue(this, 'log', options.log);
+    // One buffer for the link's numbers and bytes (on XS every buffer and view costs heap slots):
+    // [its numbers (see `num`) | the queue's meta | the frame header | the inbound parser's bytes].
     const ring = AckCounter.ringOf(windowFrames);
-    // The frame header's bytes follow them in the same buffer.
-    const timed = ring + MALFORMED_CLOSE_PER_S + 1;
-    const hdrBytes = options.framing === LinkFraming.WS_SERVER ? WS_MAX_HEADER_BYTES : LENGTH_PREFIX_BYTES;
-    const numbers = new ArrayBuffer(timed * 8 + hdrBytes);
-    const times = new Float64Array(numbers, 0, timed);
-    this.acks = new AckCounter(windowFrames, times);
-    this.refusals = new WindowCounter(MALFORMED_CLOSE_PER_S + 1, undefined, times, ring);
-    this.hdr = new Uint8Array(numbers, timed * 8, hdrBytes);
-    this.hdr2 = this.hdr.length === 2 ? this.hdr : this.hdr.subarray(0, 2);
-    this.reassembler = options.framing === LinkFraming.LENGTH_PREFIX ? new FrameReassembler(maxFrame) : null;
-    this.wsParser = options.framing === LinkFraming.WS_SERVER ? new WsFrameParser(maxFrame) : null;
+    const lo = ring + REFUSALS;
+    const timed = lo + LINK_NUMBERS + QUEUE_NUMBERS + WINDOWED_NUMBERS + RTT_NUMBERS;
+    const records = options.maxRecords ?? EgressQueue.defaultRecords(queueBytes);
+    const metaAt = timed * 8;
+    const hdrAt = metaAt + EgressQueue.metaBytes(queueBytes, records);
+    const ws = options.framing === LinkFraming.WS_SERVER;
+    const hdrBytes = ws ? WS_MAX_HEADER_BYTES : LENGTH_PREFIX_BYTES;
+    const parserAt = hdrAt + hdrBytes;
+    const parserBytes = ws ? wsParserBytes(maxFrame) : options.framing === LinkFraming.LENGTH_PREFIX ? maxFrame : 0;
+    const mem = new ArrayBuffer(parserAt + parserBytes);
+    const num = new Float64Array(mem, 0, timed);
+    this.num = num;
+    this.lo = lo;
+    num[lo + L_CEILING] = options.tierCeiling ?? Tier.maintainer;
+    num[lo + L_WINDOW] = windowFrames;
+    // The ack lag from which the detector reads it (bindings/detector.ts): below, it says nothing.
+    num[lo + L_LAG_HEEDED] = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
+    const qo = lo + LINK_NUMBERS;
+    this.queue = new EgressQueue(queueBytes, records, options.takeBytes, options.takePool, { buffer: mem, metaAt, numbers: num, numbersAt: qo });
+    this.minRtt = new MinRttFilter(MIN_RTT_WINDOW_MS, num, qo + QUEUE_NUMBERS);
+    this.rtt = new RttEstimator(num, qo + QUEUE_NUMBERS + WINDOWED_NUMBERS);
+    this.detector = new WatermarkDetector(now, options.detector);
+    this.throughput = new ThroughputEstimator(now);
+    this.movedAt = now;
+    this.acks = new AckCounter(windowFrames, num);
+    this.hdr = new Uint8Array(mem, hdrAt, hdrBytes);
+    this.hdr2 = hdrBytes === 2 ? this.hdr : this.hdr.subarray(0, 2);
+    this.parser = ws ? new WsFrameParser(maxFrame, mem, parserAt) : parserBytes > 0 ? new FrameReassembler(maxFrame, new Uint8Array(mem, parserAt, maxFrame)) : null;
     // The upgrade request is read into the egress ring: nothing is queued before it is answered.
     const room = this.queue.ownBytes();
-    this.handshake = options.framing === LinkFraming.WS_SERVER ? new WsHandshake(room.length >= MAX_HANDSHAKE_BYTES ? room : undefined) : null;
+    if (ws) ownValue(this, 'handshake', new WsHandshake(room.length >= MAX_HANDSHAKE_BYTES ? room : undefined, options.sha1));
     this.st = options.framing === LinkFraming.WS_SERVER ? LinkState.HANDSHAKE : LinkState.OPEN;
   }
 
   /** The adapter's socket is ready: the link attaches to the hub (after the upgrade, for WS_SERVER). */
   start(transport: LinkTransport): void {
     this.transport = transport;
-    const d = transport as Partial<DirectTransport>;
-    this.direct = typeof d.room === 'function' && typeof d.writeFrame === 'function' ? (transport as DirectTransport) : null;
-    if (this.st === LinkState.OPEN) this.sink = this.hub.attach(this);
+    if (this.st === LinkState.OPEN) {
+      this.direct = directOf(transport);
+      this.sink = this.hub.attach(this);
+    }
   }
 
   get binding(): string {
     return this.caps.binding;
+  }
+
+  /** Frames a client that acknowledges may have outstanding beyond its last ACK before DATA waits. */
+  get ackWindowFrames(): number {
+    return this.num[this.lo + L_WINDOW] as number;
+  }
+
+  /** Frames refused by the framing (oversize, text). */
+  get refused(): number {
+    return this.num[this.lo + L_REFUSED] as number;
+  }
+
+  /** The last refusal's code (FramingErrorCode), 0 before any. */
+  get lastRefusal(): number {
+    return this.num[this.lo + L_LAST_REFUSAL] as number;
   }
 
   get mtu(): number {
@@ -745,49 +896,74 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
 
   /** The §10.3 level, judged once per instant (on the hub's clock). */
   get level(): number {
+    // No deadline ahead and no input since: the level stands whatever the (monotonic) clock reads.
+    const det = this.detector;
+    if (det.quietUntil === Infinity && det.judgements === this.judgementsSeen) return this.lvl;
     const now = this.clock.now();
     if (now !== this.judgedAt) {
       // Until the detector's next deadline, and with no input since, its level stands.
-      const d = this.detector;
-      if (now >= d.quietUntil || d.judgements !== this.judgementsSeen || now < this.judgedAt) this.judge(now);
+      if (now >= det.quietUntil || det.judgements !== this.judgementsSeen || now < this.judgedAt) this.judge(now);
       else this.judgedAt = now;
     }
     return this.lvl;
   }
 
   send(frame: Uint8Array, tag: number, _seq: number): boolean {
-    if (this.st !== LinkState.OPEN) return false;
     const length = frame.length;
     const q = this.queue;
     const now = this.clock.now();
-    // Straight to the socket: nothing waits ahead of it, the window allows a frame, there is room.
+    // Straight to the socket (a direct transport is set only while the link is open): nothing
+    // waits ahead of it, the window allows a frame, there is room.
     const d = this.direct;
-    if (d !== null && q.count === 0 && q.ahead.count === 0) {
+    if (d !== null && q.held === 0) {
       const a = this.acks;
       const framing = this.framing;
-      let hdr: Uint8Array | null = null;
-      let h = 0;
-      if (framing !== LinkFraming.MESSAGE) {
-        hdr = this.header(length);
-        h = hdr.length;
+      let hdr: Uint8Array | null;
+      let h: number;
+      if (framing === LENGTH_PREFIX) {
+        hdr = this.hdr2;
+        hdr[0] = length >>> 8;
+        hdr[1] = length & 0xff;
+        h = 2;
+      } else if (framing === WS_SERVER) {
+        hdr = this.hdr;
+        hdr[0] = WS_FINAL_BINARY;
+        if (length < 126) {
+          hdr[1] = length;
+          hdr = this.hdr2;
+          h = 2;
+        } else {
+          hdr[1] = 126;
+          hdr[2] = length >>> 8;
+          hdr[3] = length & 0xff;
+          h = 4;
+        }
+      } else {
+        hdr = null;
+        h = 0;
       }
-      if ((!a.seen || a.started - a.acked < this.ackWindowFrames) && d.room() >= h + length) {
+      let started = a.started;
+      if (started < this.windowEnd && d.room() >= h + length) {
         d.writeFrame(hdr, frame);
         // One frame started (its time for the round trip), the queue found empty (a backlog of 0,
         // §13.5.1), the ack lag told to the detector only where it can matter (§13.5.6).
-        const ring = a.handedAt as Float64Array;
-        ring[a.started & a.mask] = now;
-        a.started++;
+        (a.handedAt as Float64Array)[started & a.mask] = now;
+        a.started = ++started;
         q.framesStarted++;
         q.recordsOut++;
-        this.throughput.add(h + length, now);
-        this.drain.movedAt = now;
+        // ThroughputEstimator.add, its open window inline.
+        const tp = this.throughput;
+        const dt = now - tp.windowStart;
+        if (dt < tp.windowMs && dt >= 0) tp.bytes += h + length;
+        else tp.add(h + length, now);
+        this.movedAt = now;
         const det = this.detector;
-        if (det.signalled) det.drained(0, 0, now);
-        if (a.seen && a.started - a.acked >= this.lagHeeded) det.ackLag(a.started - a.acked, now);
+        if (det.queue !== 0) det.drained(0, 0, now);
+        if (started >= this.lagFrom) det.ackLag(started - a.acked, now);
         return true;
       }
     }
+    if (this.st !== LinkState.OPEN) return false;
     const h = this.writeHeader(WsOpcode.BINARY, length);
     const kind = tagType(tag) !== FrameType.DATA ? RecordKind.CONTROL : tag & Tag.SAMPLE ? RecordKind.SAMPLE : tag & Tag.VALUE ? RecordKind.VALUE : RecordKind.DATA;
     const empty = q.pendingBytes() === 0;
@@ -797,29 +973,10 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
       return false;
     }
     // A backlog that starts now has waited 0 ms (stalledMs).
-    if (empty) this.drain.moved(now);
+    if (empty) this.movedAt = now;
     this.detector.queued(q.ratio(), now);
     this.kick();
     return true;
-  }
-
-  /** The header of a binary frame of `length` bytes, as an exact view (stream framings only). */
-  private header(length: number): Uint8Array {
-    const b = this.hdr;
-    if (this.framing === LinkFraming.LENGTH_PREFIX) {
-      b[0] = length >>> 8;
-      b[1] = length & 0xff;
-      return this.hdr2;
-    }
-    b[0] = 0x80 | WsOpcode.BINARY;
-    if (length < 126) {
-      b[1] = length;
-      return this.hdr2;
-    }
-    b[1] = 126;
-    b[2] = length >>> 8;
-    b[3] = length & 0xff;
-    return b;
   }
 
   /** Whether a frame of `length` bytes would be queued now (for tests and tools; the core just sends). */
@@ -834,14 +991,14 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // Nothing partly handed over and nothing waiting: the socket takes it at once, if it has room.
     const d = this.direct;
     const q = this.queue;
-    if (d !== null && q.count === 0 && q.ahead.count === 0 && len === frame.length && d.room() >= h + len) {
+    if (d !== null && q.held === 0 && len === frame.length && d.room() >= h + len) {
       d.writeFrame(h > 0 ? (h === 2 ? this.hdr2 : this.hdr) : null, frame);
       const now = this.clock.now();
       this.acks.startedOne(now);
       q.framesStarted++;
-      q.aheadOut++;
+      q.aheadDone();
       this.throughput.add(h + len, now);
-      this.drain.movedAt = now;
+      this.movedAt = now;
       return;
     }
     this.backlogStarts();
@@ -854,7 +1011,12 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     if (this.st !== LinkState.OPEN) return;
     const now = this.clock.now();
     const a = this.acks;
-    if (a.ack(count, now) && a.rttMs >= 0) {
+    const fresh = a.ack(count, now);
+    // The ack window and the ack lag, as the send path reads them (bindings/link.ts AckCounter).
+    const heeded = this.num[this.lo + L_LAG_HEEDED] as number;
+    this.windowEnd = a.acked + (this.num[this.lo + L_WINDOW] as number);
+    this.lagFrom = a.acked + heeded;
+    if (fresh && a.rttMs >= 0) {
       this.rtt.sample(a.rttMs);
       // Only a prompt ACK times the link itself: one sent on the client's 1 s timer also holds
       // however long the client waited (§13.2), and the budget would grow with it.
@@ -864,7 +1026,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // there, or when it falls back below from there.
     const lag = a.started - a.acked;
     const det = this.detector;
-    if (lag >= this.lagHeeded || det.lagFrames >= this.lagHeeded) det.ackLag(lag, now);
+    if (lag >= heeded || det.lagFrames >= heeded) det.ackLag(lag, now);
     // The window opened: what it held back may go now.
     if (this.queue.count > 0) this.kick();
   }
@@ -872,10 +1034,12 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   /** A stream link carries no broadcast: the grants are the core's alone. */
   granted(_grants: GrantSet): void {}
 
+  /** The link estimate, in an object its TakePool's links share (read it before asking another link). */
   estimate(): LinkEstimate {
-    this.est.throughputBps = this.throughput.bps(this.clock.now());
-    this.est.rttMs = this.rtt.rttMs();
-    return this.est;
+    const e = this.est;
+    e.throughputBps = this.throughput.bps(this.clock.now());
+    e.rttMs = this.rtt.rttMs();
+    return e;
   }
 
   /** The queue's fill; full while samples dropped stale hold the signal so (a queue full in time, §13.6). */
@@ -884,7 +1048,10 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   }
 
   stalledMs(): number {
-    return this.drain.stalledMs(this.clock.now(), this.queue.pendingBytes() > 0);
+    // DrainClock.stalledMs: milliseconds since the last move while a backlog holds.
+    if (!(this.queue.pendingBytes() > 0)) return 0;
+    const d = this.clock.now() - this.movedAt;
+    return d > 0 ? d : 0;
   }
 
   ackLag(): number {
@@ -899,13 +1066,13 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   /** The core closes the transport (park, teardown, persistent misbehaviour). */
   /** The network's protection, fixed for the connection's life (TcpLinkOptions.tierCeiling). */
   tierCeiling(): number {
-    return this.ceiling;
+    return this.num[this.lo + L_CEILING] as number;
   }
 
   close(): void {
     if (this.st === LinkState.CLOSING || this.st === LinkState.CLOSED) return;
     // The core already detached this link; reporting its loss back would be noise.
-    this.lossReported = true;
+    this.num[this.lo + L_LOSS_REPORTED] = 1;
     this.giveUp(WsCloseCode.NORMAL);
   }
 
@@ -936,8 +1103,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
         start = after;
       }
       if (this.st !== LinkState.OPEN) return;
-      if (this.reassembler) this.reassembler.push(bytes, start, end, this);
-      else if (this.wsParser) this.wsParser.push(bytes, start, end, this);
+      if (this.parser !== null) this.parser.push(bytes, start, end, this);
     } catch (e) {
       if (e instanceof FramingError) this.fatal(e.code);
       else throw e;
@@ -1014,6 +1180,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   transportClosed(): void {
     if (this.st === LinkState.CLOSED) return;
     this.st = LinkState.CLOSED;
+    this.direct = null;
     // The queue's memory goes back to its TakePool, if it has one: the link takes nothing more.
     this.queue.release();
     // §6.6: a lost transport makes the session STALE; the core decides, the link only reports.
@@ -1045,12 +1212,14 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
 
   /** §2: a frame the framing refused gets its NACK and is discarded; persistent refusals close (§12.5). */
   refuse(code: FramingErrorCodeValue, length: number): void {
-    this.refused++;
-    this.lastRefusal = code;
+    const n = this.num;
+    const lo = this.lo;
+    n[lo + L_REFUSED] = (n[lo + L_REFUSED] as number) + 1;
+    n[lo + L_LAST_REFUSAL] = code;
     this.log.event('frame-refused', code, length);
     this.pushNack(code === FramingErrorCode.TOO_LARGE ? NACK_TOO_LARGE : NACK_MALFORMED);
-    if (this.refusals.add(this.clock.now()) > MALFORMED_CLOSE_PER_S) {
-      this.log.event('refusals-close', this.refused);
+    if (this.refusalsWithin(this.clock.now()) > MALFORMED_CLOSE_PER_S) {
+      this.log.event('refusals-close', n[lo + L_REFUSED] as number);
       this.reportLost();
       this.giveUp(WS_POLICY_VIOLATION);
     }
@@ -1070,19 +1239,43 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     }
   }
 
+  /**
+   * One more refusal at `now`: how many fell within the last second, this one included (at most
+   * REFUSALS are kept, the oldest forgotten first: hub/limits.ts WindowCounter's count, its times
+   * in the link's numbers).
+   */
+  private refusalsWithin(now: number): number {
+    const n = this.num;
+    const lo = this.lo;
+    const at = lo - REFUSALS;
+    let head = n[lo + L_REFUSAL_HEAD] as number;
+    let count = n[lo + L_REFUSALS] as number;
+    while (count > 0 && now - (n[at + head] as number) >= MS_PER_S) {
+      head = head + 1 === REFUSALS ? 0 : head + 1;
+      count--;
+    }
+    const i = head + count;
+    n[at + (i < REFUSALS ? i : i - REFUSALS)] = now;
+    if (count === REFUSALS) head = head + 1 === REFUSALS ? 0 : head + 1;
+    else count++;
+    n[lo + L_REFUSAL_HEAD] = head;
+    n[lo + L_REFUSALS] = count;
+    return count;
+  }
+
   private kick(): void {
     if (this.transport) this.transport.kick();
   }
 
   private reportLost(): void {
-    if (this.lossReported) return;
-    this.lossReported = true;
+    if (this.num[this.lo + L_LOSS_REPORTED] !== 0) return;
+    this.num[this.lo + L_LOSS_REPORTED] = 1;
     if (this.sink) this.sink.lost();
   }
 
   /** Called before anything joins the queue: a backlog that starts now has waited 0 ms (stalledMs). */
   private backlogStarts(): void {
-    if (this.queue.pendingBytes() === 0) this.drain.moved(this.clock.now());
+    if (this.queue.pendingBytes() === 0) this.movedAt = this.clock.now();
   }
 
   /** How long a STREAM sample may wait here (docs/protocol.md §13.6): half the least RTT lately. */
@@ -1109,16 +1302,18 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const q = this.queue;
     const expired = q.expired;
     const dropped = expired + q.conflated;
-    if (dropped === this.droppedSeen) return;
+    const n = this.num;
+    const lo = this.lo;
+    if (dropped === n[lo + L_DROPPED_SEEN]) return;
     const now = this.clock.now();
     if (taken === 0) this.detector.drained(found, q.ratio(), now);
-    if (expired !== this.expiredSeen) this.detector.stale(now);
-    this.expiredSeen = expired;
-    this.droppedSeen = dropped;
+    if (expired !== n[lo + L_EXPIRED_SEEN]) this.detector.stale(now);
+    n[lo + L_EXPIRED_SEEN] = expired;
+    n[lo + L_DROPPED_SEEN] = dropped;
   }
 
   private allowance(): number {
-    return this.acks.seen ? this.ackWindowFrames - this.acks.outstanding() : NO_LIMIT;
+    return this.acks.seen ? (this.num[this.lo + L_WINDOW] as number) - this.acks.outstanding() : NO_LIMIT;
   }
 
   /** `found`: the watermark when the socket took these bytes, the backlog it carries (§13.5.1). */
@@ -1128,18 +1323,21 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const a = this.acks;
     a.startedAt(q.framesStarted - framesBefore, now);
     this.throughput.add(n, now);
-    this.drain.moved(now);
+    this.movedAt = now;
     this.detector.drained(found, q.ratio(), now);
-    if (a.seen && a.outstanding() >= this.lagHeeded) this.detector.ackLag(a.outstanding(), now);
+    if (a.seen && a.outstanding() >= (this.num[this.lo + L_LAG_HEEDED] as number)) this.detector.ackLag(a.outstanding(), now);
   }
 
   private upgrade(hs: WsHandshake): void {
-    const accept = wsAccept(hs.key, this.sha1 as Sha1);
+    const accept = wsAccept(hs.key, hs.sha1 as Sha1);
     this.handshake = null;
     this.pushAscii(wsUpgradeResponse(accept));
     this.st = LinkState.OPEN;
     this.log.event('ws-upgrade');
-    if (this.transport) this.sink = this.hub.attach(this);
+    if (this.transport) {
+      this.direct = directOf(this.transport);
+      this.sink = this.hub.attach(this);
+    }
   }
 
   /** A WebSocket protocol violation or a refused upgrade: the connection cannot go on. */
@@ -1166,6 +1364,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
       this.queue.push(b, h + 2, b, 0, RecordKind.RAW);
     }
     this.st = LinkState.CLOSING;
+    this.direct = null;
     if (this.transport) this.transport.close(wsCode);
   }
 
@@ -1196,3 +1395,5 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     return 0;
   }
 }
+
+Object.assign(TcpLink.prototype, { handshake: null, log: NULL_LOG });

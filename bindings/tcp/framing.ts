@@ -87,12 +87,17 @@ export class FrameReassembler {
   private need = 0;
   private have = 0;
 
-  constructor(maxFrameBytes: number = MAX_FRAME_BYTES) {
+  /**
+   * `buf`: where a frame split across pieces is gathered (at least `maxFrameBytes`), when its
+   * owner keeps it in a buffer of its own with other things (on XS every buffer costs heap slots).
+   */
+  constructor(maxFrameBytes: number = MAX_FRAME_BYTES, buf?: Uint8Array) {
     if (!Number.isInteger(maxFrameBytes) || maxFrameBytes < 1 || maxFrameBytes > MAX_PREFIXED_FRAME_BYTES) {
       throw new RangeError('FrameReassembler: maxFrameBytes must be an integer in 1..65535');
     }
+    if (buf !== undefined && buf.length < maxFrameBytes) throw new RangeError('FrameReassembler: buf is smaller than maxFrameBytes');
     this.maxFrameBytes = maxFrameBytes;
-    this.buf = new Uint8Array(maxFrameBytes);
+    this.buf = buf ?? new Uint8Array(maxFrameBytes);
   }
 
   /** Bytes of the frame in progress held (or skipped) so far; 0 between frames. */
@@ -214,6 +219,11 @@ export interface WsConsumer extends FrameConsumer {
   control(opcode: number, bytes: Uint8Array, start: number, end: number): void;
 }
 
+/** The bytes a WsFrameParser keeps: the largest message, a control frame's payload and the mask. */
+export function wsParserBytes(maxMessageBytes: number): number {
+  return maxMessageBytes + WS_MAX_CONTROL_PAYLOAD + 4;
+}
+
 const WS_H0 = 0;
 const WS_H1 = 1;
 const WS_LEN = 2;
@@ -231,9 +241,9 @@ const WS_FAILED = 5;
  */
 export class WsFrameParser {
   readonly maxMessageBytes: number;
-  // The message, a control frame's payload and the mask: views of one buffer made once.
+  // The message and after it a control frame's payload (at maxMessageBytes), then the mask: two
+  // views of one buffer made once.
   private readonly msg: Uint8Array;
-  private readonly ctrl: Uint8Array;
   private readonly mask: Uint8Array;
   private state = WS_H0;
   private fin = false;
@@ -248,13 +258,19 @@ export class WsFrameParser {
   // The current message was refused: its remaining fragments are skipped, not kept.
   private discarding = false;
 
-  constructor(maxMessageBytes: number = MAX_FRAME_BYTES) {
+  /**
+   * `buffer`, `byteOffset`: where its wsParserBytes(maxMessageBytes) bytes live when its owner
+   * keeps them in a buffer of its own with other things (on XS every buffer costs heap slots).
+   */
+  constructor(maxMessageBytes: number = MAX_FRAME_BYTES, buffer?: ArrayBuffer, byteOffset = 0) {
     if (!Number.isInteger(maxMessageBytes) || maxMessageBytes < 1) throw new RangeError('WsFrameParser: maxMessageBytes must be an integer ≥ 1');
     this.maxMessageBytes = maxMessageBytes;
-    const buf = new ArrayBuffer(maxMessageBytes + WS_MAX_CONTROL_PAYLOAD + 4);
-    this.msg = new Uint8Array(buf, 0, maxMessageBytes);
-    this.ctrl = new Uint8Array(buf, maxMessageBytes, WS_MAX_CONTROL_PAYLOAD);
-    this.mask = new Uint8Array(buf, maxMessageBytes + WS_MAX_CONTROL_PAYLOAD, 4);
+    const bytes = wsParserBytes(maxMessageBytes);
+    if (buffer !== undefined && !(byteOffset >= 0 && byteOffset + bytes <= buffer.byteLength)) throw new RangeError('WsFrameParser: its bytes lie outside the buffer');
+    const buf = buffer ?? new ArrayBuffer(bytes);
+    const at = buffer !== undefined ? byteOffset : 0;
+    this.msg = new Uint8Array(buf, at, maxMessageBytes + WS_MAX_CONTROL_PAYLOAD);
+    this.mask = new Uint8Array(buf, at + maxMessageBytes + WS_MAX_CONTROL_PAYLOAD, 4);
   }
 
   get failed(): boolean {
@@ -321,8 +337,8 @@ export class WsFrameParser {
         if (this.got === this.len) this.frameDone(out);
       } else if (st === WS_PAYLOAD) {
         const control = this.opcode >= 0x8;
-        const dst = control ? this.ctrl : this.msg;
-        const base = control ? 0 : this.msgLen;
+        const dst = this.msg;
+        const base = control ? this.maxMessageBytes : this.msgLen;
         const want = this.len - this.got;
         const n = end - i < want ? end - i : want;
         const m = this.mask;
@@ -362,7 +378,8 @@ export class WsFrameParser {
     this.state = WS_H0;
     const op = this.opcode;
     if (op >= 0x8) {
-      out.control(op, this.ctrl, 0, this.len);
+      const c = this.maxMessageBytes;
+      out.control(op, this.msg, c, c + this.len);
       return;
     }
     if (!this.fin) {
@@ -413,14 +430,18 @@ export class WsHandshake {
    * an upgrade, 405 for an upgrade by a method other than GET, 400 for any other refusal.
    */
   refusal = 400;
+  /** What the answer's accept key is hashed with, when its owner keeps it here until then. */
+  readonly sha1: Sha1 | undefined;
 
   /**
    * `buf`: where the request is read, its first MAX_HANDSHAKE_BYTES bytes (by default a buffer of
-   * its own; a link lends storage that is idle until the upgrade is answered).
+   * its own; a link lends storage that is idle until the upgrade is answered). `sha1`: the hash
+   * the answer needs, kept with the handshake (which is dropped once answered).
    */
-  constructor(buf?: Uint8Array) {
+  constructor(buf?: Uint8Array, sha1?: Sha1) {
     if (buf && buf.length < MAX_HANDSHAKE_BYTES) throw new RangeError(`WsHandshake: the buffer must hold ${MAX_HANDSHAKE_BYTES} bytes`);
     this.buf = buf ?? new Uint8Array(MAX_HANDSHAKE_BYTES);
+    this.sha1 = sha1;
   }
 
   get complete(): boolean {

@@ -3,7 +3,7 @@
 // fake hub; bindings/link.ts estimators.
 import { deepEqual, equal, fail, ok, throws } from '../lib/assert.js';
 import { ACK_LAG_CONGESTED_FRAMES, SATURATED_SIGNAL, STALE_HOLD_MS } from '../../bindings/detector.js';
-import { AckCounter, MIN_RTT_WINDOW_MS, MinRttFilter, RttEstimator, SAMPLE_BUDGET_DEFAULT_MS, SAMPLE_BUDGET_FLOOR_MS, SAMPLE_BUDGET_MAX_MS, sampleBudgetMs, ThroughputEstimator, WindowedMax } from '../../bindings/link.js';
+import { AckCounter, MIN_RTT_WINDOW_MS, MinRttFilter, ownValue, RTT_NUMBERS, RttEstimator, WINDOWED_NUMBERS, SAMPLE_BUDGET_DEFAULT_MS, SAMPLE_BUDGET_FLOOR_MS, SAMPLE_BUDGET_MAX_MS, sampleBudgetMs, ThroughputEstimator, WindowedMax } from '../../bindings/link.js';
 import { WsOpcode, writeLengthPrefix } from '../../bindings/tcp/framing.js';
 import {
   AHEAD_SLOTS,
@@ -975,6 +975,53 @@ describe('bindings/link: estimators', () => {
     equal(sampleBudgetMs(3.9), SAMPLE_BUDGET_FLOOR_MS);
     equal(sampleBudgetMs(37), 18.5);
     equal(sampleBudgetMs(5000), SAMPLE_BUDGET_MAX_MS);
+  });
+
+  it('ThroughputEstimator with a window and time constant of its own (not the defaults)', () => {
+    const e = new ThroughputEstimator(0, 200, 500);
+    e.add(1000, 0);
+    equal(e.bps(100), 0, 'a 200 ms window is still open at 100 ms');
+    equal(e.bps(200), 5000, 'and sets the rate when it closes');
+    e.add(0, 400);
+    const decayed = e.bps(400);
+    ok(Math.abs(decayed - 5000 * Math.exp(-200 / 500)) < 1e-9, `an empty window decays it with the 500 ms time constant, got ${decayed}`);
+  });
+
+  it('MinRttFilter and RttEstimator in their owner\'s store: the same answers, nothing outside touched', () => {
+    const store = new Float64Array(2 + WINDOWED_NUMBERS + RTT_NUMBERS + 2).fill(-7);
+    const m = new MinRttFilter(1000, store, 2);
+    const r = new RttEstimator(store, 2 + WINDOWED_NUMBERS);
+    const m0 = new MinRttFilter(1000);
+    const r0 = new RttEstimator();
+    for (const [v, t] of [[40, 0], [60, 100], [70, 1001], [20, 1002], [90, 2600]] as const) {
+      m.sample(v, t);
+      m0.sample(v, t);
+      r.sample(v);
+      r0.sample(v);
+      equal(m.value(), m0.value(), `least at ${t}`);
+      equal(r.rttMs(), r0.rttMs());
+      equal(r.varianceMs(), r0.varianceMs());
+    }
+    deepEqual([store[0], store[1], store[store.length - 2], store[store.length - 1]], [-7, -7, -7, -7]);
+    throws(() => new RttEstimator(store, store.length - 1), (e) => e instanceof RangeError);
+    throws(() => new MinRttFilter(1000, store, store.length - 2), (e) => e instanceof RangeError);
+  });
+
+  it('a default its prototype holds gives way to an own value even when the prototype is frozen (the device freezes modules)', () => {
+    class Defaults {
+      declare v: number;
+    }
+    Object.assign(Defaults.prototype, { v: 1 });
+    Object.freeze(Defaults.prototype);
+    const d = new Defaults();
+    ownValue(d, 'v', 2);
+    equal(d.v, 2);
+    d.v = 3;
+    equal(d.v, 3, 'and stays writable');
+    equal(new Defaults().v, 1, 'the others keep the default');
+    const untimed = new AckCounter();
+    equal(untimed.handedAt, null, 'an untimed AckCounter has no ring');
+    equal(untimed.mask, 0);
   });
 
   it('RttEstimator: RFC 6298 smoothing', () => {
