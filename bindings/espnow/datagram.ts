@@ -194,8 +194,9 @@ export class FrameQueue {
   private readonly lens: Uint16Array;
   private readonly tags: Uint32Array;
   private headFrame = 0;
-  private nFrames = 0;
-  private nBytes = 0;
+  /** @internal Frames and bytes queued (`frames`, `bytes`), read as fields by the binding's scheduler. */
+  nFrames = 0;
+  nBytes = 0;
   private head = 0;
   private tail = 0;
   private gapAt = -1;

@@ -45,6 +45,8 @@ import { PairingTable, type EspNowPairing } from './pairing.js';
 const MAX_REMEMBERED_PEERS = 40;
 
 export const ESPNOW_MAX_PEERS = 20;
+/** Peer slots a binding can have: one bit each in the scheduler's masks, the broadcast stream's after them. */
+const MAX_SLOTS = 30;
 /**
  * Encrypted peers the radio holds (CONFIG_ESP_WIFI_ESPNOW_MAX_ENCRYPT_NUM, default 7 in the
  * sdkconfig, at most 17: pairing.ts ESPNOW_MAX_ENCRYPTED_LIMIT; older headers name 6 as
@@ -448,6 +450,12 @@ export class EspNowBinding implements RadioHandler {
   private radioWait = false;
   // The slot of the stream served last (the broadcast stream: the slot count).
   private rrAfter = -1;
+  // The open links by slot, and which streams wait, a bit per slot (the broadcast stream's is bit
+  // `slots`): with queued frames, and urgent (an ESTOP or a resend owed). The scheduler picks the
+  // next stream in turn from these in a few operations instead of asking every stream.
+  private readonly bySlot: (EspNowLink | null)[];
+  private queuedMask = 0;
+  private urgentMask = 0;
   // Every stream was found with nothing waiting, and nothing has been queued, written ahead or
   // owed a resend since: the scheduler has nothing to look for, and a frame offered to a free
   // radio goes straight into a datagram of its own (offer).
@@ -472,7 +480,11 @@ export class EspNowBinding implements RadioHandler {
     this.caps = capsOf(broadcast);
     // The broadcast address takes one entry of the radio's peer table.
     const slots = (options.maxPeers ?? ESPNOW_MAX_PEERS) - (broadcast ? 1 : 0);
+    // The scheduler's masks hold a bit per slot and one for the broadcast stream.
+    if (slots > MAX_SLOTS) throw new RangeError(`ESP-NOW: ${slots} peer slots, at most ${MAX_SLOTS}`);
     this.slots = slots > 0 ? slots : 0;
+    this.bySlot = [];
+    for (let i = 0; i < this.slots; i++) this.bySlot.push(null);
     const now = this.clock.now();
     if (broadcast) {
       this.segment = new BroadcastSegment(slots);
@@ -609,14 +621,17 @@ export class EspNowBinding implements RadioHandler {
         // or (§13.5.5) it is turned away, which reads as a full queue.
         const now = this.clock.now();
         const ql = link.queueLevel;
-        const empty = q.bytes === 0;
+        const empty = q.nBytes === 0;
         if (!q.push(frame, tag)) {
           ql.refused(now);
           this.fed(link, ql.level(), ql.quietUntil);
           return false;
         }
-        if (empty) link.movedAt = now;
-        ql.queued(q.bytes / q.capacityBytes, now);
+        if (empty) {
+          link.movedAt = now;
+          this.queuedMask |= 1 << link.index;
+        }
+        ql.queued(q.nBytes / q.capacityBytes, now);
         this.fed(link, ql.level(), ql.quietUntil);
         this.dry = false;
         if (!this.txBusy && !this.radioWait) this.pump();
@@ -656,6 +671,7 @@ export class EspNowBinding implements RadioHandler {
       e.seq = n;
       if (status === RadioStatus.NO_MEM) this.counters.radioNoMem++;
       q.push(frame, tag);
+      this.queuedMask |= 1 << link.index;
       link.movedAt = now;
       ql.queued(ratio, now);
       this.fed(link, ql.level(), ql.quietUntil);
@@ -702,20 +718,43 @@ export class EspNowBinding implements RadioHandler {
       if (r === Route.COALESCED || r === Route.GATED) return;
       if (r === Route.BROADCAST) {
         if (!this.bcast.queue.push(frame, tag)) this.counters.queueDrops++;
+        else this.queuedMask |= 1 << this.slots;
         const bl = this.bcastLevel as WatermarkDetector;
         bl.queued(fill(this.bcast), now);
         this.broadcastJudged(bl);
-        this.work();
+        this.dry = false;
+        this.pump();
         return;
       }
     }
     if (!link.egress.queue.push(frame, tag)) this.counters.queueDrops++;
+    else this.queuedMask |= 1 << link.index;
     link.queued(now);
-    this.work();
+    this.dry = false;
+    this.pump();
   }
 
-  /** @internal Something was queued, written ahead or owed a resend: the scheduler looks again. */
+  /**
+   * @internal Something was written ahead or owed a resend (or queued behind the scheduler's
+   * back): which streams wait is taken afresh from each, and the scheduler looks again.
+   */
   work(): void {
+    let queued = 0;
+    let urgent = 0;
+    const open = this.open;
+    for (let i = 0; i < open.length; i++) {
+      const l = open[i] as EspNowLink;
+      const e = l.egress;
+      if (e.queue.nFrames > 0) queued |= 1 << l.index;
+      if (e.urgent()) urgent |= 1 << l.index;
+    }
+    const bc = this.bcast;
+    if (bc !== null) {
+      if (bc.queue.nFrames > 0) queued |= 1 << this.slots;
+      if (bc.urgent()) urgent |= 1 << this.slots;
+    }
+    this.queuedMask = queued;
+    this.urgentMask = urgent;
     this.dry = false;
     this.pump();
   }
@@ -725,7 +764,13 @@ export class EspNowBinding implements RadioHandler {
     link.closed = true;
     link.egress.clear();
     const at = this.open.indexOf(link);
-    if (at >= 0) this.open.splice(at, 1);
+    if (at >= 0) {
+      this.open.splice(at, 1);
+      const bit = 1 << link.index;
+      this.queuedMask &= ~bit;
+      this.urgentMask &= ~bit;
+      this.bySlot[link.index] = null;
+    }
     if (this.byMac.get(link.mac) === link) {
       this.byMac.delete(link.mac);
       // A paired station keeps its entry (its next datagram must decrypt); an unencrypted one's goes.
@@ -746,42 +791,34 @@ export class EspNowBinding implements RadioHandler {
   /** Sends the next datagram if the radio is free: ESTOP and retransmissions first, then round-robin. */
   pump(): void {
     if (this.txBusy || this.radioWait || this.dry) return;
-    const open = this.open;
-    const n = open.length;
-    const bc = this.bcast;
-    const total = n + (bc !== null ? 1 : 0);
-    // The streams in slot order, the broadcast stream last; the turn passes on from the last served.
-    let start = 0;
+    // The streams in slot order, the broadcast stream last; the turn passes on from the last
+    // served (after the broadcast stream, it is first again). An urgent datagram (ESTOP, a resend)
+    // goes first and does not take its stream's turn: the round-robin order stands; else the
+    // first stream in turn with anything queued.
+    const urgent = this.urgentMask;
+    const queued = this.queuedMask;
     const rr = this.rrAfter;
-    while (start < n && (open[start] as EspNowLink).index <= rr) start++;
-    // An urgent datagram (ESTOP, a resend) goes first and does not take its stream's turn: the
-    // round-robin order stands; else the first stream in turn with anything queued.
-    let pick = -1;
-    let next = -1;
-    let waiting = 0;
-    for (let k = 0; k < total; k++) {
-      const j = start + k < total ? start + k : start + k - total;
-      const w = (j < n ? (open[j] as EspNowLink).egress : (bc as Egress)).work();
-      if (w === 2) {
-        pick = j;
-        break;
-      }
-      if (w === 1) {
-        if (next < 0) next = j;
-        waiting++;
-      }
-    }
-    // Whether the stream served is the only one with anything (every stream was looked at).
-    const sole = pick < 0 && waiting === 1;
-    if (pick < 0) {
-      if (next < 0) {
+    const from = rr < this.slots ? rr + 1 : this.slots;
+    let pick: number;
+    // Whether the stream served is the only one with anything.
+    let sole = false;
+    if (urgent !== 0) {
+      const later = urgent & (-1 << from);
+      const m = later !== 0 ? later : urgent;
+      pick = 31 - Math.clz32(m & -m);
+    } else {
+      if (queued === 0) {
         this.dry = true;
         return;
       }
-      pick = next;
-      this.rrAfter = pick < n ? (open[pick] as EspNowLink).index : this.slots;
+      const later = queued & (-1 << from);
+      const m = later !== 0 ? later : queued;
+      pick = 31 - Math.clz32(m & -m);
+      sole = (queued & (queued - 1)) === 0;
+      this.rrAfter = pick;
     }
-    const link = pick < n ? (open[pick] as EspNowLink) : null;
+    const bc = this.bcast;
+    const link = pick < this.slots ? (this.bySlot[pick] as EspNowLink) : null;
     const e = link !== null ? link.egress : (bc as Egress);
     const len = e.pack(HEADER_BYTES);
     if (len === 0) return;
@@ -807,18 +844,20 @@ export class EspNowBinding implements RadioHandler {
     // §13.5.1: the watermark is the backlog this datagram found queued.
     const q = e.queue;
     const cap = q.capacityBytes;
-    const found = q.bytes / cap;
+    const found = q.nBytes / cap;
     const seq = e.commit();
+    if (q.nFrames === 0) this.queuedMask &= ~(1 << pick);
+    if (urgent !== 0 && !e.urgent()) this.urgentMask &= ~(1 << pick);
     // The only stream with anything took all it had: every stream is idle.
-    if (sole && q.bytes === 0) this.dry = true;
+    if (sole && q.nBytes === 0) this.dry = true;
     if (link) {
       link.movedAt = now;
       const ql = link.queueLevel;
-      ql.drained(found, q.bytes / cap, now);
+      ql.drained(found, q.nBytes / cap, now);
       this.fed(link, ql.level(), ql.quietUntil);
     } else {
       const bl = this.bcastLevel as WatermarkDetector;
-      bl.drained(found, q.bytes / cap, now);
+      bl.drained(found, q.nBytes / cap, now);
       this.broadcastJudged(bl);
     }
     if (status !== RadioStatus.OK) {
@@ -871,6 +910,7 @@ export class EspNowBinding implements RadioHandler {
         else {
           this.counters.datagramsFailed++;
           link.egress.failed(this.tx, HEADER_BYTES, this.txLen);
+          if (link.egress.urgent()) this.urgentMask |= 1 << link.index;
           this.dry = false;
         }
       }
@@ -1011,6 +1051,7 @@ export class EspNowBinding implements RadioHandler {
     const seq = this.nextSeqByMac.get(mac);
     if (seq !== undefined) link.egress.seq = seq;
     open.splice(slot, 0, link);
+    this.bySlot[slot] = link;
     this.byMac.set(mac, link);
     if (now < this.oldestHeard) this.oldestHeard = now;
     // The segment's watermark is part of the new link's level from the start; its detectors
