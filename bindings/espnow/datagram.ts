@@ -18,6 +18,9 @@ import { FrameType, Key } from '../../hub/frames.js';
 import { Tag } from '../../hub/ports.js';
 import { EstopAhead } from '../link.js';
 
+/** The tag bit of a frame that must survive a failed send (reliableTag). */
+const CRITICAL = Tag.CRITICAL;
+
 /** ESP-NOW v1 payload limit (ESP_NOW_MAX_DATA_LEN). */
 export const DATAGRAM_MAX_BYTES = 250;
 export const DATAGRAM_VERSION = 1;
@@ -231,18 +234,26 @@ export class FrameQueue {
   /** Queues `frame` (exactly the frame) with its tag; false when it does not fit. */
   push(frame: Uint8Array, tag = 0): boolean {
     const length = frame.length;
-    // canPush, with the place found once.
-    if (!(length > 0) || this.nFrames >= this.capacityFrames) return false;
-    const at = this.placeFor(length);
-    if (at < 0) return false;
+    const n = this.nFrames;
+    const cap = this.capacityFrames;
+    // canPush, with the place found once. An empty queue starts at 0 (clear and shift leave it so).
+    if (!(length > 0) || n >= cap) return false;
+    let at = 0;
+    let f = 0;
+    if (n === 0) {
+      if (length > this.capacityBytes) return false;
+      this.head = 0;
+    } else {
+      at = this.placeFor(length);
+      if (at < 0) return false;
+      if (at === 0) this.gapAt = this.tail;
+      f = this.headFrame + n;
+      if (f >= cap) f -= cap;
+    }
     this.mem.set(frame, at);
-    let f = this.headFrame + this.nFrames;
-    if (f >= this.capacityFrames) f -= this.capacityFrames;
     this.lens[f] = length;
     this.tags[f] = tag;
-    if (this.nFrames === 0) this.head = at;
-    else if (at === 0) this.gapAt = this.tail;
-    this.nFrames++;
+    this.nFrames = n + 1;
     this.nBytes += length;
     this.tail = at + length;
     return true;
@@ -279,12 +290,10 @@ export class FrameQueue {
    * Nothing is consumed (shift does that).
    */
   packInto(p: number, max: number, stageAt: number): number {
-    const mem = this.mem;
-    const base = this.capacityBytes;
-    const cap = this.capacityFrames;
     const n = this.nFrames;
+    const mem = this.mem;
     const lens = this.lens;
-    const gap = this.gapAt;
+    let at = this.capacityBytes + p;
     let from = this.head;
     let f = this.headFrame;
     let k = 0;
@@ -292,17 +301,18 @@ export class FrameQueue {
     while (k < n) {
       const len = lens[f] as number;
       if (p + 1 + len > max) break;
-      mem[base + p] = len;
-      mem.copyWithin(base + p + 1, from, from + len);
-      if (((this.tags[f] as number) & Tag.CRITICAL) !== 0) {
-        mem.copyWithin(s, base + p, base + p + 1 + len);
+      mem[at] = len;
+      mem.copyWithin(at + 1, from, from + len);
+      if (((this.tags[f] as number) & CRITICAL) !== 0) {
+        mem.copyWithin(s, at, at + 1 + len);
         s += 1 + len;
       }
       p += 1 + len;
-      k++;
-      f = f + 1 === cap ? 0 : f + 1;
+      if (++k === n) break;
+      at += 1 + len;
+      f = f + 1 === this.capacityFrames ? 0 : f + 1;
       from += len;
-      if (from === gap) from = 0;
+      if (from === this.gapAt) from = 0;
     }
     this.packed = k;
     this.staged = s - stageAt;
@@ -316,8 +326,9 @@ export class FrameQueue {
   /** Drops the `frames` oldest frames. */
   shift(frames: number): void {
     if (frames >= this.nFrames) {
-      // All of them: the queue is empty, as the loop would leave it.
-      this.clear();
+      // All of them: the queue is empty, as the loop would leave it (clear).
+      this.head = this.tail = this.headFrame = this.nFrames = this.nBytes = 0;
+      this.gapAt = -1;
       return;
     }
     for (let i = 0; i < frames && this.nFrames > 0; i++) {
@@ -360,7 +371,7 @@ export class FrameQueue {
 
 /** Whether a queued frame must survive a failed send status: ESTOP and the sender's never-shed set (its tag says CRITICAL, or it is no DATA at all). */
 export function reliableTag(tag: number): boolean {
-  return (tag & Tag.CRITICAL) !== 0;
+  return (tag & CRITICAL) !== 0;
 }
 
 /** The frames of any datagram, its header excluded: what a resend of one can hold. */
@@ -371,13 +382,9 @@ const ESTOP_RESEND_BYTES = ESTOP_SLOTS * (LENGTH_BYTES + ESTOP_FRAME_BYTES);
 const ESTOPS_ROOM = ESTOP_SLOTS * ESTOP_FRAME_BYTES;
 const EGRESS_ROOM = ESTOPS_ROOM + ESTOP_FRAME_BYTES + ESTOP_RESEND_BYTES + RESEND_BYTES;
 
-/** A datagram owed a resend: its frames as [length][bytes]… at mem[at…], its number, the attempt it is on. */
-class Resend {
-  bytes = 0;
-  seq = 0;
-  gen = 0;
-  constructor(readonly at: number) {}
-}
+// Which resend the last pack took (Egress.pResend): none, the ESTOP datagram's, any other's.
+const RESEND_ESTOP = 1;
+const RESEND_PLAIN = 2;
 
 /**
  * One sender's stream of datagrams: its queue, its write-ahead ESTOP slots (bindings/link.ts
@@ -398,29 +405,33 @@ class Resend {
  */
 export class Egress {
   readonly queue: FrameQueue;
-  /** The datagram the last pack built, from [0]: the caller writes the header before `start`. */
-  readonly datagram: Uint8Array;
   /** The sequence number the next new datagram carries. */
   seq = 0;
   /** Frames dropped because their retransmission budget ran out or the slots were full. */
   abandoned = 0;
-  /**
-   * Where in the queue's memory the newest ESTOP frame whose resends all failed is kept, owed to
-   * the peer until it is heard again (`takeOwedEstop`), unless a newer ESTOP is written meanwhile:
-   * a peer out of reach for longer than the resends last must still learn the latch once it is
-   * back (§11.2).
-   */
-  private readonly owedAt: number;
-  /** @internal Whether one is owed (takeOwedEstop), for a receiver's one-comparison check. */
+  /** @internal Whether an ESTOP frame is owed (takeOwedEstop), for a receiver's one-comparison check. */
   owedEstop = false;
   /** ESTOP frames written again to a peer heard after their resends had failed. */
   estopsReowed = 0;
   readonly estops: EstopAhead;
-  private readonly estopResend: Resend;
-  private readonly resend: Resend;
-  // What the last pack took, consumed by commit (the bytes of its frames staged for a resend are
-  // the queue's `staged`).
-  private pResend: Resend | null = null;
+  /**
+   * @internal Whether an ESTOP or a resend waits (`urgent`), kept as they come and go, so that
+   * packing plain traffic asks one field.
+   */
+  hot = false;
+  // Where the resend of a datagram other than an ESTOP one keeps its frames in the queue's memory
+  // (the ESTOP datagram's resend, and before it the ESTOP owed, lie just before). Each resend:
+  // its frames' bytes (0: none owed), its number, the attempt it is on.
+  private readonly resendAt: number;
+  private eBytes = 0;
+  private eSeq = 0;
+  private eGen = 0;
+  private rBytes = 0;
+  private rSeq = 0;
+  private rGen = 0;
+  // What the last pack took, consumed by commit: a resend (RESEND_ESTOP, RESEND_PLAIN, or 0),
+  // ESTOP frames, queued frames (the bytes of those staged for a resend are the queue's `staged`).
+  private pResend = 0;
   private pEstops = 0;
   private pFrames = 0;
   /** Every frame of the datagram last committed must survive a failure (ESTOP frames, a resend's). */
@@ -435,24 +446,36 @@ export class Egress {
   constructor(queueBytes: number, queueFrames: number) {
     const q = new FrameQueue(queueBytes, queueFrames, EGRESS_ROOM);
     this.queue = q;
-    this.datagram = q.datagram;
-    let at = queueBytes + DATAGRAM_MAX_BYTES;
+    const at = queueBytes + DATAGRAM_MAX_BYTES;
     this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS, q.mem, at);
-    at += ESTOPS_ROOM;
-    this.owedAt = at;
-    at += ESTOP_FRAME_BYTES;
-    this.estopResend = new Resend(at);
-    at += ESTOP_RESEND_BYTES;
-    this.resend = new Resend(at);
+    this.resendAt = at + ESTOPS_ROOM + ESTOP_FRAME_BYTES + ESTOP_RESEND_BYTES;
+  }
+
+  /** The datagram the last pack built, from [0]: the caller writes the header before `start`. */
+  get datagram(): Uint8Array {
+    return this.queue.datagram;
+  }
+
+  // Where the ESTOP datagram's resend keeps its frames, and the ESTOP owed.
+  private get estopResendAt(): number {
+    return this.resendAt - ESTOP_RESEND_BYTES;
+  }
+  private get owedAt(): number {
+    return this.resendAt - ESTOP_RESEND_BYTES - ESTOP_FRAME_BYTES;
   }
 
   pending(): boolean {
-    return this.urgent() || this.queue.frames > 0;
+    return this.urgent() || this.queue.nFrames > 0;
   }
 
   /** An ESTOP or a resend is waiting: this stream goes before plain traffic. */
   urgent(): boolean {
-    return this.estops.count > 0 || this.estopResend.bytes > 0 || this.resend.bytes > 0;
+    return this.estops.count > 0 || this.eBytes > 0 || this.rBytes > 0;
+  }
+
+  // `hot` taken afresh after ESTOP frames or resends came or went.
+  private rehot(): void {
+    this.hot = this.estops.count > 0 || this.eBytes > 0 || this.rBytes > 0;
   }
 
   estopsWaiting(): number {
@@ -461,18 +484,19 @@ export class Egress {
 
   /** @internal What waits, for the scheduler in one call: 2 urgent (`urgent`), 1 queued frames only, 0 nothing. */
   work(): number {
-    if (this.estops.count > 0 || this.estopResend.bytes > 0 || this.resend.bytes > 0) return 2;
-    return this.queue.frames > 0 ? 1 : 0;
+    if (this.urgent()) return 2;
+    return this.queue.nFrames > 0 ? 1 : 0;
   }
 
   /** The next pack is a resend: the sender adds nothing of its own to it (no acknowledgement). */
   resendNext(): boolean {
-    return this.nextResend() !== null;
+    return this.nextResend() !== 0;
   }
 
   /** The sequence number of the datagram the last pack built. */
   packedSeq(): number {
-    return this.pResend ? this.pResend.seq : this.seq;
+    const r = this.pResend;
+    return r === 0 ? this.seq : r === RESEND_ESTOP ? this.eSeq : this.rSeq;
   }
 
   /** The 12-byte ESTOP frame, ahead of everything queued; the oldest waiting one yields when full. */
@@ -481,6 +505,7 @@ export class Egress {
     const dropped = this.estops.dropped;
     this.estops.write(NO_HEADER, 0, frame);
     this.abandoned += this.estops.dropped - dropped;
+    this.hot = true;
   }
 
   /**
@@ -492,22 +517,25 @@ export class Egress {
    * order while whole frames fit.
    */
   pack(start: number): number {
-    this.pEstops = this.pFrames = 0;
-    this.pResend = null;
+    const q = this.queue;
+    this.pEstops = 0;
+    this.pResend = 0;
     // Plain traffic, nearly always: no ESTOP waiting, no resend owed.
-    if (this.estops.count === 0 && this.estopResend.bytes === 0 && this.resend.bytes === 0) {
-      const q = this.queue;
-      const end = q.packInto(start, DATAGRAM_MAX_BYTES, this.resend.at);
+    if (!this.hot) {
+      const end = q.packInto(start, DATAGRAM_MAX_BYTES, this.resendAt);
       this.pFrames = q.packed;
       return end === start ? 0 : end;
     }
-    const mem = this.queue.mem;
-    const dg = this.queue.capacityBytes;
+    this.pFrames = 0;
+    const mem = q.mem;
+    const dg = q.capacityBytes;
     const r = this.nextResend();
-    if (r) {
-      mem.copyWithin(dg + start, r.at, r.at + r.bytes);
+    if (r !== 0) {
+      const at = r === RESEND_ESTOP ? this.estopResendAt : this.resendAt;
+      const bytes = r === RESEND_ESTOP ? this.eBytes : this.rBytes;
+      mem.copyWithin(dg + start, at, at + bytes);
       this.pResend = r;
-      return start + r.bytes;
+      return start + bytes;
     }
     let p = start;
     const max = DATAGRAM_MAX_BYTES;
@@ -528,8 +556,7 @@ export class Egress {
     }
     let frames = 0;
     if (e === 0) {
-      const q = this.queue;
-      p = q.packInto(p, max, this.resend.at);
+      p = q.packInto(p, max, this.resendAt);
       frames = q.packed;
     }
     this.pEstops = e;
@@ -546,7 +573,8 @@ export class Egress {
    * not take it hands the number back (`seq = ` the one returned) and queues the frame instead.
    */
   direct(frame: Uint8Array, tag: number): number {
-    const out = this.datagram;
+    const q = this.queue;
+    const out = q.datagram;
     const seq = this.seq;
     out[0] = DATAGRAM_VERSION << 4;
     out[1] = seq >>> 8;
@@ -554,9 +582,8 @@ export class Egress {
     out[HEADER_BYTES] = frame.length;
     out.set(frame, HEADER_BYTES + 1);
     // Staged for a resend if it must survive a failure (reliableTag), as pack would have.
-    const q = this.queue;
-    if ((tag & Tag.CRITICAL) !== 0) {
-      const at = this.resend.at;
+    if ((tag & CRITICAL) !== 0) {
+      const at = this.resendAt;
       q.mem[at] = frame.length;
       q.mem.set(frame, at + 1);
       q.staged = 1 + frame.length;
@@ -571,21 +598,33 @@ export class Egress {
   /** Consumes what the last pack took; returns the sequence number that datagram carries. */
   commit(): number {
     const r = this.pResend;
-    if (r) {
-      this.pResend = null;
-      r.bytes = 0;
-      this.committedGen = r.gen;
-      this.committedSeq = r.seq;
-      this.committedEstop = r === this.estopResend;
+    if (r !== 0) {
+      this.pResend = 0;
+      const isEstop = r === RESEND_ESTOP;
+      const seq = isEstop ? this.eSeq : this.rSeq;
+      this.committedGen = isEstop ? this.eGen : this.rGen;
+      if (isEstop) this.eBytes = 0;
+      else this.rBytes = 0;
+      this.committedSeq = seq;
+      this.committedEstop = isEstop;
       // Every frame of a resend is one that must survive (only those were kept for it).
       this.committedReliable = true;
-      return r.seq;
+      this.rehot();
+      return seq;
     }
-    for (let i = 0; i < this.pEstops; i++) this.estops.shift();
+    const pe = this.pEstops;
+    if (pe > 0) {
+      for (let i = 0; i < pe; i++) this.estops.shift();
+      this.pEstops = 0;
+      this.rehot();
+    }
     // The ESTOP frames of an ESTOP datagram survive; of the queue's frames, those pack staged.
-    this.committedEstop = this.committedReliable = this.pEstops > 0;
-    if (this.pFrames > 0) this.queue.shift(this.pFrames);
-    this.pEstops = this.pFrames = 0;
+    this.committedEstop = this.committedReliable = pe > 0;
+    const pf = this.pFrames;
+    if (pf > 0) {
+      this.queue.shift(pf);
+      this.pFrames = 0;
+    }
     this.committedGen = 0;
     const seq = this.seq;
     this.committedSeq = seq;
@@ -608,21 +647,23 @@ export class Egress {
       // Queued frames (or one sent direct): those that must survive were staged as it was built.
       const n = this.queue.staged;
       if (n === 0) return;
-      const r = this.resend;
       if (gen > RETRANSMIT_LIMIT) {
-        for (let q = r.at; q < r.at + n; q += 1 + (mem[q] as number)) this.abandoned++;
+        const at = this.resendAt;
+        for (let q = at; q < at + n; q += 1 + (mem[q] as number)) this.abandoned++;
         return;
       }
-      r.bytes = n;
-      r.seq = this.committedSeq;
-      r.gen = gen;
+      this.rBytes = n;
+      this.rSeq = this.committedSeq;
+      this.rGen = gen;
+      this.hot = true;
       return;
     }
     // ESTOP frames, or a resend's: every frame survives.
-    let r: Resend | null = null;
+    let into = -1;
     let at = 0;
     let p = start;
     const isEstop = this.committedEstop;
+    const owedAt = this.owedAt;
     while (p < end) {
       const len = datagram[p] as number;
       const fs = p + 1;
@@ -632,23 +673,30 @@ export class Egress {
       if (gen > RETRANSMIT_LIMIT) {
         this.abandoned++;
         if (isEstop) {
-          for (let j = 0; j < ESTOP_FRAME_BYTES; j++) mem[this.owedAt + j] = datagram[fs + j] as number;
+          for (let j = 0; j < ESTOP_FRAME_BYTES; j++) mem[owedAt + j] = datagram[fs + j] as number;
           this.owedEstop = true;
         }
         continue;
       }
       // An ESTOP datagram holds nothing else (pack), so its first frame says which resend it is.
-      if (!r) r = isEstop ? this.estopResend : this.resend;
+      if (into < 0) into = isEstop ? this.estopResendAt : this.resendAt;
       if (at + 1 + len > (isEstop ? ESTOP_RESEND_BYTES : RESEND_BYTES)) {
         this.abandoned++;
         continue;
       }
-      for (let j = fs - 1; j < fe; j++) mem[r.at + at++] = datagram[j] as number;
+      for (let j = fs - 1; j < fe; j++) mem[into + at++] = datagram[j] as number;
     }
-    if (!r || at === 0) return;
-    r.bytes = at;
-    r.seq = this.committedSeq;
-    r.gen = gen;
+    if (into < 0 || at === 0) return;
+    if (isEstop) {
+      this.eBytes = at;
+      this.eSeq = this.committedSeq;
+      this.eGen = gen;
+    } else {
+      this.rBytes = at;
+      this.rSeq = this.committedSeq;
+      this.rGen = gen;
+    }
+    this.hot = true;
   }
 
   /**
@@ -663,22 +711,24 @@ export class Egress {
     this.estops.writeFrom(this.owedAt, ESTOP_FRAME_BYTES);
     this.abandoned += this.estops.dropped - dropped;
     this.estopsReowed++;
+    this.hot = true;
     return true;
   }
 
   // A failed ESTOP datagram goes before everything; any other after the ESTOP frames waiting.
-  private nextResend(): Resend | null {
-    if (this.estopResend.bytes > 0) return this.estopResend;
-    return this.estops.count === 0 && this.resend.bytes > 0 ? this.resend : null;
+  private nextResend(): number {
+    if (this.eBytes > 0) return RESEND_ESTOP;
+    return this.estops.count === 0 && this.rBytes > 0 ? RESEND_PLAIN : 0;
   }
 
   clear(): void {
     this.queue.clear();
     this.owedEstop = false;
     this.estops.clear();
-    this.estopResend.bytes = this.resend.bytes = 0;
-    this.pResend = null;
+    this.eBytes = this.rBytes = 0;
+    this.pResend = 0;
     this.pEstops = this.pFrames = 0;
+    this.hot = false;
   }
 }
 
