@@ -518,15 +518,15 @@ export class Egress {
    */
   pack(start: number): number {
     const q = this.queue;
-    this.pEstops = 0;
-    this.pResend = 0;
-    // Plain traffic, nearly always: no ESTOP waiting, no resend owed.
+    // Plain traffic, nearly always: no ESTOP waiting, no resend owed (and so none packed: only
+    // commit and clear end `hot`, and both forget what was packed).
     if (!this.hot) {
       const end = q.packInto(start, DATAGRAM_MAX_BYTES, this.resendAt);
       this.pFrames = q.packed;
       return end === start ? 0 : end;
     }
-    this.pFrames = 0;
+    this.pEstops = this.pFrames = 0;
+    this.pResend = 0;
     const mem = q.mem;
     const dg = q.capacityBytes;
     const r = this.nextResend();

@@ -855,8 +855,8 @@ export class EspNowBinding implements RadioHandler {
     if (len === 0) return;
     const q = e.queue;
     const tx = q.datagram;
-    // The header (writeHeader's three bytes).
-    const number = e.packedSeq();
+    // The header (writeHeader's three bytes); plain traffic is numbered from the stream's next.
+    const number = e.hot ? e.packedSeq() : e.seq;
     tx[0] = link !== null ? DATAGRAM_HEADER_BYTE : DATAGRAM_HEADER_BYTE | DatagramFlag.BROADCAST;
     tx[1] = number >>> 8;
     tx[2] = number & 0xff;
