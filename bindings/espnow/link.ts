@@ -470,10 +470,9 @@ export class EspNowBinding implements RadioHandler {
   private radioWait = false;
   // The slot of the stream served last (the broadcast stream: the slot count).
   private rrAfter = -1;
-  // The open links by slot, and which streams wait, a bit per slot (the broadcast stream's is bit
-  // `slots`): with queued frames, and urgent (an ESTOP or a resend owed). The scheduler picks the
-  // next stream in turn from these in a few operations instead of asking every stream.
-  private readonly bySlot: (EspNowLink | null)[];
+  // Which streams wait, a bit per slot (the broadcast stream's is bit `slots`): with queued
+  // frames, and urgent (an ESTOP or a resend owed). The scheduler picks the next stream in turn
+  // from these in a few operations instead of asking every stream.
   private queuedMask = 0;
   private urgentMask = 0;
   // Every stream was found with nothing waiting, and nothing has been queued, written ahead or
@@ -503,8 +502,6 @@ export class EspNowBinding implements RadioHandler {
     // The scheduler's masks hold a bit per slot and one for the broadcast stream.
     if (slots > MAX_SLOTS) throw new RangeError(`ESP-NOW: ${slots} peer slots, at most ${MAX_SLOTS}`);
     this.slots = slots > 0 ? slots : 0;
-    this.bySlot = [];
-    for (let i = 0; i < this.slots; i++) this.bySlot.push(null);
     const now = this.clock.now();
     if (broadcast) {
       this.segment = new BroadcastSegment(slots);
@@ -801,7 +798,6 @@ export class EspNowBinding implements RadioHandler {
       const bit = 1 << link.index;
       this.queuedMask &= ~bit;
       this.urgentMask &= ~bit;
-      this.bySlot[link.index] = null;
     }
     if (this.byMac.get(link.mac) === link) {
       this.byMac.delete(link.mac);
@@ -849,7 +845,15 @@ export class EspNowBinding implements RadioHandler {
       sole = (queued & (queued - 1)) === 0;
       this.rrAfter = pick;
     }
-    const link = pick < this.slots ? (this.bySlot[pick] as EspNowLink) : null;
+    let link: EspNowLink | null = null;
+    if (pick < this.slots) {
+      // The open link in that slot: the open links are in slot order, none later in `open` than
+      // its slot (at it while no lower slot is free).
+      const open = this.open;
+      let i = pick < open.length ? pick : open.length - 1;
+      link = open[i] as EspNowLink;
+      while (link.index !== pick && i > 0) link = open[--i] as EspNowLink;
+    }
     const e = link !== null ? link.egress : (this.bcast as Egress);
     const len = e.pack(HEADER_BYTES);
     if (len === 0) return;
@@ -1094,7 +1098,6 @@ export class EspNowBinding implements RadioHandler {
     const seq = this.nextSeqByMac.get(mac);
     if (seq !== undefined) link.egress.seq = seq;
     open.splice(slot, 0, link);
-    this.bySlot[slot] = link;
     this.byMac.set(mac, link);
     if (now < this.oldestHeard) this.oldestHeard = now;
     // The segment's watermark is part of the new link's level from the start; its detectors
