@@ -761,7 +761,7 @@ export class SeqWindow {
 
   /** Records datagram `seq` received at `now`; true when it is a duplicate (drop it). */
   seen(seq: number, now: number): boolean {
-    return seqSeen(this.at, 0, this.seqs, 0, seq, now);
+    return seqSeen(this.at, this.seqs, seq, now);
   }
 
   reset(): void {
@@ -770,16 +770,16 @@ export class SeqWindow {
 }
 
 /**
- * SeqWindow.seen over a window kept elsewhere: its arrival times at `at[atBase…]` (DUPLICATE_SLOTS,
- * −∞ at first) and its numbers at `seqs[seqBase…]`, so that an owner with other numbers of its
- * own keeps the window in its views instead of an object. True when `seq` is a duplicate.
+ * SeqWindow.seen over a window kept elsewhere: its arrival times in `at[0…DUPLICATE_SLOTS)` (−∞
+ * at first) and its numbers in `seqs[0…DUPLICATE_SLOTS)`, so that an owner with other numbers of
+ * its own keeps the window in its views instead of an object. True when `seq` is a duplicate.
  */
-export function seqSeen(at: Float64Array, atBase: number, seqs: Uint16Array, seqBase: number, seq: number, now: number): boolean {
+export function seqSeen(at: Float64Array, seqs: Uint16Array, seq: number, now: number): boolean {
   const s = seq & SEQ_MASK;
   const i = s & (DUPLICATE_SLOTS - 1);
-  const dup = seqs[seqBase + i] === s && now - (at[atBase + i] as number) <= DUPLICATE_WINDOW_MS;
-  seqs[seqBase + i] = s;
-  at[atBase + i] = now;
+  const dup = seqs[i] === s && now - (at[i] as number) <= DUPLICATE_WINDOW_MS;
+  seqs[i] = s;
+  at[i] = now;
   return dup;
 }
 

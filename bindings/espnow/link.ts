@@ -187,7 +187,8 @@ function capsOf(broadcast: boolean): LinkCaps {
 }
 
 // A link's numbers besides its detectors', in one Float64Array over its buffer (on XS every
-// object, field and view costs heap slots): its duplicate window's arrival times (seqSeen), the
+// object, field and view costs heap slots): its duplicate window's arrival times (seqSeen, which
+// reads them from 0), the
 // delivered bytes by 100 ms bucket (each bucket's number, −∞: none yet, then its bytes), then
 // single numbers. The window's sequence numbers follow in a Uint16Array.
 const COL_INBOUND = 0;
@@ -987,7 +988,7 @@ export class EspNowBinding implements RadioHandler {
       if (now < this.oldestHeard) this.oldestHeard = now;
       if (link.egress.owedEstop && link.egress.takeOwedEstop()) this.work();
       // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
-      if (seqSeen(c, COL_INBOUND, link.inboundSeqs, 0, ((data[1] as number) << 8) | (data[2] as number), now)) {
+      if (seqSeen(c, link.inboundSeqs, ((data[1] as number) << 8) | (data[2] as number), now)) {
         this.counters.duplicates++;
         return;
       }
@@ -1030,7 +1031,7 @@ export class EspNowBinding implements RadioHandler {
     }
     this.heard(l, now);
     // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
-    if (!c.bare && seqSeen(l.cols, COL_INBOUND, l.inboundSeqs, 0, c.seq, now)) {
+    if (!c.bare && seqSeen(l.cols, l.inboundSeqs, c.seq, now)) {
       this.counters.duplicates++;
       return;
     }
