@@ -194,7 +194,8 @@ export class FrameQueue {
   readonly datagram: Uint8Array;
   // Each frame's length and tag by frame slot. Where a frame starts follows from the lengths:
   // the frames lie end to end from `head`, and the one after the frame ending at `gapAt` at 0.
-  private readonly lens: Uint16Array;
+  /** @internal The lengths, then the owner's `extraWords` from [capacityFrames]. */
+  readonly lens: Uint16Array;
   private readonly tags: Uint32Array;
   private headFrame = 0;
   /** @internal Frames and bytes queued (`frames`, `bytes`), read as fields by the binding's scheduler. */
@@ -204,17 +205,17 @@ export class FrameQueue {
   private tail = 0;
   private gapAt = -1;
 
-  constructor(capacityBytes: number, capacityFrames: number, roomBytes = 0) {
+  constructor(capacityBytes: number, capacityFrames: number, roomBytes = 0, extraWords = 0) {
     if (!(capacityBytes >= 1 && capacityBytes <= 0xffff)) throw new RangeError('FrameQueue: capacityBytes must be 1..65535');
     this.capacityBytes = capacityBytes;
     this.capacityFrames = capacityFrames;
-    // [tags | lengths | ring | datagram | room], each part aligned for its element size.
+    // [tags | lengths, extra words | ring | datagram | room], each part aligned for its element size.
     const tagBytes = capacityFrames * 4;
-    const lenBytes = capacityFrames * 2;
+    const lenBytes = (capacityFrames + extraWords) * 2;
     const memAt = tagBytes + lenBytes;
     const buffer = new ArrayBuffer(memAt + capacityBytes + DATAGRAM_MAX_BYTES + roomBytes);
     this.tags = new Uint32Array(buffer, 0, capacityFrames);
-    this.lens = new Uint16Array(buffer, tagBytes, capacityFrames);
+    this.lens = new Uint16Array(buffer, tagBytes, capacityFrames + extraWords);
     this.mem = new Uint8Array(buffer, memAt, capacityBytes + DATAGRAM_MAX_BYTES + roomBytes);
     this.datagram = new Uint8Array(buffer, memAt + capacityBytes, DATAGRAM_MAX_BYTES);
   }
@@ -385,6 +386,19 @@ const EGRESS_ROOM = ESTOPS_ROOM + ESTOP_FRAME_BYTES + ESTOP_RESEND_BYTES + RESEN
 // Which resend the last pack took (Egress.pResend): none, the ESTOP datagram's, any other's.
 const RESEND_ESTOP = 1;
 const RESEND_PLAIN = 2;
+// Where the resends keep their frames in the queue's memory, from the end of its ring: after the
+// datagram area, the ESTOP slots and the ESTOP owed, the ESTOP datagram's resend, then any other's.
+const OWED_OFFSET = DATAGRAM_MAX_BYTES + ESTOPS_ROOM;
+const ESTOP_RESEND_OFFSET = OWED_OFFSET + ESTOP_FRAME_BYTES;
+const RESEND_OFFSET = ESTOP_RESEND_OFFSET + ESTOP_RESEND_BYTES;
+// Each resend's numbers, in the words after the queue's frame lengths: its frames' bytes (0: none
+// owed), its number, the attempt it is on (all below 65536: a resend holds at most a datagram).
+const W_ESTOP = 0;
+const W_PLAIN = 3;
+const W_BYTES = 0;
+const W_SEQ = 1;
+const W_GEN = 2;
+const RESEND_WORDS = 6;
 
 /**
  * One sender's stream of datagrams: its queue, its write-ahead ESTOP slots (bindings/link.ts
@@ -419,16 +433,8 @@ export class Egress {
    * packing plain traffic asks one field.
    */
   hot = false;
-  // Where the resend of a datagram other than an ESTOP one keeps its frames in the queue's memory
-  // (the ESTOP datagram's resend, and before it the ESTOP owed, lie just before). Each resend:
-  // its frames' bytes (0: none owed), its number, the attempt it is on.
-  private readonly resendAt: number;
-  private eBytes = 0;
-  private eSeq = 0;
-  private eGen = 0;
-  private rBytes = 0;
-  private rSeq = 0;
-  private rGen = 0;
+  // The resends' numbers (W_*) in the words after the queue's frame lengths, from `words`.
+  private readonly words: number;
   // What the last pack took, consumed by commit: a resend (RESEND_ESTOP, RESEND_PLAIN, or 0),
   // ESTOP frames, queued frames (the bytes of those staged for a resend are the queue's `staged`).
   private pResend = 0;
@@ -444,11 +450,10 @@ export class Egress {
   private committedEstop = false;
 
   constructor(queueBytes: number, queueFrames: number) {
-    const q = new FrameQueue(queueBytes, queueFrames, EGRESS_ROOM);
+    const q = new FrameQueue(queueBytes, queueFrames, EGRESS_ROOM, RESEND_WORDS);
     this.queue = q;
-    const at = queueBytes + DATAGRAM_MAX_BYTES;
-    this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS, q.mem, at);
-    this.resendAt = at + ESTOPS_ROOM + ESTOP_FRAME_BYTES + ESTOP_RESEND_BYTES;
+    this.words = queueFrames;
+    this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS, q.mem, queueBytes + DATAGRAM_MAX_BYTES);
   }
 
   /** The datagram the last pack built, from [0]: the caller writes the header before `start`. */
@@ -456,12 +461,20 @@ export class Egress {
     return this.queue.datagram;
   }
 
-  // Where the ESTOP datagram's resend keeps its frames, and the ESTOP owed.
-  private get estopResendAt(): number {
-    return this.resendAt - ESTOP_RESEND_BYTES;
+  // A number of resend `r` (W_ESTOP, W_PLAIN): W_BYTES, W_SEQ or W_GEN.
+  private word(r: number, k: number): number {
+    return this.queue.lens[this.words + r + k] as number;
   }
-  private get owedAt(): number {
-    return this.resendAt - ESTOP_RESEND_BYTES - ESTOP_FRAME_BYTES;
+  private setResend(r: number, bytes: number, seq: number, gen: number): void {
+    const w = this.queue.lens;
+    const at = this.words + r;
+    w[at + W_BYTES] = bytes;
+    w[at + W_SEQ] = seq;
+    w[at + W_GEN] = gen;
+  }
+  // Whether resend `r` is owed.
+  private owes(r: number): boolean {
+    return this.queue.lens[this.words + r + W_BYTES] !== 0;
   }
 
   pending(): boolean {
@@ -470,12 +483,12 @@ export class Egress {
 
   /** An ESTOP or a resend is waiting: this stream goes before plain traffic. */
   urgent(): boolean {
-    return this.estops.count > 0 || this.eBytes > 0 || this.rBytes > 0;
+    return this.estops.count > 0 || this.owes(W_ESTOP) || this.owes(W_PLAIN);
   }
 
   // `hot` taken afresh after ESTOP frames or resends came or went.
   private rehot(): void {
-    this.hot = this.estops.count > 0 || this.eBytes > 0 || this.rBytes > 0;
+    this.hot = this.urgent();
   }
 
   estopsWaiting(): number {
@@ -496,7 +509,7 @@ export class Egress {
   /** The sequence number of the datagram the last pack built. */
   packedSeq(): number {
     const r = this.pResend;
-    return r === 0 ? this.seq : r === RESEND_ESTOP ? this.eSeq : this.rSeq;
+    return r === 0 ? this.seq : this.word(r === RESEND_ESTOP ? W_ESTOP : W_PLAIN, W_SEQ);
   }
 
   /** The 12-byte ESTOP frame, ahead of everything queued; the oldest waiting one yields when full. */
@@ -518,21 +531,21 @@ export class Egress {
    */
   pack(start: number): number {
     const q = this.queue;
+    const dg = q.capacityBytes;
     // Plain traffic, nearly always: no ESTOP waiting, no resend owed (and so none packed: only
     // commit and clear end `hot`, and both forget what was packed).
     if (!this.hot) {
-      const end = q.packInto(start, DATAGRAM_MAX_BYTES, this.resendAt);
+      const end = q.packInto(start, DATAGRAM_MAX_BYTES, dg + RESEND_OFFSET);
       this.pFrames = q.packed;
       return end === start ? 0 : end;
     }
     this.pEstops = this.pFrames = 0;
     this.pResend = 0;
     const mem = q.mem;
-    const dg = q.capacityBytes;
     const r = this.nextResend();
     if (r !== 0) {
-      const at = r === RESEND_ESTOP ? this.estopResendAt : this.resendAt;
-      const bytes = r === RESEND_ESTOP ? this.eBytes : this.rBytes;
+      const at = dg + (r === RESEND_ESTOP ? ESTOP_RESEND_OFFSET : RESEND_OFFSET);
+      const bytes = this.word(r === RESEND_ESTOP ? W_ESTOP : W_PLAIN, W_BYTES);
       mem.copyWithin(dg + start, at, at + bytes);
       this.pResend = r;
       return start + bytes;
@@ -556,7 +569,7 @@ export class Egress {
     }
     let frames = 0;
     if (e === 0) {
-      p = q.packInto(p, max, this.resendAt);
+      p = q.packInto(p, max, dg + RESEND_OFFSET);
       frames = q.packed;
     }
     this.pEstops = e;
@@ -583,7 +596,7 @@ export class Egress {
     out.set(frame, HEADER_BYTES + 1);
     // Staged for a resend if it must survive a failure (reliableTag), as pack would have.
     if ((tag & CRITICAL) !== 0) {
-      const at = this.resendAt;
+      const at = q.capacityBytes + RESEND_OFFSET;
       q.mem[at] = frame.length;
       q.mem.set(frame, at + 1);
       q.staged = 1 + frame.length;
@@ -601,10 +614,10 @@ export class Egress {
     if (r !== 0) {
       this.pResend = 0;
       const isEstop = r === RESEND_ESTOP;
-      const seq = isEstop ? this.eSeq : this.rSeq;
-      this.committedGen = isEstop ? this.eGen : this.rGen;
-      if (isEstop) this.eBytes = 0;
-      else this.rBytes = 0;
+      const w = isEstop ? W_ESTOP : W_PLAIN;
+      const seq = this.word(w, W_SEQ);
+      this.committedGen = this.word(w, W_GEN);
+      this.queue.lens[this.words + w + W_BYTES] = 0;
       this.committedSeq = seq;
       this.committedEstop = isEstop;
       // Every frame of a resend is one that must survive (only those were kept for it).
@@ -642,19 +655,18 @@ export class Egress {
   failed(datagram: Uint8Array, start: number, end: number): void {
     const gen = this.committedGen + 1;
     const mem = this.queue.mem;
+    const dg = this.queue.capacityBytes;
     // Which frames survive comes from what pack and commit took, never from the frames' bytes.
     if (!this.committedReliable) {
       // Queued frames (or one sent direct): those that must survive were staged as it was built.
       const n = this.queue.staged;
       if (n === 0) return;
       if (gen > RETRANSMIT_LIMIT) {
-        const at = this.resendAt;
+        const at = dg + RESEND_OFFSET;
         for (let q = at; q < at + n; q += 1 + (mem[q] as number)) this.abandoned++;
         return;
       }
-      this.rBytes = n;
-      this.rSeq = this.committedSeq;
-      this.rGen = gen;
+      this.setResend(W_PLAIN, n, this.committedSeq, gen);
       this.hot = true;
       return;
     }
@@ -663,7 +675,7 @@ export class Egress {
     let at = 0;
     let p = start;
     const isEstop = this.committedEstop;
-    const owedAt = this.owedAt;
+    const owedAt = dg + OWED_OFFSET;
     while (p < end) {
       const len = datagram[p] as number;
       const fs = p + 1;
@@ -679,7 +691,7 @@ export class Egress {
         continue;
       }
       // An ESTOP datagram holds nothing else (pack), so its first frame says which resend it is.
-      if (into < 0) into = isEstop ? this.estopResendAt : this.resendAt;
+      if (into < 0) into = dg + (isEstop ? ESTOP_RESEND_OFFSET : RESEND_OFFSET);
       if (at + 1 + len > (isEstop ? ESTOP_RESEND_BYTES : RESEND_BYTES)) {
         this.abandoned++;
         continue;
@@ -687,15 +699,7 @@ export class Egress {
       for (let j = fs - 1; j < fe; j++) mem[into + at++] = datagram[j] as number;
     }
     if (into < 0 || at === 0) return;
-    if (isEstop) {
-      this.eBytes = at;
-      this.eSeq = this.committedSeq;
-      this.eGen = gen;
-    } else {
-      this.rBytes = at;
-      this.rSeq = this.committedSeq;
-      this.rGen = gen;
-    }
+    this.setResend(isEstop ? W_ESTOP : W_PLAIN, at, this.committedSeq, gen);
     this.hot = true;
   }
 
@@ -708,7 +712,7 @@ export class Egress {
     // writeAhead, from the queue's own memory.
     this.owedEstop = false;
     const dropped = this.estops.dropped;
-    this.estops.writeFrom(this.owedAt, ESTOP_FRAME_BYTES);
+    this.estops.writeFrom(this.queue.capacityBytes + OWED_OFFSET, ESTOP_FRAME_BYTES);
     this.abandoned += this.estops.dropped - dropped;
     this.estopsReowed++;
     this.hot = true;
@@ -717,15 +721,16 @@ export class Egress {
 
   // A failed ESTOP datagram goes before everything; any other after the ESTOP frames waiting.
   private nextResend(): number {
-    if (this.eBytes > 0) return RESEND_ESTOP;
-    return this.estops.count === 0 && this.rBytes > 0 ? RESEND_PLAIN : 0;
+    if (this.owes(W_ESTOP)) return RESEND_ESTOP;
+    return this.estops.count === 0 && this.owes(W_PLAIN) ? RESEND_PLAIN : 0;
   }
 
   clear(): void {
     this.queue.clear();
     this.owedEstop = false;
     this.estops.clear();
-    this.eBytes = this.rBytes = 0;
+    const w = this.queue.lens;
+    w[this.words + W_ESTOP + W_BYTES] = w[this.words + W_PLAIN + W_BYTES] = 0;
     this.pResend = 0;
     this.pEstops = this.pFrames = 0;
     this.hot = false;
