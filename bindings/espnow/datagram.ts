@@ -18,6 +18,12 @@ import { FrameType, Key } from '../../hub/frames.js';
 import { Tag } from '../../hub/ports.js';
 import { EstopAhead } from '../link.js';
 
+// The keys and type of the bitmap ACK (parseBitmapAck), as plain numbers.
+const KEY_TYPE = Key.TYPE;
+const KEY_ACK_BASE = Key.ACK_BASE;
+const KEY_ACK_BITMAP = Key.ACK_BITMAP;
+const TYPE_ACK = FrameType.ACK;
+
 /** The tag bit of a frame that must survive a failed send (reliableTag). */
 const CRITICAL = Tag.CRITICAL;
 
@@ -433,8 +439,6 @@ export class Egress {
    * packing plain traffic asks one field.
    */
   hot = false;
-  // The resends' numbers (W_*) in the words after the queue's frame lengths, from `words`.
-  private readonly words: number;
   // What the last pack took, consumed by commit: a resend (RESEND_ESTOP, RESEND_PLAIN, or 0),
   // ESTOP frames, queued frames (the bytes of those staged for a resend are the queue's `staged`).
   private pResend = 0;
@@ -452,7 +456,6 @@ export class Egress {
   constructor(queueBytes: number, queueFrames: number) {
     const q = new FrameQueue(queueBytes, queueFrames, EGRESS_ROOM, RESEND_WORDS);
     this.queue = q;
-    this.words = queueFrames;
     this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS, q.mem, queueBytes + DATAGRAM_MAX_BYTES);
   }
 
@@ -461,20 +464,23 @@ export class Egress {
     return this.queue.datagram;
   }
 
-  // A number of resend `r` (W_ESTOP, W_PLAIN): W_BYTES, W_SEQ or W_GEN.
+  // A number of resend `r` (W_ESTOP, W_PLAIN): W_BYTES, W_SEQ or W_GEN, in the words after the
+  // queue's frame lengths.
   private word(r: number, k: number): number {
-    return this.queue.lens[this.words + r + k] as number;
+    const q = this.queue;
+    return q.lens[q.capacityFrames + r + k] as number;
   }
   private setResend(r: number, bytes: number, seq: number, gen: number): void {
-    const w = this.queue.lens;
-    const at = this.words + r;
+    const q = this.queue;
+    const w = q.lens;
+    const at = q.capacityFrames + r;
     w[at + W_BYTES] = bytes;
     w[at + W_SEQ] = seq;
     w[at + W_GEN] = gen;
   }
   // Whether resend `r` is owed.
   private owes(r: number): boolean {
-    return this.queue.lens[this.words + r + W_BYTES] !== 0;
+    return this.word(r, W_BYTES) !== 0;
   }
 
   pending(): boolean {
@@ -617,7 +623,8 @@ export class Egress {
       const w = isEstop ? W_ESTOP : W_PLAIN;
       const seq = this.word(w, W_SEQ);
       this.committedGen = this.word(w, W_GEN);
-      this.queue.lens[this.words + w + W_BYTES] = 0;
+      // Owed no more (its number and attempt stand).
+      this.setResend(w, 0, seq, this.committedGen);
       this.committedSeq = seq;
       this.committedEstop = isEstop;
       // Every frame of a resend is one that must survive (only those were kept for it).
@@ -729,8 +736,8 @@ export class Egress {
     this.queue.clear();
     this.owedEstop = false;
     this.estops.clear();
-    const w = this.queue.lens;
-    w[this.words + W_ESTOP + W_BYTES] = w[this.words + W_PLAIN + W_BYTES] = 0;
+    const q = this.queue;
+    q.lens[q.capacityFrames + W_ESTOP + W_BYTES] = q.lens[q.capacityFrames + W_PLAIN + W_BYTES] = 0;
     this.pResend = 0;
     this.pEstops = this.pFrames = 0;
     this.hot = false;
@@ -905,11 +912,11 @@ export function readUint(buf: Uint8Array, pos: number, end: number, into: Bitmap
  * another form, returns false and goes to the core's full decoder.
  */
 export function parseBitmapAck(buf: Uint8Array, start: number, end: number, into: BitmapAck): boolean {
-  if (end - start < 7 || buf[start] !== 0xa3 || buf[start + 1] !== Key.TYPE || buf[start + 2] !== FrameType.ACK) return false;
+  if (end - start < 7 || buf[start] !== 0xa3 || buf[start + 1] !== KEY_TYPE || buf[start + 2] !== TYPE_ACK) return false;
   // Every ESP-NOW ACK takes this path: the form encodeBitmapAck writes (the keys' one-byte heads,
   // each number in its shortest head) is read inline; anything else the long way below, which
   // reads the same numbers from the same bytes (and refuses what this does not take).
-  if (buf[start + 3] === 0x18 && buf[start + 4] === Key.ACK_BASE) {
+  if (buf[start + 3] === 0x18 && buf[start + 4] === KEY_ACK_BASE) {
     let p = start + 5;
     let h = buf[p] as number;
     let base = -1;
@@ -924,7 +931,7 @@ export function parseBitmapAck(buf: Uint8Array, start: number, end: number, into
       p += 3;
     }
     // The bitmap key, then a head that ends the frame exactly.
-    if (base >= 0 && buf[p] === 0x18 && buf[p + 1] === Key.ACK_BITMAP) {
+    if (base >= 0 && buf[p] === 0x18 && buf[p + 1] === KEY_ACK_BITMAP) {
       p += 2;
       h = buf[p] as number;
       const left = end - p;
