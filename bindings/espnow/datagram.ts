@@ -211,15 +211,21 @@ export class FrameQueue {
   private tail = 0;
   private gapAt = -1;
 
-  constructor(capacityBytes: number, capacityFrames: number, roomBytes = 0, extraWords = 0) {
+  /**
+   * `extraWords` after the frames' lengths in `lens` and `tailBytes` at the end of its buffer
+   * (`mem.buffer`, from queueTailAt) are its owner's, which keeps numbers of its own there
+   * rather than in a buffer of their own.
+   */
+  constructor(capacityBytes: number, capacityFrames: number, roomBytes = 0, extraWords = 0, tailBytes = 0) {
     if (!(capacityBytes >= 1 && capacityBytes <= 0xffff)) throw new RangeError('FrameQueue: capacityBytes must be 1..65535');
     this.capacityBytes = capacityBytes;
     this.capacityFrames = capacityFrames;
-    // [tags | lengths, extra words | ring | datagram | room], each part aligned for its element size.
+    // [tags | lengths, extra words | ring | datagram | room | tail], each part aligned for its
+    // element size (the tail for 8-byte numbers).
     const tagBytes = capacityFrames * 4;
     const lenBytes = (capacityFrames + extraWords) * 2;
     const memAt = tagBytes + lenBytes;
-    const buffer = new ArrayBuffer(memAt + capacityBytes + DATAGRAM_MAX_BYTES + roomBytes);
+    const buffer = new ArrayBuffer(queueTailAt(capacityBytes, capacityFrames, roomBytes, extraWords) + tailBytes);
     this.tags = new Uint32Array(buffer, 0, capacityFrames);
     this.lens = new Uint16Array(buffer, tagBytes, capacityFrames + extraWords);
     this.mem = new Uint8Array(buffer, memAt, capacityBytes + DATAGRAM_MAX_BYTES + roomBytes);
@@ -376,6 +382,12 @@ export class FrameQueue {
   }
 }
 
+/** Where a FrameQueue's tail (its owner's bytes) starts in its buffer: after everything else, 8-aligned. */
+export function queueTailAt(capacityBytes: number, capacityFrames: number, roomBytes: number, extraWords: number): number {
+  const end = capacityFrames * 4 + (capacityFrames + extraWords) * 2 + capacityBytes + DATAGRAM_MAX_BYTES + roomBytes;
+  return (end + 7) & ~7;
+}
+
 /** Whether a queued frame must survive a failed send status: ESTOP and the sender's never-shed set (its tag says CRITICAL, or it is no DATA at all). */
 export function reliableTag(tag: number): boolean {
   return (tag & CRITICAL) !== 0;
@@ -405,6 +417,8 @@ const W_BYTES = 0;
 const W_SEQ = 1;
 const W_GEN = 2;
 const RESEND_WORDS = 6;
+/** The words an Egress keeps after its queue's frame lengths; its owner's extra words follow. */
+export const EGRESS_WORDS = RESEND_WORDS;
 
 /**
  * One sender's stream of datagrams: its queue, its write-ahead ESTOP slots (bindings/link.ts
@@ -453,8 +467,12 @@ export class Egress {
   /** The datagram last committed holds ESTOP frames (an ESTOP datagram holds nothing else). */
   private committedEstop = false;
 
-  constructor(queueBytes: number, queueFrames: number) {
-    const q = new FrameQueue(queueBytes, queueFrames, EGRESS_ROOM, RESEND_WORDS);
+  /**
+   * `extraWords` and `tailBytes` are the owner's, in its queue's buffer (FrameQueue): the words
+   * from `queue.lens[queueFrames + EGRESS_WORDS]`, the bytes from `egressTailAt`.
+   */
+  constructor(queueBytes: number, queueFrames: number, extraWords = 0, tailBytes = 0) {
+    const q = new FrameQueue(queueBytes, queueFrames, EGRESS_ROOM, RESEND_WORDS + extraWords, tailBytes);
     this.queue = q;
     this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS, q.mem, queueBytes + DATAGRAM_MAX_BYTES);
   }
@@ -744,6 +762,11 @@ export class Egress {
   }
 }
 
+/** Where an Egress's tail bytes (its owner's) start in its queue's buffer (`queue.mem.buffer`). */
+export function egressTailAt(queueBytes: number, queueFrames: number, extraWords: number): number {
+  return queueTailAt(queueBytes, queueFrames, EGRESS_ROOM, RESEND_WORDS + extraWords);
+}
+
 const NO_HEADER = Object.freeze(new Uint8Array(0)) as Uint8Array;
 
 /**
@@ -773,7 +796,7 @@ export class SeqWindow {
 
   /** Records datagram `seq` received at `now`; true when it is a duplicate (drop it). */
   seen(seq: number, now: number): boolean {
-    return seqSeen(this.at, this.seqs, seq, now);
+    return seqSeen(this.at, this.seqs, 0, seq, now);
   }
 
   reset(): void {
@@ -783,14 +806,14 @@ export class SeqWindow {
 
 /**
  * SeqWindow.seen over a window kept elsewhere: its arrival times in `at[0…DUPLICATE_SLOTS)` (−∞
- * at first) and its numbers in `seqs[0…DUPLICATE_SLOTS)`, so that an owner with other numbers of
- * its own keeps the window in its views instead of an object. True when `seq` is a duplicate.
+ * at first) and its numbers from `seqs[seqsAt]`, so that an owner with other numbers of its own
+ * keeps the window in its views instead of an object. True when `seq` is a duplicate.
  */
-export function seqSeen(at: Float64Array, seqs: Uint16Array, seq: number, now: number): boolean {
+export function seqSeen(at: Float64Array, seqs: Uint16Array, seqsAt: number, seq: number, now: number): boolean {
   const s = seq & SEQ_MASK;
   const i = s & (DUPLICATE_SLOTS - 1);
-  const dup = seqs[i] === s && now - (at[i] as number) <= DUPLICATE_WINDOW_MS;
-  seqs[i] = s;
+  const dup = seqs[seqsAt + i] === s && now - (at[i] as number) <= DUPLICATE_WINDOW_MS;
+  seqs[seqsAt + i] = s;
   at[i] = now;
   return dup;
 }

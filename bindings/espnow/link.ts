@@ -35,6 +35,8 @@ import {
   MAX_DATAGRAM_FRAME,
   BitmapAck,
   DUPLICATE_SLOTS,
+  EGRESS_WORDS,
+  egressTailAt,
   parseBitmapAck,
   seqSeen,
 } from './datagram.js';
@@ -200,8 +202,8 @@ const COL_LAST_HEARD = COL_JUDGED_AT + 1;
 const COL_OPENED_AT_TICK = COL_LAST_HEARD + 1;
 const COL_CEILING = COL_OPENED_AT_TICK + 1;
 const COLS = COL_CEILING + 1;
-/** The bytes of a link's numbers: the columns, then the duplicate window's numbers. */
-const COLS_BYTES = COLS * 8 + DUPLICATE_SLOTS * 2;
+/** The bytes of a link's numbers (a multiple of 8). */
+const COLS_BYTES = COLS * 8;
 
 /** `n` bytes delivered at `now`, into the meter of a link's columns `c`. */
 function meterAdd(c: Float64Array, n: number, now: number): void {
@@ -243,7 +245,10 @@ export class EspNowLink implements Link, LinkEstimate {
   readonly queueLevel: WatermarkDetector;
   /** @internal When the radio last took from the queue, or a backlog began in it (Link.stalledMs). */
   movedAt: number;
-  /** @internal Its numbers (COL_*), and its duplicate window's sequence numbers (§13.3.3). */
+  /**
+   * @internal Its numbers (COL_*), and the view in which its duplicate window's sequence numbers
+   * (§13.3.3) lie from the binding's `seqsAt` (its egress queue's words).
+   */
   readonly cols: Float64Array;
   readonly inboundSeqs: Uint16Array;
   sink: LinkSink | null = null;
@@ -261,17 +266,20 @@ export class EspNowLink implements Link, LinkEstimate {
     this.owner = owner;
     this.index = index;
     this.mac = mac;
-    this.egress = new Egress(queueBytes, queueFrames);
-    // The detectors' and the link's numbers share one buffer (on XS every buffer costs heap
-    // slots of its own): [loss | broadcast loss | columns | duplicate window's numbers].
+    // The egress queue's buffer holds everything of the link's (on XS every buffer and view
+    // costs heap slots of its own): the duplicate window's numbers in words after the frames'
+    // lengths, and after the queue [loss | broadcast loss | columns].
     const broadcast = owner.caps.broadcast;
     const lossBytes = broadcast ? 2 * LOSS_BYTES : LOSS_BYTES;
-    const buffer = new ArrayBuffer(lossBytes + COLS_BYTES);
-    this.loss = new LossDetector(now, undefined, buffer, 0);
-    this.broadcastLoss = broadcast ? new LossDetector(now, undefined, buffer, LOSS_BYTES) : null;
-    const c = new Float64Array(buffer, lossBytes, COLS);
+    const e = new Egress(queueBytes, queueFrames, DUPLICATE_SLOTS, lossBytes + COLS_BYTES);
+    this.egress = e;
+    const buffer = e.queue.mem.buffer as ArrayBuffer;
+    const at = egressTailAt(queueBytes, queueFrames, DUPLICATE_SLOTS);
+    this.loss = new LossDetector(now, undefined, buffer, at);
+    this.broadcastLoss = broadcast ? new LossDetector(now, undefined, buffer, at + LOSS_BYTES) : null;
+    const c = new Float64Array(buffer, at + lossBytes, COLS);
     this.cols = c;
-    this.inboundSeqs = new Uint16Array(buffer, lossBytes + COLS * 8, DUPLICATE_SLOTS);
+    this.inboundSeqs = e.queue.lens;
     c.fill(-Infinity, COL_INBOUND, COL_INBOUND + DUPLICATE_SLOTS);
     c.fill(-Infinity, COL_METER, COL_METER + METER_BUCKETS);
     c[COL_JUDGED_AT] = -Infinity;
@@ -448,6 +456,8 @@ export class EspNowBinding implements RadioHandler {
   private readonly nextSeqByMac = new Map<number, number>();
   private readonly queueBytes: number;
   private readonly queueFrames: number;
+  // Where a link's duplicate window's numbers start in its `inboundSeqs`.
+  private readonly seqsAt: number;
   private readonly silenceMs: number;
   /** The paired stations and their keys; their radio entries stay while they are paired. */
   private readonly pairings: PairingTable;
@@ -492,6 +502,7 @@ export class EspNowBinding implements RadioHandler {
     this.attachFn = options.attach;
     this.queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
     this.queueFrames = options.queueFrames ?? DEFAULT_QUEUE_FRAMES;
+    this.seqsAt = this.queueFrames + EGRESS_WORDS;
     this.silenceMs = options.silenceMs ?? PEER_SILENCE_MS;
     this.pairings = new PairingTable(options.maxEncrypted ?? ESPNOW_MAX_ENCRYPTED_PEERS);
     this.allowUnencrypted = options.allowUnencrypted === true;
@@ -988,7 +999,7 @@ export class EspNowBinding implements RadioHandler {
       if (now < this.oldestHeard) this.oldestHeard = now;
       if (link.egress.owedEstop && link.egress.takeOwedEstop()) this.work();
       // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
-      if (seqSeen(c, link.inboundSeqs, ((data[1] as number) << 8) | (data[2] as number), now)) {
+      if (seqSeen(c, link.inboundSeqs, this.seqsAt, ((data[1] as number) << 8) | (data[2] as number), now)) {
         this.counters.duplicates++;
         return;
       }
@@ -1031,7 +1042,7 @@ export class EspNowBinding implements RadioHandler {
     }
     this.heard(l, now);
     // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
-    if (!c.bare && seqSeen(l.cols, l.inboundSeqs, c.seq, now)) {
+    if (!c.bare && seqSeen(l.cols, l.inboundSeqs, this.seqsAt, c.seq, now)) {
       this.counters.duplicates++;
       return;
     }
