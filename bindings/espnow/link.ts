@@ -197,8 +197,7 @@ const COL_INBOUND = 0;
 const COL_METER = COL_INBOUND + DUPLICATE_SLOTS;
 const COL_RTT = COL_METER + 2 * METER_BUCKETS;
 const COL_THROUGHPUT = COL_RTT + 1;
-const COL_JUDGED_AT = COL_THROUGHPUT + 1;
-const COL_LAST_HEARD = COL_JUDGED_AT + 1;
+const COL_LAST_HEARD = COL_THROUGHPUT + 1;
 const COL_OPENED_AT_TICK = COL_LAST_HEARD + 1;
 const COL_CEILING = COL_OPENED_AT_TICK + 1;
 const COLS = COL_CEILING + 1;
@@ -260,6 +259,9 @@ export class EspNowLink implements Link, LinkEstimate {
    * sets it as it feeds them): only then can a judgement find anything new.
    */
   dirty = false;
+  // The last instant the level was asked for (a tick since the link opened stands for one at its
+  // instant): a field, as the core asks at every delivery.
+  private judgedAt = -Infinity;
   private readonly owner: EspNowBinding;
 
   constructor(owner: EspNowBinding, index: number, mac: number, queueBytes: number, queueFrames: number, now: number, ceiling: number = Tier.observer) {
@@ -282,7 +284,6 @@ export class EspNowLink implements Link, LinkEstimate {
     this.inboundSeqs = e.queue.lens;
     c.fill(-Infinity, COL_INBOUND, COL_INBOUND + DUPLICATE_SLOTS);
     c.fill(-Infinity, COL_METER, COL_METER + METER_BUCKETS);
-    c[COL_JUDGED_AT] = -Infinity;
     c[COL_LAST_HEARD] = now;
     c[COL_OPENED_AT_TICK] = owner.ticks;
     c[COL_CEILING] = ceiling;
@@ -365,9 +366,8 @@ export class EspNowLink implements Link, LinkEstimate {
   get level(): number {
     const owner = this.owner;
     const now = owner.clock.now();
-    const c = this.cols;
-    if (now !== c[COL_JUDGED_AT] && (now !== owner.tickedAt || owner.ticks === c[COL_OPENED_AT_TICK])) {
-      c[COL_JUDGED_AT] = now;
+    if (now !== this.judgedAt && (now !== owner.tickedAt || owner.ticks === this.cols[COL_OPENED_AT_TICK])) {
+      this.judgedAt = now;
       if (this.dirty) this.judge();
     }
     return this.lvl;
