@@ -189,10 +189,9 @@ function capsOf(broadcast: boolean): LinkCaps {
 }
 
 // A link's numbers besides its detectors', in one Float64Array over its buffer (on XS every
-// object, field and view costs heap slots): its duplicate window's arrival times (seqSeen, which
-// reads them from 0), the
-// delivered bytes by 100 ms bucket (each bucket's number, −∞: none yet, then its bytes), then
-// single numbers. The window's sequence numbers follow in a Uint16Array.
+// object, field and view costs heap slots): its duplicate window's arrival times (seqSeen reads
+// them from 0), the delivered bytes by 100 ms bucket (each bucket's number, −∞: none yet, then
+// its bytes), then single numbers. The window's sequence numbers are words of its egress queue.
 const COL_INBOUND = 0;
 const COL_METER = COL_INBOUND + DUPLICATE_SLOTS;
 const COL_RTT = COL_METER + 2 * METER_BUCKETS;
