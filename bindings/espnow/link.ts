@@ -123,7 +123,7 @@ export interface EspNowOptions {
   readonly attach: (link: Link) => LinkSink;
   /** This binding is one broadcast segment (§10.6). */
   readonly broadcast?: boolean;
-  /** The radio's peer table size, the broadcast address included (default 20). */
+  /** The radio's peer table size, the broadcast address included (default 20; at most 30 peer slots besides it). */
   readonly maxPeers?: number;
   readonly queueBytes?: number;
   readonly queueFrames?: number;
