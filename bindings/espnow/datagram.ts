@@ -18,6 +18,15 @@ import { FrameType, Key } from '../../hub/frames.js';
 import { Tag } from '../../hub/ports.js';
 import { EstopAhead } from '../link.js';
 
+// The keys and type of the bitmap ACK (parseBitmapAck), as plain numbers.
+const KEY_TYPE = Key.TYPE;
+const KEY_ACK_BASE = Key.ACK_BASE;
+const KEY_ACK_BITMAP = Key.ACK_BITMAP;
+const TYPE_ACK = FrameType.ACK;
+
+/** The tag bit of a frame that must survive a failed send (reliableTag). */
+const CRITICAL = Tag.CRITICAL;
+
 /** ESP-NOW v1 payload limit (ESP_NOW_MAX_DATA_LEN). */
 export const DATAGRAM_MAX_BYTES = 250;
 export const DATAGRAM_VERSION = 1;
@@ -191,26 +200,34 @@ export class FrameQueue {
   readonly datagram: Uint8Array;
   // Each frame's length and tag by frame slot. Where a frame starts follows from the lengths:
   // the frames lie end to end from `head`, and the one after the frame ending at `gapAt` at 0.
-  private readonly lens: Uint16Array;
+  /** @internal The lengths, then the owner's `extraWords` from [capacityFrames]. */
+  readonly lens: Uint16Array;
   private readonly tags: Uint32Array;
   private headFrame = 0;
-  private nFrames = 0;
-  private nBytes = 0;
+  /** @internal Frames and bytes queued (`frames`, `bytes`), read as fields by the binding's scheduler. */
+  nFrames = 0;
+  nBytes = 0;
   private head = 0;
   private tail = 0;
   private gapAt = -1;
 
-  constructor(capacityBytes: number, capacityFrames: number, roomBytes = 0) {
+  /**
+   * `extraWords` after the frames' lengths in `lens` and `tailBytes` at the end of its buffer
+   * (`mem.buffer`, from queueTailAt) are its owner's, which keeps numbers of its own there
+   * rather than in a buffer of their own.
+   */
+  constructor(capacityBytes: number, capacityFrames: number, roomBytes = 0, extraWords = 0, tailBytes = 0) {
     if (!(capacityBytes >= 1 && capacityBytes <= 0xffff)) throw new RangeError('FrameQueue: capacityBytes must be 1..65535');
     this.capacityBytes = capacityBytes;
     this.capacityFrames = capacityFrames;
-    // [tags | lengths | ring | datagram | room], each part aligned for its element size.
+    // [tags | lengths, extra words | ring | datagram | room | tail], each part aligned for its
+    // element size (the tail for 8-byte numbers).
     const tagBytes = capacityFrames * 4;
-    const lenBytes = capacityFrames * 2;
+    const lenBytes = (capacityFrames + extraWords) * 2;
     const memAt = tagBytes + lenBytes;
-    const buffer = new ArrayBuffer(memAt + capacityBytes + DATAGRAM_MAX_BYTES + roomBytes);
+    const buffer = new ArrayBuffer(queueTailAt(capacityBytes, capacityFrames, roomBytes, extraWords) + tailBytes);
     this.tags = new Uint32Array(buffer, 0, capacityFrames);
-    this.lens = new Uint16Array(buffer, tagBytes, capacityFrames);
+    this.lens = new Uint16Array(buffer, tagBytes, capacityFrames + extraWords);
     this.mem = new Uint8Array(buffer, memAt, capacityBytes + DATAGRAM_MAX_BYTES + roomBytes);
     this.datagram = new Uint8Array(buffer, memAt + capacityBytes, DATAGRAM_MAX_BYTES);
   }
@@ -230,18 +247,26 @@ export class FrameQueue {
   /** Queues `frame` (exactly the frame) with its tag; false when it does not fit. */
   push(frame: Uint8Array, tag = 0): boolean {
     const length = frame.length;
-    // canPush, with the place found once.
-    if (!(length > 0) || this.nFrames >= this.capacityFrames) return false;
-    const at = this.placeFor(length);
-    if (at < 0) return false;
+    const n = this.nFrames;
+    const cap = this.capacityFrames;
+    // canPush, with the place found once. An empty queue starts at 0 (clear and shift leave it so).
+    if (!(length > 0) || n >= cap) return false;
+    let at = 0;
+    let f = 0;
+    if (n === 0) {
+      if (length > this.capacityBytes) return false;
+      this.head = 0;
+    } else {
+      at = this.placeFor(length);
+      if (at < 0) return false;
+      if (at === 0) this.gapAt = this.tail;
+      f = this.headFrame + n;
+      if (f >= cap) f -= cap;
+    }
     this.mem.set(frame, at);
-    let f = this.headFrame + this.nFrames;
-    if (f >= this.capacityFrames) f -= this.capacityFrames;
     this.lens[f] = length;
     this.tags[f] = tag;
-    if (this.nFrames === 0) this.head = at;
-    else if (at === 0) this.gapAt = this.tail;
-    this.nFrames++;
+    this.nFrames = n + 1;
     this.nBytes += length;
     this.tail = at + length;
     return true;
@@ -278,12 +303,10 @@ export class FrameQueue {
    * Nothing is consumed (shift does that).
    */
   packInto(p: number, max: number, stageAt: number): number {
-    const mem = this.mem;
-    const base = this.capacityBytes;
-    const cap = this.capacityFrames;
     const n = this.nFrames;
+    const mem = this.mem;
     const lens = this.lens;
-    const gap = this.gapAt;
+    let at = this.capacityBytes + p;
     let from = this.head;
     let f = this.headFrame;
     let k = 0;
@@ -291,17 +314,18 @@ export class FrameQueue {
     while (k < n) {
       const len = lens[f] as number;
       if (p + 1 + len > max) break;
-      mem[base + p] = len;
-      mem.copyWithin(base + p + 1, from, from + len);
-      if (((this.tags[f] as number) & Tag.CRITICAL) !== 0) {
-        mem.copyWithin(s, base + p, base + p + 1 + len);
+      mem[at] = len;
+      mem.copyWithin(at + 1, from, from + len);
+      if (((this.tags[f] as number) & CRITICAL) !== 0) {
+        mem.copyWithin(s, at, at + 1 + len);
         s += 1 + len;
       }
       p += 1 + len;
-      k++;
-      f = f + 1 === cap ? 0 : f + 1;
+      if (++k === n) break;
+      at += 1 + len;
+      f = f + 1 === this.capacityFrames ? 0 : f + 1;
       from += len;
-      if (from === gap) from = 0;
+      if (from === this.gapAt) from = 0;
     }
     this.packed = k;
     this.staged = s - stageAt;
@@ -315,8 +339,9 @@ export class FrameQueue {
   /** Drops the `frames` oldest frames. */
   shift(frames: number): void {
     if (frames >= this.nFrames) {
-      // All of them: the queue is empty, as the loop would leave it.
-      this.clear();
+      // All of them: the queue is empty, as the loop would leave it (clear).
+      this.head = this.tail = this.headFrame = this.nFrames = this.nBytes = 0;
+      this.gapAt = -1;
       return;
     }
     for (let i = 0; i < frames && this.nFrames > 0; i++) {
@@ -357,9 +382,15 @@ export class FrameQueue {
   }
 }
 
+/** Where a FrameQueue's tail (its owner's bytes) starts in its buffer: after everything else, 8-aligned. */
+export function queueTailAt(capacityBytes: number, capacityFrames: number, roomBytes: number, extraWords: number): number {
+  const end = capacityFrames * 4 + (capacityFrames + extraWords) * 2 + capacityBytes + DATAGRAM_MAX_BYTES + roomBytes;
+  return (end + 7) & ~7;
+}
+
 /** Whether a queued frame must survive a failed send status: ESTOP and the sender's never-shed set (its tag says CRITICAL, or it is no DATA at all). */
 export function reliableTag(tag: number): boolean {
-  return (tag & Tag.CRITICAL) !== 0;
+  return (tag & CRITICAL) !== 0;
 }
 
 /** The frames of any datagram, its header excluded: what a resend of one can hold. */
@@ -370,13 +401,24 @@ const ESTOP_RESEND_BYTES = ESTOP_SLOTS * (LENGTH_BYTES + ESTOP_FRAME_BYTES);
 const ESTOPS_ROOM = ESTOP_SLOTS * ESTOP_FRAME_BYTES;
 const EGRESS_ROOM = ESTOPS_ROOM + ESTOP_FRAME_BYTES + ESTOP_RESEND_BYTES + RESEND_BYTES;
 
-/** A datagram owed a resend: its frames as [length][bytes]… at mem[at…], its number, the attempt it is on. */
-class Resend {
-  bytes = 0;
-  seq = 0;
-  gen = 0;
-  constructor(readonly at: number) {}
-}
+// Which resend the last pack took (Egress.pResend): none, the ESTOP datagram's, any other's.
+const RESEND_ESTOP = 1;
+const RESEND_PLAIN = 2;
+// Where the resends keep their frames in the queue's memory, from the end of its ring: after the
+// datagram area, the ESTOP slots and the ESTOP owed, the ESTOP datagram's resend, then any other's.
+const OWED_OFFSET = DATAGRAM_MAX_BYTES + ESTOPS_ROOM;
+const ESTOP_RESEND_OFFSET = OWED_OFFSET + ESTOP_FRAME_BYTES;
+const RESEND_OFFSET = ESTOP_RESEND_OFFSET + ESTOP_RESEND_BYTES;
+// Each resend's numbers, in the words after the queue's frame lengths: its frames' bytes (0: none
+// owed), its number, the attempt it is on (all below 65536: a resend holds at most a datagram).
+const W_ESTOP = 0;
+const W_PLAIN = 3;
+const W_BYTES = 0;
+const W_SEQ = 1;
+const W_GEN = 2;
+const RESEND_WORDS = 6;
+/** The words an Egress keeps after its queue's frame lengths; its owner's extra words follow. */
+export const EGRESS_WORDS = RESEND_WORDS;
 
 /**
  * One sender's stream of datagrams: its queue, its write-ahead ESTOP slots (bindings/link.ts
@@ -397,29 +439,23 @@ class Resend {
  */
 export class Egress {
   readonly queue: FrameQueue;
-  /** The datagram the last pack built, from [0]: the caller writes the header before `start`. */
-  readonly datagram: Uint8Array;
   /** The sequence number the next new datagram carries. */
   seq = 0;
   /** Frames dropped because their retransmission budget ran out or the slots were full. */
   abandoned = 0;
-  /**
-   * Where in the queue's memory the newest ESTOP frame whose resends all failed is kept, owed to
-   * the peer until it is heard again (`takeOwedEstop`), unless a newer ESTOP is written meanwhile:
-   * a peer out of reach for longer than the resends last must still learn the latch once it is
-   * back (§11.2).
-   */
-  private readonly owedAt: number;
-  /** @internal Whether one is owed (takeOwedEstop), for a receiver's one-comparison check. */
+  /** @internal Whether an ESTOP frame is owed (takeOwedEstop), for a receiver's one-comparison check. */
   owedEstop = false;
   /** ESTOP frames written again to a peer heard after their resends had failed. */
   estopsReowed = 0;
   readonly estops: EstopAhead;
-  private readonly estopResend: Resend;
-  private readonly resend: Resend;
-  // What the last pack took, consumed by commit (the bytes of its frames staged for a resend are
-  // the queue's `staged`).
-  private pResend: Resend | null = null;
+  /**
+   * @internal Whether an ESTOP or a resend waits (`urgent`), kept as they come and go, so that
+   * packing plain traffic asks one field.
+   */
+  hot = false;
+  // What the last pack took, consumed by commit: a resend (RESEND_ESTOP, RESEND_PLAIN, or 0),
+  // ESTOP frames, queued frames (the bytes of those staged for a resend are the queue's `staged`).
+  private pResend = 0;
   private pEstops = 0;
   private pFrames = 0;
   /** Every frame of the datagram last committed must survive a failure (ESTOP frames, a resend's). */
@@ -431,27 +467,52 @@ export class Egress {
   /** The datagram last committed holds ESTOP frames (an ESTOP datagram holds nothing else). */
   private committedEstop = false;
 
-  constructor(queueBytes: number, queueFrames: number) {
-    const q = new FrameQueue(queueBytes, queueFrames, EGRESS_ROOM);
+  /**
+   * `extraWords` and `tailBytes` are the owner's, in its queue's buffer (FrameQueue): the words
+   * from `queue.lens[queueFrames + EGRESS_WORDS]`, the bytes from `egressTailAt`.
+   */
+  constructor(queueBytes: number, queueFrames: number, extraWords = 0, tailBytes = 0) {
+    const q = new FrameQueue(queueBytes, queueFrames, EGRESS_ROOM, RESEND_WORDS + extraWords, tailBytes);
     this.queue = q;
-    this.datagram = q.datagram;
-    let at = queueBytes + DATAGRAM_MAX_BYTES;
-    this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS, q.mem, at);
-    at += ESTOPS_ROOM;
-    this.owedAt = at;
-    at += ESTOP_FRAME_BYTES;
-    this.estopResend = new Resend(at);
-    at += ESTOP_RESEND_BYTES;
-    this.resend = new Resend(at);
+    this.estops = new EstopAhead(ESTOP_FRAME_BYTES, ESTOP_SLOTS, q.mem, queueBytes + DATAGRAM_MAX_BYTES);
+  }
+
+  /** The datagram the last pack built, from [0]: the caller writes the header before `start`. */
+  get datagram(): Uint8Array {
+    return this.queue.datagram;
+  }
+
+  // A number of resend `r` (W_ESTOP, W_PLAIN): W_BYTES, W_SEQ or W_GEN, in the words after the
+  // queue's frame lengths.
+  private word(r: number, k: number): number {
+    const q = this.queue;
+    return q.lens[q.capacityFrames + r + k] as number;
+  }
+  private setResend(r: number, bytes: number, seq: number, gen: number): void {
+    const q = this.queue;
+    const w = q.lens;
+    const at = q.capacityFrames + r;
+    w[at + W_BYTES] = bytes;
+    w[at + W_SEQ] = seq;
+    w[at + W_GEN] = gen;
+  }
+  // Whether resend `r` is owed.
+  private owes(r: number): boolean {
+    return this.word(r, W_BYTES) !== 0;
   }
 
   pending(): boolean {
-    return this.urgent() || this.queue.frames > 0;
+    return this.urgent() || this.queue.nFrames > 0;
   }
 
   /** An ESTOP or a resend is waiting: this stream goes before plain traffic. */
   urgent(): boolean {
-    return this.estops.count > 0 || this.estopResend.bytes > 0 || this.resend.bytes > 0;
+    return this.estops.count > 0 || this.owes(W_ESTOP) || this.owes(W_PLAIN);
+  }
+
+  // `hot` taken afresh after ESTOP frames or resends came or went.
+  private rehot(): void {
+    this.hot = this.urgent();
   }
 
   estopsWaiting(): number {
@@ -460,18 +521,19 @@ export class Egress {
 
   /** @internal What waits, for the scheduler in one call: 2 urgent (`urgent`), 1 queued frames only, 0 nothing. */
   work(): number {
-    if (this.estops.count > 0 || this.estopResend.bytes > 0 || this.resend.bytes > 0) return 2;
-    return this.queue.frames > 0 ? 1 : 0;
+    if (this.urgent()) return 2;
+    return this.queue.nFrames > 0 ? 1 : 0;
   }
 
   /** The next pack is a resend: the sender adds nothing of its own to it (no acknowledgement). */
   resendNext(): boolean {
-    return this.nextResend() !== null;
+    return this.nextResend() !== 0;
   }
 
   /** The sequence number of the datagram the last pack built. */
   packedSeq(): number {
-    return this.pResend ? this.pResend.seq : this.seq;
+    const r = this.pResend;
+    return r === 0 ? this.seq : this.word(r === RESEND_ESTOP ? W_ESTOP : W_PLAIN, W_SEQ);
   }
 
   /** The 12-byte ESTOP frame, ahead of everything queued; the oldest waiting one yields when full. */
@@ -480,6 +542,7 @@ export class Egress {
     const dropped = this.estops.dropped;
     this.estops.write(NO_HEADER, 0, frame);
     this.abandoned += this.estops.dropped - dropped;
+    this.hot = true;
   }
 
   /**
@@ -491,22 +554,25 @@ export class Egress {
    * order while whole frames fit.
    */
   pack(start: number): number {
-    this.pEstops = this.pFrames = 0;
-    this.pResend = null;
-    // Plain traffic, nearly always: no ESTOP waiting, no resend owed.
-    if (this.estops.count === 0 && this.estopResend.bytes === 0 && this.resend.bytes === 0) {
-      const q = this.queue;
-      const end = q.packInto(start, DATAGRAM_MAX_BYTES, this.resend.at);
+    const q = this.queue;
+    const dg = q.capacityBytes;
+    // Plain traffic, nearly always: no ESTOP waiting, no resend owed (and so none packed: only
+    // commit and clear end `hot`, and both forget what was packed).
+    if (!this.hot) {
+      const end = q.packInto(start, DATAGRAM_MAX_BYTES, dg + RESEND_OFFSET);
       this.pFrames = q.packed;
       return end === start ? 0 : end;
     }
-    const mem = this.queue.mem;
-    const dg = this.queue.capacityBytes;
+    this.pEstops = this.pFrames = 0;
+    this.pResend = 0;
+    const mem = q.mem;
     const r = this.nextResend();
-    if (r) {
-      mem.copyWithin(dg + start, r.at, r.at + r.bytes);
+    if (r !== 0) {
+      const at = dg + (r === RESEND_ESTOP ? ESTOP_RESEND_OFFSET : RESEND_OFFSET);
+      const bytes = this.word(r === RESEND_ESTOP ? W_ESTOP : W_PLAIN, W_BYTES);
+      mem.copyWithin(dg + start, at, at + bytes);
       this.pResend = r;
-      return start + r.bytes;
+      return start + bytes;
     }
     let p = start;
     const max = DATAGRAM_MAX_BYTES;
@@ -527,8 +593,7 @@ export class Egress {
     }
     let frames = 0;
     if (e === 0) {
-      const q = this.queue;
-      p = q.packInto(p, max, this.resend.at);
+      p = q.packInto(p, max, dg + RESEND_OFFSET);
       frames = q.packed;
     }
     this.pEstops = e;
@@ -545,7 +610,8 @@ export class Egress {
    * not take it hands the number back (`seq = ` the one returned) and queues the frame instead.
    */
   direct(frame: Uint8Array, tag: number): number {
-    const out = this.datagram;
+    const q = this.queue;
+    const out = q.datagram;
     const seq = this.seq;
     out[0] = DATAGRAM_VERSION << 4;
     out[1] = seq >>> 8;
@@ -553,9 +619,8 @@ export class Egress {
     out[HEADER_BYTES] = frame.length;
     out.set(frame, HEADER_BYTES + 1);
     // Staged for a resend if it must survive a failure (reliableTag), as pack would have.
-    const q = this.queue;
-    if ((tag & Tag.CRITICAL) !== 0) {
-      const at = this.resend.at;
+    if ((tag & CRITICAL) !== 0) {
+      const at = q.capacityBytes + RESEND_OFFSET;
       q.mem[at] = frame.length;
       q.mem.set(frame, at + 1);
       q.staged = 1 + frame.length;
@@ -570,21 +635,34 @@ export class Egress {
   /** Consumes what the last pack took; returns the sequence number that datagram carries. */
   commit(): number {
     const r = this.pResend;
-    if (r) {
-      this.pResend = null;
-      r.bytes = 0;
-      this.committedGen = r.gen;
-      this.committedSeq = r.seq;
-      this.committedEstop = r === this.estopResend;
+    if (r !== 0) {
+      this.pResend = 0;
+      const isEstop = r === RESEND_ESTOP;
+      const w = isEstop ? W_ESTOP : W_PLAIN;
+      const seq = this.word(w, W_SEQ);
+      this.committedGen = this.word(w, W_GEN);
+      // Owed no more (its number and attempt stand).
+      this.setResend(w, 0, seq, this.committedGen);
+      this.committedSeq = seq;
+      this.committedEstop = isEstop;
       // Every frame of a resend is one that must survive (only those were kept for it).
       this.committedReliable = true;
-      return r.seq;
+      this.rehot();
+      return seq;
     }
-    for (let i = 0; i < this.pEstops; i++) this.estops.shift();
+    const pe = this.pEstops;
+    if (pe > 0) {
+      for (let i = 0; i < pe; i++) this.estops.shift();
+      this.pEstops = 0;
+      this.rehot();
+    }
     // The ESTOP frames of an ESTOP datagram survive; of the queue's frames, those pack staged.
-    this.committedEstop = this.committedReliable = this.pEstops > 0;
-    if (this.pFrames > 0) this.queue.shift(this.pFrames);
-    this.pEstops = this.pFrames = 0;
+    this.committedEstop = this.committedReliable = pe > 0;
+    const pf = this.pFrames;
+    if (pf > 0) {
+      this.queue.shift(pf);
+      this.pFrames = 0;
+    }
     this.committedGen = 0;
     const seq = this.seq;
     this.committedSeq = seq;
@@ -602,26 +680,27 @@ export class Egress {
   failed(datagram: Uint8Array, start: number, end: number): void {
     const gen = this.committedGen + 1;
     const mem = this.queue.mem;
+    const dg = this.queue.capacityBytes;
     // Which frames survive comes from what pack and commit took, never from the frames' bytes.
     if (!this.committedReliable) {
       // Queued frames (or one sent direct): those that must survive were staged as it was built.
       const n = this.queue.staged;
       if (n === 0) return;
-      const r = this.resend;
       if (gen > RETRANSMIT_LIMIT) {
-        for (let q = r.at; q < r.at + n; q += 1 + (mem[q] as number)) this.abandoned++;
+        const at = dg + RESEND_OFFSET;
+        for (let q = at; q < at + n; q += 1 + (mem[q] as number)) this.abandoned++;
         return;
       }
-      r.bytes = n;
-      r.seq = this.committedSeq;
-      r.gen = gen;
+      this.setResend(W_PLAIN, n, this.committedSeq, gen);
+      this.hot = true;
       return;
     }
     // ESTOP frames, or a resend's: every frame survives.
-    let r: Resend | null = null;
+    let into = -1;
     let at = 0;
     let p = start;
     const isEstop = this.committedEstop;
+    const owedAt = dg + OWED_OFFSET;
     while (p < end) {
       const len = datagram[p] as number;
       const fs = p + 1;
@@ -631,23 +710,22 @@ export class Egress {
       if (gen > RETRANSMIT_LIMIT) {
         this.abandoned++;
         if (isEstop) {
-          for (let j = 0; j < ESTOP_FRAME_BYTES; j++) mem[this.owedAt + j] = datagram[fs + j] as number;
+          for (let j = 0; j < ESTOP_FRAME_BYTES; j++) mem[owedAt + j] = datagram[fs + j] as number;
           this.owedEstop = true;
         }
         continue;
       }
       // An ESTOP datagram holds nothing else (pack), so its first frame says which resend it is.
-      if (!r) r = isEstop ? this.estopResend : this.resend;
+      if (into < 0) into = dg + (isEstop ? ESTOP_RESEND_OFFSET : RESEND_OFFSET);
       if (at + 1 + len > (isEstop ? ESTOP_RESEND_BYTES : RESEND_BYTES)) {
         this.abandoned++;
         continue;
       }
-      for (let j = fs - 1; j < fe; j++) mem[r.at + at++] = datagram[j] as number;
+      for (let j = fs - 1; j < fe; j++) mem[into + at++] = datagram[j] as number;
     }
-    if (!r || at === 0) return;
-    r.bytes = at;
-    r.seq = this.committedSeq;
-    r.gen = gen;
+    if (into < 0 || at === 0) return;
+    this.setResend(isEstop ? W_ESTOP : W_PLAIN, at, this.committedSeq, gen);
+    this.hot = true;
   }
 
   /**
@@ -659,26 +737,34 @@ export class Egress {
     // writeAhead, from the queue's own memory.
     this.owedEstop = false;
     const dropped = this.estops.dropped;
-    this.estops.writeFrom(this.owedAt, ESTOP_FRAME_BYTES);
+    this.estops.writeFrom(this.queue.capacityBytes + OWED_OFFSET, ESTOP_FRAME_BYTES);
     this.abandoned += this.estops.dropped - dropped;
     this.estopsReowed++;
+    this.hot = true;
     return true;
   }
 
   // A failed ESTOP datagram goes before everything; any other after the ESTOP frames waiting.
-  private nextResend(): Resend | null {
-    if (this.estopResend.bytes > 0) return this.estopResend;
-    return this.estops.count === 0 && this.resend.bytes > 0 ? this.resend : null;
+  private nextResend(): number {
+    if (this.owes(W_ESTOP)) return RESEND_ESTOP;
+    return this.estops.count === 0 && this.owes(W_PLAIN) ? RESEND_PLAIN : 0;
   }
 
   clear(): void {
     this.queue.clear();
     this.owedEstop = false;
     this.estops.clear();
-    this.estopResend.bytes = this.resend.bytes = 0;
-    this.pResend = null;
+    const q = this.queue;
+    q.lens[q.capacityFrames + W_ESTOP + W_BYTES] = q.lens[q.capacityFrames + W_PLAIN + W_BYTES] = 0;
+    this.pResend = 0;
     this.pEstops = this.pFrames = 0;
+    this.hot = false;
   }
+}
+
+/** Where an Egress's tail bytes (its owner's) start in its queue's buffer (`queue.mem.buffer`). */
+export function egressTailAt(queueBytes: number, queueFrames: number, extraWords: number): number {
+  return queueTailAt(queueBytes, queueFrames, EGRESS_ROOM, RESEND_WORDS + extraWords);
 }
 
 const NO_HEADER = Object.freeze(new Uint8Array(0)) as Uint8Array;
@@ -710,17 +796,26 @@ export class SeqWindow {
 
   /** Records datagram `seq` received at `now`; true when it is a duplicate (drop it). */
   seen(seq: number, now: number): boolean {
-    const s = seq & SEQ_MASK;
-    const i = s & (DUPLICATE_SLOTS - 1);
-    const dup = this.seqs[i] === s && now - (this.at[i] as number) <= DUPLICATE_WINDOW_MS;
-    this.seqs[i] = s;
-    this.at[i] = now;
-    return dup;
+    return seqSeen(this.at, this.seqs, 0, seq, now);
   }
 
   reset(): void {
     this.at.fill(-Infinity);
   }
+}
+
+/**
+ * SeqWindow.seen over a window kept elsewhere: its arrival times in `at[0…DUPLICATE_SLOTS)` (−∞
+ * at first) and its numbers from `seqs[seqsAt]`, so that an owner with other numbers of its own
+ * keeps the window in its views instead of an object. True when `seq` is a duplicate.
+ */
+export function seqSeen(at: Float64Array, seqs: Uint16Array, seqsAt: number, seq: number, now: number): boolean {
+  const s = seq & SEQ_MASK;
+  const i = s & (DUPLICATE_SLOTS - 1);
+  const dup = seqs[seqsAt + i] === s && now - (at[i] as number) <= DUPLICATE_WINDOW_MS;
+  seqs[seqsAt + i] = s;
+  at[i] = now;
+  return dup;
 }
 
 /**
@@ -840,11 +935,11 @@ export function readUint(buf: Uint8Array, pos: number, end: number, into: Bitmap
  * another form, returns false and goes to the core's full decoder.
  */
 export function parseBitmapAck(buf: Uint8Array, start: number, end: number, into: BitmapAck): boolean {
-  if (end - start < 7 || buf[start] !== 0xa3 || buf[start + 1] !== Key.TYPE || buf[start + 2] !== FrameType.ACK) return false;
+  if (end - start < 7 || buf[start] !== 0xa3 || buf[start + 1] !== KEY_TYPE || buf[start + 2] !== TYPE_ACK) return false;
   // Every ESP-NOW ACK takes this path: the form encodeBitmapAck writes (the keys' one-byte heads,
   // each number in its shortest head) is read inline; anything else the long way below, which
   // reads the same numbers from the same bytes (and refuses what this does not take).
-  if (buf[start + 3] === 0x18 && buf[start + 4] === Key.ACK_BASE) {
+  if (buf[start + 3] === 0x18 && buf[start + 4] === KEY_ACK_BASE) {
     let p = start + 5;
     let h = buf[p] as number;
     let base = -1;
@@ -859,7 +954,7 @@ export function parseBitmapAck(buf: Uint8Array, start: number, end: number, into
       p += 3;
     }
     // The bitmap key, then a head that ends the frame exactly.
-    if (base >= 0 && buf[p] === 0x18 && buf[p + 1] === Key.ACK_BITMAP) {
+    if (base >= 0 && buf[p] === 0x18 && buf[p + 1] === KEY_ACK_BITMAP) {
       p += 2;
       h = buf[p] as number;
       const left = end - p;

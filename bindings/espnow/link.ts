@@ -34,9 +34,11 @@ import {
   HEADER_BYTES,
   MAX_DATAGRAM_FRAME,
   BitmapAck,
+  DUPLICATE_SLOTS,
+  EGRESS_WORDS,
+  egressTailAt,
   parseBitmapAck,
-  SeqWindow,
-  SEQ_WINDOW_BYTES,
+  seqSeen,
 } from './datagram.js';
 import { PairingTable, type EspNowPairing } from './pairing.js';
 
@@ -45,6 +47,8 @@ import { PairingTable, type EspNowPairing } from './pairing.js';
 const MAX_REMEMBERED_PEERS = 40;
 
 export const ESPNOW_MAX_PEERS = 20;
+/** Peer slots a binding can have: one bit each in the scheduler's masks, the broadcast stream's after them. */
+const MAX_SLOTS = 30;
 /**
  * Encrypted peers the radio holds (CONFIG_ESP_WIFI_ESPNOW_MAX_ENCRYPT_NUM, default 7 in the
  * sdkconfig, at most 17: pairing.ts ESPNOW_MAX_ENCRYPTED_LIMIT; older headers name 6 as
@@ -84,6 +88,13 @@ export const RadioStatus = Object.freeze({
   ERROR: 7,
 } as const);
 
+// The statuses the scheduler tells apart, as plain numbers.
+const OK = RadioStatus.OK;
+const BUSY = RadioStatus.BUSY;
+const NOT_FOUND = RadioStatus.NOT_FOUND;
+const NO_MEM = RadioStatus.NO_MEM;
+const EXISTS = RadioStatus.EXISTS;
+
 /** The radio's events. On the device they arrive from the Wi-Fi task through the native ring. */
 export interface RadioHandler {
   /** The send status of the datagram in flight: for unicast the MAC acknowledged it (after its retries); broadcast always reports true. */
@@ -112,7 +123,7 @@ export interface EspNowOptions {
   readonly attach: (link: Link) => LinkSink;
   /** This binding is one broadcast segment (§10.6). */
   readonly broadcast?: boolean;
-  /** The radio's peer table size, the broadcast address included (default 20). */
+  /** The radio's peer table size, the broadcast address included (default 20; at most 30 peer slots besides it). */
   readonly maxPeers?: number;
   readonly queueBytes?: number;
   readonly queueFrames?: number;
@@ -177,42 +188,42 @@ function capsOf(broadcast: boolean): LinkCaps {
   return Object.freeze({ binding: 'espnow', broadcast, datagram: true, mtu: MAX_DATAGRAM_FRAME, writeAheadSlots: ESTOP_SLOTS, ackForm: AckForm.BITMAP });
 }
 
-/** The bytes a RateMeter keeps. */
-const METER_BYTES = 2 * METER_BUCKETS * 8;
+// A link's numbers besides its detectors', in one Float64Array over its buffer (on XS every
+// object, field and view costs heap slots): its duplicate window's arrival times (seqSeen reads
+// them from 0), the delivered bytes by 100 ms bucket (each bucket's number, −∞: none yet, then
+// its bytes), then single numbers. The window's sequence numbers are words of its egress queue.
+const COL_INBOUND = 0;
+const COL_METER = COL_INBOUND + DUPLICATE_SLOTS;
+const COL_RTT = COL_METER + 2 * METER_BUCKETS;
+const COL_THROUGHPUT = COL_RTT + 1;
+const COL_LAST_HEARD = COL_THROUGHPUT + 1;
+const COL_OPENED_AT_TICK = COL_LAST_HEARD + 1;
+const COL_CEILING = COL_OPENED_AT_TICK + 1;
+const COLS = COL_CEILING + 1;
+/** The bytes of a link's numbers (a multiple of 8). */
+const COLS_BYTES = COLS * 8;
 
-/** Bytes delivered over the last second, in 100 ms buckets: the link estimate's throughput. */
-class RateMeter {
-  // Each bucket's number (−∞: none yet), then its bytes.
-  private readonly buckets: Float64Array;
-
-  /** Its METER_BYTES at `byteOffset` (8-aligned) of its link's buffer. */
-  constructor(buffer: ArrayBuffer, byteOffset: number) {
-    this.buckets = new Float64Array(buffer, byteOffset, 2 * METER_BUCKETS);
-    this.buckets.fill(-Infinity, 0, METER_BUCKETS);
+/** `n` bytes delivered at `now`, into the meter of a link's columns `c`. */
+function meterAdd(c: Float64Array, n: number, now: number): void {
+  const id = Math.floor(now / METER_BUCKET_MS);
+  const b = COL_METER + (id % METER_BUCKETS);
+  if (c[b] !== id) {
+    if ((c[b] as number) > id) return;
+    c[b] = id;
+    c[b + METER_BUCKETS] = 0;
   }
+  c[b + METER_BUCKETS] = (c[b + METER_BUCKETS] as number) + n;
+}
 
-  add(n: number, now: number): void {
-    const m = this.buckets;
-    const id = Math.floor(now / METER_BUCKET_MS);
-    const b = id % METER_BUCKETS;
-    if (m[b] !== id) {
-      if ((m[b] as number) > id) return;
-      m[b] = id;
-      m[b + METER_BUCKETS] = 0;
-    }
-    m[b + METER_BUCKETS] = (m[b + METER_BUCKETS] as number) + n;
+/** Bytes per second delivered over the last second as of `now`, from the meter of a link's columns `c`. */
+function meterPerSecond(c: Float64Array, now: number): number {
+  const newest = Math.floor(now / METER_BUCKET_MS);
+  let sum = 0;
+  for (let b = COL_METER; b < COL_METER + METER_BUCKETS; b++) {
+    const id = c[b] as number;
+    if (id > newest - METER_BUCKETS && id <= newest) sum += c[b + METER_BUCKETS] as number;
   }
-
-  perSecond(now: number): number {
-    const m = this.buckets;
-    const newest = Math.floor(now / METER_BUCKET_MS);
-    let sum = 0;
-    for (let b = 0; b < METER_BUCKETS; b++) {
-      const id = m[b] as number;
-      if (id > newest - METER_BUCKETS && id <= newest) sum += m[b + METER_BUCKETS] as number;
-    }
-    return (sum * 1000) / (METER_BUCKETS * METER_BUCKET_MS);
-  }
+  return (sum * 1000) / (METER_BUCKETS * METER_BUCKET_MS);
 }
 
 /**
@@ -220,7 +231,6 @@ class RateMeter {
  * `throughputBps` up to date and returns the link (`rttMs` is kept as send statuses come).
  */
 export class EspNowLink implements Link, LinkEstimate {
-  readonly caps: LinkCaps;
   readonly mac: number;
   /** Its slot in the binding's peer table (and the broadcast segment's peer index). */
   readonly index: number;
@@ -233,12 +243,14 @@ export class EspNowLink implements Link, LinkEstimate {
   readonly queueLevel: WatermarkDetector;
   /** @internal When the radio last took from the queue, or a backlog began in it (Link.stalledMs). */
   movedAt: number;
-  /** The peer's datagram numbers lately received: its resends are dropped (§13.3.3). */
-  readonly inbound: SeqWindow;
+  /**
+   * @internal Its numbers (COL_*), and the view in which its duplicate window's sequence numbers
+   * (§13.3.3) lie from the binding's `seqsAt` (its egress queue's words).
+   */
+  readonly cols: Float64Array;
+  readonly inboundSeqs: Uint16Array;
   sink: LinkSink | null = null;
   closed = false;
-  lastHeard: number;
-  readonly meter: RateMeter;
   /** @internal The judged level. */
   lvl = 0;
   /**
@@ -246,39 +258,56 @@ export class EspNowLink implements Link, LinkEstimate {
    * sets it as it feeds them): only then can a judgement find anything new.
    */
   dirty = false;
-  /** The send-status latency smoothed (RTT_GAIN): the estimate's round trip. */
-  rttMs = 0;
-  /** Bytes per second delivered over the last second, as of the last `estimate`. */
-  throughputBps = 0;
-  private readonly owner: EspNowBinding;
-  private readonly clock: Clock;
   // The last instant the level was asked for (a tick since the link opened stands for one at its
-  // instant), and the binding's tick count when the link opened.
+  // instant): a field, as the core asks at every delivery.
   private judgedAt = -Infinity;
-  private readonly openedAtTick: number;
-  /** The highest tier over this peer (Link.tierCeiling): its pairing's, observer for an unencrypted peer. */
-  private readonly ceiling: number;
+  private readonly owner: EspNowBinding;
 
-  constructor(owner: EspNowBinding, clock: Clock, index: number, mac: number, caps: LinkCaps, queueBytes: number, queueFrames: number, now: number, ceiling: number = Tier.observer) {
+  constructor(owner: EspNowBinding, index: number, mac: number, queueBytes: number, queueFrames: number, now: number, ceiling: number = Tier.observer) {
     this.owner = owner;
-    this.ceiling = ceiling;
-    this.clock = clock;
     this.index = index;
     this.mac = mac;
-    this.caps = caps;
-    this.egress = new Egress(queueBytes, queueFrames);
-    // The detectors', duplicate window's and meter's numbers share one buffer (on XS every
-    // buffer costs heap slots of its own): [loss | broadcast loss | inbound | meter].
-    const lossBytes = caps.broadcast ? 2 * LOSS_BYTES : LOSS_BYTES;
-    const buffer = new ArrayBuffer(lossBytes + SEQ_WINDOW_BYTES + METER_BYTES);
-    this.loss = new LossDetector(now, undefined, buffer, 0);
-    this.broadcastLoss = caps.broadcast ? new LossDetector(now, undefined, buffer, LOSS_BYTES) : null;
-    this.inbound = new SeqWindow(buffer, lossBytes);
-    this.meter = new RateMeter(buffer, lossBytes + SEQ_WINDOW_BYTES);
+    // The egress queue's buffer holds everything of the link's (on XS every buffer and view
+    // costs heap slots of its own): the duplicate window's numbers in words after the frames'
+    // lengths, and after the queue [loss | broadcast loss | columns].
+    const broadcast = owner.caps.broadcast;
+    const lossBytes = broadcast ? 2 * LOSS_BYTES : LOSS_BYTES;
+    const e = new Egress(queueBytes, queueFrames, DUPLICATE_SLOTS, lossBytes + COLS_BYTES);
+    this.egress = e;
+    const buffer = e.queue.mem.buffer as ArrayBuffer;
+    const at = egressTailAt(queueBytes, queueFrames, DUPLICATE_SLOTS);
+    this.loss = new LossDetector(now, undefined, buffer, at);
+    this.broadcastLoss = broadcast ? new LossDetector(now, undefined, buffer, at + LOSS_BYTES) : null;
+    const c = new Float64Array(buffer, at + lossBytes, COLS);
+    this.cols = c;
+    this.inboundSeqs = e.queue.lens;
+    c.fill(-Infinity, COL_INBOUND, COL_INBOUND + DUPLICATE_SLOTS);
+    c.fill(-Infinity, COL_METER, COL_METER + METER_BUCKETS);
+    c[COL_LAST_HEARD] = now;
+    c[COL_OPENED_AT_TICK] = owner.ticks;
+    c[COL_CEILING] = ceiling;
     this.queueLevel = new WatermarkDetector(now);
     this.movedAt = now;
-    this.lastHeard = now;
-    this.openedAtTick = owner.ticks;
+  }
+
+  /** What every link of the binding can do (one object for all of them). */
+  get caps(): LinkCaps {
+    return this.owner.caps;
+  }
+
+  /** The send-status latency smoothed (RTT_GAIN): the estimate's round trip. */
+  get rttMs(): number {
+    return this.cols[COL_RTT] as number;
+  }
+
+  /** Bytes per second delivered over the last second, as of the last `estimate`. */
+  get throughputBps(): number {
+    return this.cols[COL_THROUGHPUT] as number;
+  }
+
+  /** When the peer was last heard. */
+  get lastHeard(): number {
+    return this.cols[COL_LAST_HEARD] as number;
   }
 
   get binding(): string {
@@ -334,9 +363,9 @@ export class EspNowLink implements Link, LinkEstimate {
    * not dirty would judge what it holds.
    */
   get level(): number {
-    const now = this.clock.now();
     const owner = this.owner;
-    if (now !== this.judgedAt && (now !== owner.tickedAt || owner.ticks === this.openedAtTick)) {
+    const now = owner.clock.now();
+    if (now !== this.judgedAt && (now !== owner.tickedAt || owner.ticks === this.cols[COL_OPENED_AT_TICK])) {
       this.judgedAt = now;
       if (this.dirty) this.judge();
     }
@@ -363,7 +392,8 @@ export class EspNowLink implements Link, LinkEstimate {
   }
 
   estimate(): LinkEstimate {
-    this.throughputBps = this.meter.perSecond(this.owner.now());
+    const c = this.cols;
+    c[COL_THROUGHPUT] = meterPerSecond(c, this.owner.now());
     return this;
   }
 
@@ -379,7 +409,7 @@ export class EspNowLink implements Link, LinkEstimate {
 
   /** Fixed for the link's life: the key the station was admitted with decides it (docs/security.md). */
   tierCeiling(): number {
-    return this.ceiling;
+    return this.cols[COL_CEILING] as number;
   }
 
   close(): void {
@@ -408,7 +438,8 @@ export class EspNowBinding implements RadioHandler {
   /** @internal The instant of the last tick, which judged every link open then at it, and how many ticks so far. */
   tickedAt = -Infinity;
   ticks = 0;
-  private readonly clock: Clock;
+  /** @internal */
+  readonly clock: Clock;
   private readonly radio: Radio;
   private readonly attachFn: (link: Link) => LinkSink;
   /** The peer table's slots: a link takes the lowest one no open link holds. */
@@ -424,13 +455,15 @@ export class EspNowBinding implements RadioHandler {
   private readonly nextSeqByMac = new Map<number, number>();
   private readonly queueBytes: number;
   private readonly queueFrames: number;
+  // Where a link's duplicate window's numbers start in its `inboundSeqs`.
+  private readonly seqsAt: number;
   private readonly silenceMs: number;
   /** The paired stations and their keys; their radio entries stay while they are paired. */
   private readonly pairings: PairingTable;
   private readonly allowUnencrypted: boolean;
   private readonly strayEstop: ((bytes: Uint8Array, start: number, end: number) => void) | null;
-  /** Every link's caps. */
-  private readonly caps: LinkCaps;
+  /** @internal Every link's caps. */
+  readonly caps: LinkCaps;
   /** The segment's broadcast stream and its queue's watermark; null on a unicast binding. */
   private readonly bcast: Egress | null;
   private readonly bcastLevel: WatermarkDetector | null;
@@ -439,7 +472,6 @@ export class EspNowBinding implements RadioHandler {
   private readonly ack = new BitmapAck();
   // The one datagram in flight: its stream's datagram area holds it; its stream (a link, or the
   // broadcast stream), its length, when it left.
-  private tx: Uint8Array = new Uint8Array(0);
   private txLen = 0;
   private txBusy = false;
   private txLink: EspNowLink | null = null;
@@ -448,6 +480,11 @@ export class EspNowBinding implements RadioHandler {
   private radioWait = false;
   // The slot of the stream served last (the broadcast stream: the slot count).
   private rrAfter = -1;
+  // Which streams wait, a bit per slot (the broadcast stream's is bit `slots`): with queued
+  // frames, and urgent (an ESTOP or a resend owed). The scheduler picks the next stream in turn
+  // from these in a few operations instead of asking every stream.
+  private queuedMask = 0;
+  private urgentMask = 0;
   // Every stream was found with nothing waiting, and nothing has been queued, written ahead or
   // owed a resend since: the scheduler has nothing to look for, and a frame offered to a free
   // radio goes straight into a datagram of its own (offer).
@@ -464,6 +501,7 @@ export class EspNowBinding implements RadioHandler {
     this.attachFn = options.attach;
     this.queueBytes = options.queueBytes ?? DEFAULT_QUEUE_BYTES;
     this.queueFrames = options.queueFrames ?? DEFAULT_QUEUE_FRAMES;
+    this.seqsAt = this.queueFrames + EGRESS_WORDS;
     this.silenceMs = options.silenceMs ?? PEER_SILENCE_MS;
     this.pairings = new PairingTable(options.maxEncrypted ?? ESPNOW_MAX_ENCRYPTED_PEERS);
     this.allowUnencrypted = options.allowUnencrypted === true;
@@ -472,6 +510,8 @@ export class EspNowBinding implements RadioHandler {
     this.caps = capsOf(broadcast);
     // The broadcast address takes one entry of the radio's peer table.
     const slots = (options.maxPeers ?? ESPNOW_MAX_PEERS) - (broadcast ? 1 : 0);
+    // The scheduler's masks hold a bit per slot and one for the broadcast stream.
+    if (slots > MAX_SLOTS) throw new RangeError(`ESP-NOW: ${slots} peer slots, at most ${MAX_SLOTS}`);
     this.slots = slots > 0 ? slots : 0;
     const now = this.clock.now();
     if (broadcast) {
@@ -600,62 +640,78 @@ export class EspNowBinding implements RadioHandler {
    * as pump would have sent it had it been queued first (the watermark sees it queued and taken).
    */
   offer(link: EspNowLink, frame: Uint8Array, tag: number, seq: number): boolean {
+    const q = link.egress.queue;
+    if (this.segment !== null) return this.offerSegment(link, frame, tag, seq);
+    if (this.dry && !this.txBusy && !this.radioWait) {
+      const length = frame.length;
+      if (length > 0 && length <= q.capacityBytes && q.capacityFrames > 0) return this.direct(link, frame, tag);
+    }
+    // What route does for a unicast binding, the room found once: the frame joins the queue, or
+    // (§13.5.5) it is turned away, which reads as a full queue.
+    const now = this.clock.now();
+    const ql = link.queueLevel;
+    const empty = q.nBytes === 0;
+    if (!q.push(frame, tag)) {
+      ql.refused(now);
+      this.fed(link, ql.level(), ql.quietUntil);
+      return false;
+    }
+    if (empty) {
+      link.movedAt = now;
+      this.queuedMask |= 1 << link.index;
+    }
+    ql.queued(q.nBytes / q.capacityBytes, now);
+    // fed(), inline.
+    if (ql.level() !== link.lvl) {
+      link.dirty = true;
+      this.wakeAt = -Infinity;
+    } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
+    this.dry = false;
+    if (!this.txBusy && !this.radioWait) this.pump();
+    return true;
+  }
+
+  // offer on a broadcast segment.
+  private offerSegment(link: EspNowLink, frame: Uint8Array, tag: number, seq: number): boolean {
+    const length = frame.length;
+    const q = link.egress.queue;
+    // §13.5.5: a frame turned away reads as a full queue.
+    if (!q.canPush(length)) {
+      const ql = link.queueLevel;
+      ql.refused(this.clock.now());
+      this.fed(link, ql.level(), ql.quietUntil);
+      return false;
+    }
+    if (!this.broadcastRoom(length, true)) return false;
+    const now = this.clock.now();
+    if (q.nBytes === 0) link.movedAt = now;
+    this.route(link, frame, tag, seq, now);
+    return true;
+  }
+
+  // offer with every stream idle and the radio free: the frame is the next datagram.
+  private direct(link: EspNowLink, frame: Uint8Array, tag: number): boolean {
     const e = link.egress;
     const q = e.queue;
     const length = frame.length;
-    if (!this.dry || this.txBusy || this.radioWait || this.segment !== null || !(length > 0 && length <= q.capacityBytes && q.capacityFrames > 0)) {
-      if (this.segment === null) {
-        // What route does for a unicast binding, the room found once: the frame joins the queue,
-        // or (§13.5.5) it is turned away, which reads as a full queue.
-        const now = this.clock.now();
-        const ql = link.queueLevel;
-        const empty = q.bytes === 0;
-        if (!q.push(frame, tag)) {
-          ql.refused(now);
-          this.fed(link, ql.level(), ql.quietUntil);
-          return false;
-        }
-        if (empty) link.movedAt = now;
-        ql.queued(q.bytes / q.capacityBytes, now);
-        this.fed(link, ql.level(), ql.quietUntil);
-        this.dry = false;
-        if (!this.txBusy && !this.radioWait) this.pump();
-        return true;
-      }
-      // §13.5.5: a frame turned away reads as a full queue.
-      if (!q.canPush(length)) {
-        const ql = link.queueLevel;
-        ql.refused(this.clock.now());
-        this.fed(link, ql.level(), ql.quietUntil);
-        return false;
-      }
-      if (!this.broadcastRoom(length, true)) return false;
-      const now = this.clock.now();
-      if (q.bytes === 0) link.movedAt = now;
-      this.route(link, frame, tag, seq, now);
-      return true;
-    }
     const now = this.clock.now();
     const n = e.direct(frame, tag);
-    const tx = e.datagram;
+    const tx = q.datagram;
     const len = HEADER_BYTES + 1 + length;
     // The stream served: pump would have picked it (the only one with anything) in its turn.
     this.rrAfter = link.index;
     const mac = link.mac;
     let status = this.radio.send(mac, tx, len);
-    if (status === RadioStatus.NOT_FOUND) {
-      // The radio lost the peer (a Wi-Fi restart clears its table): add it back once.
-      const added = this.radio.addPeer(mac, this.pairings.key(mac));
-      if (added === RadioStatus.OK || added === RadioStatus.EXISTS) status = this.radio.send(mac, tx, len);
-    }
+    if (status === NOT_FOUND) status = this.sendAgain(mac, tx, len);
     const after = this.clock.now();
     const ql = link.queueLevel;
     const ratio = length / q.capacityBytes;
-    if (status === RadioStatus.BUSY || status === RadioStatus.NO_MEM) {
+    if (status === BUSY || status === NO_MEM) {
       // Not taken: the number is the stream's again, and the frame waits in the queue as any other.
       e.seq = n;
-      if (status === RadioStatus.NO_MEM) this.counters.radioNoMem++;
+      if (status === NO_MEM) this.counters.radioNoMem++;
       q.push(frame, tag);
+      this.queuedMask |= 1 << link.index;
       link.movedAt = now;
       ql.queued(ratio, now);
       this.fed(link, ql.level(), ql.quietUntil);
@@ -672,26 +728,26 @@ export class EspNowBinding implements RadioHandler {
       ql.drained(ratio, 0, after);
       lv = ql.level();
     }
-    if (lv !== link.lvl) {
-      link.dirty = true;
-      this.wakeAt = -Infinity;
-    } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
-    if (status !== RadioStatus.OK) {
+    this.fed(link, lv, ql.quietUntil);
+    if (status !== OK) {
       this.counters.radioRefused++;
       return true;
     }
     this.txBusy = true;
-    this.tx = tx;
     this.txLen = len;
     this.txLink = link;
     this.txAt = after;
     this.counters.datagramsSent++;
     const loss = link.loss;
-    if (loss.sent(n, after) !== link.lvl) {
-      link.dirty = true;
-      this.wakeAt = -Infinity;
-    } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
+    this.fed(link, loss.sent(n, after), loss.quietUntil);
     return true;
+  }
+
+  // The radio lost the peer (a Wi-Fi restart clears its table): it is added back once and the
+  // datagram sent again; the status of that.
+  private sendAgain(mac: number, tx: Uint8Array, len: number): number {
+    const added = this.radio.addPeer(mac, this.pairings.key(mac));
+    return added === OK || added === EXISTS ? this.radio.send(mac, tx, len) : NOT_FOUND;
   }
 
   /** @internal a frame the core handed `link`, with its tag and push sequence; the caller found room. */
@@ -702,20 +758,43 @@ export class EspNowBinding implements RadioHandler {
       if (r === Route.COALESCED || r === Route.GATED) return;
       if (r === Route.BROADCAST) {
         if (!this.bcast.queue.push(frame, tag)) this.counters.queueDrops++;
+        else this.queuedMask |= 1 << this.slots;
         const bl = this.bcastLevel as WatermarkDetector;
         bl.queued(fill(this.bcast), now);
         this.broadcastJudged(bl);
-        this.work();
+        this.dry = false;
+        this.pump();
         return;
       }
     }
     if (!link.egress.queue.push(frame, tag)) this.counters.queueDrops++;
+    else this.queuedMask |= 1 << link.index;
     link.queued(now);
-    this.work();
+    this.dry = false;
+    this.pump();
   }
 
-  /** @internal Something was queued, written ahead or owed a resend: the scheduler looks again. */
+  /**
+   * @internal Something was written ahead or owed a resend (or queued behind the scheduler's
+   * back): which streams wait is taken afresh from each, and the scheduler looks again.
+   */
   work(): void {
+    let queued = 0;
+    let urgent = 0;
+    const open = this.open;
+    for (let i = 0; i < open.length; i++) {
+      const l = open[i] as EspNowLink;
+      const e = l.egress;
+      if (e.queue.nFrames > 0) queued |= 1 << l.index;
+      if (e.urgent()) urgent |= 1 << l.index;
+    }
+    const bc = this.bcast;
+    if (bc !== null) {
+      if (bc.queue.nFrames > 0) queued |= 1 << this.slots;
+      if (bc.urgent()) urgent |= 1 << this.slots;
+    }
+    this.queuedMask = queued;
+    this.urgentMask = urgent;
     this.dry = false;
     this.pump();
   }
@@ -725,7 +804,12 @@ export class EspNowBinding implements RadioHandler {
     link.closed = true;
     link.egress.clear();
     const at = this.open.indexOf(link);
-    if (at >= 0) this.open.splice(at, 1);
+    if (at >= 0) {
+      this.open.splice(at, 1);
+      const bit = 1 << link.index;
+      this.queuedMask &= ~bit;
+      this.urgentMask &= ~bit;
+    }
     if (this.byMac.get(link.mac) === link) {
       this.byMac.delete(link.mac);
       // A paired station keeps its entry (its next datagram must decrypt); an unencrypted one's goes.
@@ -746,99 +830,108 @@ export class EspNowBinding implements RadioHandler {
   /** Sends the next datagram if the radio is free: ESTOP and retransmissions first, then round-robin. */
   pump(): void {
     if (this.txBusy || this.radioWait || this.dry) return;
-    const open = this.open;
-    const n = open.length;
-    const bc = this.bcast;
-    const total = n + (bc !== null ? 1 : 0);
-    // The streams in slot order, the broadcast stream last; the turn passes on from the last served.
-    let start = 0;
+    // The streams in slot order, the broadcast stream last; the turn passes on from the last
+    // served (after the broadcast stream, it is first again). An urgent datagram (ESTOP, a resend)
+    // goes first and does not take its stream's turn: the round-robin order stands; else the
+    // first stream in turn with anything queued.
+    const urgent = this.urgentMask;
+    const queued = this.queuedMask;
     const rr = this.rrAfter;
-    while (start < n && (open[start] as EspNowLink).index <= rr) start++;
-    // An urgent datagram (ESTOP, a resend) goes first and does not take its stream's turn: the
-    // round-robin order stands; else the first stream in turn with anything queued.
-    let pick = -1;
-    let next = -1;
-    let waiting = 0;
-    for (let k = 0; k < total; k++) {
-      const j = start + k < total ? start + k : start + k - total;
-      const w = (j < n ? (open[j] as EspNowLink).egress : (bc as Egress)).work();
-      if (w === 2) {
-        pick = j;
-        break;
-      }
-      if (w === 1) {
-        if (next < 0) next = j;
-        waiting++;
-      }
-    }
-    // Whether the stream served is the only one with anything (every stream was looked at).
-    const sole = pick < 0 && waiting === 1;
-    if (pick < 0) {
-      if (next < 0) {
+    const from = rr < this.slots ? rr + 1 : this.slots;
+    let pick: number;
+    // Whether the stream served is the only one with anything.
+    let sole = false;
+    if (urgent !== 0) {
+      const later = urgent & (-1 << from);
+      const m = later !== 0 ? later : urgent;
+      pick = 31 - Math.clz32(m & -m);
+    } else {
+      if (queued === 0) {
         this.dry = true;
         return;
       }
-      pick = next;
-      this.rrAfter = pick < n ? (open[pick] as EspNowLink).index : this.slots;
+      const later = queued & (-1 << from);
+      const m = later !== 0 ? later : queued;
+      pick = 31 - Math.clz32(m & -m);
+      sole = (queued & (queued - 1)) === 0;
+      this.rrAfter = pick;
     }
-    const link = pick < n ? (open[pick] as EspNowLink) : null;
-    const e = link !== null ? link.egress : (bc as Egress);
+    let link: EspNowLink | null = null;
+    if (pick < this.slots) {
+      // The open link in that slot: the open links are in slot order, none later in `open` than
+      // its slot (at it while no lower slot is free).
+      const open = this.open;
+      let i = pick < open.length ? pick : open.length - 1;
+      link = open[i] as EspNowLink;
+      while (link.index !== pick && i > 0) link = open[--i] as EspNowLink;
+    }
+    const e = link !== null ? link.egress : (this.bcast as Egress);
     const len = e.pack(HEADER_BYTES);
     if (len === 0) return;
-    const tx = e.datagram;
-    // The header (writeHeader's three bytes).
-    const number = e.packedSeq();
-    tx[0] = link ? DATAGRAM_HEADER_BYTE : DATAGRAM_HEADER_BYTE | DatagramFlag.BROADCAST;
+    const q = e.queue;
+    const tx = q.datagram;
+    // The header (writeHeader's three bytes); plain traffic is numbered from the stream's next.
+    const number = e.hot ? e.packedSeq() : e.seq;
+    tx[0] = link !== null ? DATAGRAM_HEADER_BYTE : DATAGRAM_HEADER_BYTE | DatagramFlag.BROADCAST;
     tx[1] = number >>> 8;
     tx[2] = number & 0xff;
-    const mac = link ? link.mac : BROADCAST_MAC;
+    const mac = link !== null ? link.mac : BROADCAST_MAC;
     let status = this.radio.send(mac, tx, len);
-    if (status === RadioStatus.NOT_FOUND && link) {
-      // The radio lost the peer (a Wi-Fi restart clears its table): add it back once.
-      const added = this.radio.addPeer(mac, this.pairings.key(mac));
-      if (added === RadioStatus.OK || added === RadioStatus.EXISTS) status = this.radio.send(mac, tx, len);
+    if (status !== OK) {
+      if (status === NOT_FOUND && link !== null) status = this.sendAgain(mac, tx, len);
+      if (status === BUSY || status === NO_MEM) {
+        if (status === NO_MEM) this.counters.radioNoMem++;
+        this.radioWait = true;
+        return;
+      }
     }
     const now = this.clock.now();
-    if (status === RadioStatus.BUSY || status === RadioStatus.NO_MEM) {
-      if (status === RadioStatus.NO_MEM) this.counters.radioNoMem++;
-      this.radioWait = true;
-      return;
-    }
     // §13.5.1: the watermark is the backlog this datagram found queued.
-    const q = e.queue;
     const cap = q.capacityBytes;
-    const found = q.bytes / cap;
+    const found = q.nBytes / cap;
     const seq = e.commit();
-    // The only stream with anything took all it had: every stream is idle.
-    if (sole && q.bytes === 0) this.dry = true;
-    if (link) {
+    const left = q.nBytes;
+    if (left === 0) {
+      this.queuedMask &= ~(1 << pick);
+      // The only stream with anything took all it had: every stream is idle.
+      if (sole) this.dry = true;
+    }
+    if (urgent !== 0 && !e.hot) this.urgentMask &= ~(1 << pick);
+    if (link !== null) {
       link.movedAt = now;
       const ql = link.queueLevel;
-      ql.drained(found, q.bytes / cap, now);
-      this.fed(link, ql.level(), ql.quietUntil);
+      ql.drained(found, left / cap, now);
+      // fed(), inline.
+      if (ql.level() !== link.lvl) {
+        link.dirty = true;
+        this.wakeAt = -Infinity;
+      } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
     } else {
       const bl = this.bcastLevel as WatermarkDetector;
-      bl.drained(found, q.bytes / cap, now);
+      bl.drained(found, left / cap, now);
       this.broadcastJudged(bl);
     }
-    if (status !== RadioStatus.OK) {
+    if (status !== OK) {
       this.counters.radioRefused++;
       return;
     }
     this.txBusy = true;
-    this.tx = tx;
     this.txLen = len;
     this.txLink = link;
     this.txAt = now;
     this.counters.datagramsSent++;
-    if (link) {
+    if (link !== null) {
       const loss = link.loss;
-      this.fed(link, loss.sent(seq, now), loss.quietUntil);
+      // fed(), inline.
+      if (loss.sent(seq, now) !== link.lvl) {
+        link.dirty = true;
+        this.wakeAt = -Infinity;
+      } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
     } else {
       this.counters.broadcastDatagrams++;
-      const open2 = this.open;
-      for (let i = 0; i < open2.length; i++) {
-        const l = open2[i] as EspNowLink;
+      const open = this.open;
+      for (let i = 0; i < open.length; i++) {
+        const l = open[i] as EspNowLink;
         const bl = l.broadcastLoss;
         if (bl !== null) this.fed(l, bl.sent(seq, now), bl.quietUntil);
       }
@@ -858,19 +951,23 @@ export class EspNowBinding implements RadioHandler {
     const link = this.txLink;
     this.txLink = null;
     const payload = this.txLen - HEADER_BYTES;
-    if (link) {
+    if (link !== null) {
       if (!link.closed && link.mac === mac) {
         const loss = link.loss;
         if (loss.sendStatus(ok, now) !== link.lvl) {
           link.dirty = true;
           this.wakeAt = -Infinity;
         } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
+        const c = link.cols;
         const latency = now - this.txAt;
-        link.rttMs = link.rttMs === 0 ? latency : link.rttMs + RTT_GAIN * (latency - link.rttMs);
-        if (ok) link.meter.add(payload, now);
+        const rtt = c[COL_RTT] as number;
+        c[COL_RTT] = rtt === 0 ? latency : rtt + RTT_GAIN * (latency - rtt);
+        if (ok) meterAdd(c, payload, now);
         else {
           this.counters.datagramsFailed++;
-          link.egress.failed(this.tx, HEADER_BYTES, this.txLen);
+          const e = link.egress;
+          e.failed(e.queue.datagram, HEADER_BYTES, this.txLen);
+          if (e.hot) this.urgentMask |= 1 << link.index;
           this.dry = false;
         }
       }
@@ -882,7 +979,7 @@ export class EspNowBinding implements RadioHandler {
         if (bl === null) continue;
         this.fed(l, bl.sendStatus(ok, now), bl.quietUntil);
         // Broadcast has no acknowledgement: what a peer got is the payload less its loss rate.
-        l.meter.add(payload * (1 - bl.ratio()), now);
+        meterAdd(l.cols, payload * (1 - bl.ratio()), now);
       }
     }
     if (!this.dry) this.pump();
@@ -896,11 +993,12 @@ export class EspNowBinding implements RadioHandler {
     if (link !== undefined && data[0] === DATAGRAM_HEADER_BYTE && length <= DATAGRAM_MAX_BYTES && length <= data.length && length === HEADER_BYTES + 1 + (data[HEADER_BYTES] as number) && length > HEADER_BYTES + 1) {
       this.counters.datagramsReceived++;
       // As heard() does.
-      link.lastHeard = now;
+      const c = link.cols;
+      c[COL_LAST_HEARD] = now;
       if (now < this.oldestHeard) this.oldestHeard = now;
       if (link.egress.owedEstop && link.egress.takeOwedEstop()) this.work();
       // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
-      if (link.inbound.seen(((data[1] as number) << 8) | (data[2] as number), now)) {
+      if (seqSeen(c, link.inboundSeqs, this.seqsAt, ((data[1] as number) << 8) | (data[2] as number), now)) {
         this.counters.duplicates++;
         return;
       }
@@ -943,7 +1041,7 @@ export class EspNowBinding implements RadioHandler {
     }
     this.heard(l, now);
     // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
-    if (!c.bare && l.inbound.seen(c.seq, now)) {
+    if (!c.bare && seqSeen(l.cols, l.inboundSeqs, this.seqsAt, c.seq, now)) {
       this.counters.duplicates++;
       return;
     }
@@ -981,7 +1079,7 @@ export class EspNowBinding implements RadioHandler {
 
   // `link` was heard at `now`.
   private heard(link: EspNowLink, now: number): void {
-    link.lastHeard = now;
+    link.cols[COL_LAST_HEARD] = now;
     if (now < this.oldestHeard) this.oldestHeard = now;
     // §11.2: the peer is back within reach; an ESTOP whose resends failed while it was not goes again.
     if (link.egress.owedEstop && link.egress.takeOwedEstop()) this.work();
@@ -1007,7 +1105,7 @@ export class EspNowBinding implements RadioHandler {
       }
     }
     const ceiling = paired ? this.pairings.ceiling(mac) : Tier.observer;
-    const link = new EspNowLink(this, this.clock, slot, mac, this.caps, this.queueBytes, this.queueFrames, now, ceiling);
+    const link = new EspNowLink(this, slot, mac, this.queueBytes, this.queueFrames, now, ceiling);
     const seq = this.nextSeqByMac.get(mac);
     if (seq !== undefined) link.egress.seq = seq;
     open.splice(slot, 0, link);
