@@ -8,8 +8,7 @@ import type { ChannelInfo } from '../catalog/index.js';
 import { ChannelClass, Direction, StreamKind } from '../catalog/schema.js';
 import { dataPrefix } from './fast-frames.js';
 import { FrameType, RESUME_TOKEN_BYTES } from './frame-types.js';
-import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S } from './constants.js';
-import { type NackThrottle, TokenBucket, type WindowCounter } from './limits.js';
+import { type Guard, TokenBucket } from './limits.js';
 import { EventRing, FrameRing, StallClock } from './queues.js';
 import { LinkBudget } from './regrant.js';
 import { DECIMATION_STATE, resetDecimation, shedBase } from './shed.js';
@@ -271,14 +270,6 @@ export class Session {
   readonly tier: number;
   state: SessionStateCode = SessionState.ACTIVE;
   link: Link | null = null;
-  /** Filled by the hub when the session opens, refilled in place on every resume. */
-  readonly resumeToken: Uint8Array;
-  /**
-   * §6.6: the token the client last resumed with, still good while `priorValid`: until the
-   * client is heard on the resumed session, nothing shows it got the WELCOME with the new token,
-   * and a transport lost before that WELCOME arrived must not leave the session unresumable.
-   */
-  readonly priorToken: Uint8Array;
   priorValid = false;
   /** Granted publications, in the order first granted (a few per session: found by a scan). */
   readonly pubs: Publication[] = [];
@@ -286,11 +277,6 @@ export class Session {
   readonly neverShed: FrameRing;
   readonly stall = new StallClock();
   readonly budget = new LinkBudget();
-  readonly intentBucket: TokenBucket;
-  /** §12 RATE_LIMITED throttle: the transport's own before HELLO (conn.ts Conn), restarted then. */
-  readonly rateNacks: NackThrottle;
-  /** §12: the counter of the transport that opened the session, restarted at HELLO (conn.ts). */
-  readonly malformed: WindowCounter;
   lastHeard: number;
   staleSince = 0;
   /**
@@ -312,29 +298,18 @@ export class Session {
 
   /**
    * `neverShed`: the slot's never-shed queue (the hub keeps one per slot, in its egress arena),
-   * emptied. `malformed` and `rateNacks`: the opening transport's, restarted: a transport needs
-   * them only until its HELLO, so the session takes them over rather than making its own.
-   * `tokens`: the hub's buffer of every slot's resume tokens (sessions.ts).
+   * emptied. `guard`: the session's counters and intent bucket, in the slot's row of the hub's
+   * store of them (sessions.ts). `tokens`: the hub's buffer of every slot's resume tokens.
    */
-  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, malformed: WindowCounter, rateNacks: NackThrottle, tokens?: ArrayBuffer) {
+  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, guard: Guard, tokens: Uint8Array) {
     this.id = id;
     this.slot = slot;
     this.tier = tier;
-    // Both tokens: the slot's place in the hub's buffer of them (on XS a buffer costs heap slots
-    // of its own), or a buffer of their own. The slot's last session is gone by now; what it left
-    // is overwritten at open (resumeToken) or unread (priorToken, not valid).
-    const at = tokens ? slot * 2 * RESUME_TOKEN_BYTES : 0;
-    const b = tokens ?? new ArrayBuffer(2 * RESUME_TOKEN_BYTES);
-    this.resumeToken = new Uint8Array(b, at, RESUME_TOKEN_BYTES);
-    this.priorToken = new Uint8Array(b, at + RESUME_TOKEN_BYTES, RESUME_TOKEN_BYTES);
     this.lastHeard = now;
     neverShed.clear();
     this.neverShed = neverShed;
-    this.intentBucket = new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now);
-    malformed.reset();
-    this.malformed = malformed;
-    rateNacks.reset();
-    this.rateNacks = rateNacks;
+    this.guard = guard;
+    this.tokens = tokens;
   }
 
   publication(channelId: number): Publication | undefined {
@@ -352,6 +327,47 @@ export class Session {
   /** One more frame handed to the transport (counted modulo 2^32). */
   handed(): void {
     this.sentFrames = (this.sentFrames + 1) >>> 0;
+  }
+
+  /**
+   * §12 the malformed-frame counter and the RATE_LIMITED throttle, §9.3 the intent bucket
+   * (limits.ts Guard: `malformed`, `rateNacks` and `intentBucket` are its faces).
+   */
+  readonly guard: Guard;
+  /**
+   * The hub's buffer of every slot's two resume tokens (sessions.ts): this slot's at
+   * slot × 2 × RESUME_TOKEN_BYTES (on XS a view a token would cost heap slots of its own). The
+   * slot's last session is gone by now; what it left is overwritten at open (resumeToken) or
+   * unread (priorToken, not valid).
+   */
+  private readonly tokens: Uint8Array;
+
+  get malformed(): Guard {
+    return this.guard;
+  }
+
+  get rateNacks(): Guard {
+    return this.guard;
+  }
+
+  get intentBucket(): Guard {
+    return this.guard;
+  }
+
+  /** Filled by the hub when the session opens, refilled in place on every resume (a view made at HELLO, not kept). */
+  get resumeToken(): Uint8Array {
+    const at = this.slot * 2 * RESUME_TOKEN_BYTES;
+    return this.tokens.subarray(at, at + RESUME_TOKEN_BYTES);
+  }
+
+  /**
+   * §6.6: the token the client last resumed with, still good while `priorValid`: until the
+   * client is heard on the resumed session, nothing shows it got the WELCOME with the new token,
+   * and a transport lost before that WELCOME arrived must not leave the session unresumable.
+   */
+  get priorToken(): Uint8Array {
+    const at = (this.slot * 2 + 1) * RESUME_TOKEN_BYTES;
+    return this.tokens.subarray(at, at + RESUME_TOKEN_BYTES);
   }
 }
 

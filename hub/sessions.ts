@@ -7,7 +7,8 @@ import { GoodbyeReason, FrameType, PROTOCOL_VERSION, RESUME_TOKEN_BYTES, type He
 import { tierFor } from './credentials.js';
 import type { Conn } from './conn.js';
 import type { Hub } from './hub.js';
-import { constantTimeEqual } from './limits.js';
+import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S, PRE_SESSION_BYTES_DEPTH, PRE_SESSION_BYTES_PER_S } from './constants.js';
+import { constantTimeEqual, Guard, GUARD_ROW } from './limits.js';
 import { Nack } from './nack.js';
 import { DECIMATION_STATE, resetDecimation } from './shed.js';
 import { Session, SessionState } from './session.js';
@@ -23,12 +24,42 @@ export function tierCeilingOf(link: Link): number {
   return c >= Tier.maintainer ? Tier.maintainer : c >= Tier.operator ? Tier.operator : Tier.observer;
 }
 
+/** Transports waiting for their HELLO whose guards the hub's store holds (more make rows of their own). */
+export const CONN_GUARD_ROWS = 4;
+
 export class SessionKeeper {
   private nextId = 1;
   /** Every slot's two resume tokens, made with the first session (one buffer, not one a session: on XS a buffer costs heap slots). */
-  private tokens: ArrayBuffer | null = null;
+  private tokens: Uint8Array | null = null;
+  /**
+   * The rows of the sessions' and the transports' guards (limits.ts Guard): slot s's session row
+   * s, then CONN_GUARD_ROWS rows for transports waiting for their HELLO (one store for all: on XS
+   * every typed array costs heap slots).
+   */
+  private readonly guards: Float64Array;
 
-  constructor(private readonly hub: Hub) {}
+  constructor(private readonly hub: Hub) {
+    this.guards = new Float64Array((hub.slots.length + CONN_GUARD_ROWS) * GUARD_ROW);
+  }
+
+  /**
+   * A new transport's guard (conn.ts): its bucket full, its counters empty, in a transport row
+   * no transport still waiting for its HELLO holds (one with a session never reads its guard
+   * again), or in a row of its own when all are held.
+   */
+  connGuard(now: number): Guard {
+    const conns = this.hub.conns;
+    const store = this.guards;
+    for (let r = this.hub.slots.length; (r + 1) * GUARD_ROW <= store.length; r++) {
+      let held = false;
+      for (let i = 0; i < conns.length && !held; i++) {
+        const g = (conns[i] as Conn).guard;
+        held = (conns[i] as Conn).session === null && g.store === store && g.at === r * GUARD_ROW;
+      }
+      if (!held) return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, store, r * GUARD_ROW);
+    }
+    return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, new Float64Array(GUARD_ROW), 0);
+  }
 
   hello(conn: Conn, f: HelloFrame, now: number): void {
     const hub = this.hub;
@@ -81,9 +112,11 @@ export class SessionKeeper {
       const capped = tier > ceiling;
       if (capped) tier = ceiling;
       const slot = this.freeSlot();
-      // The transport's malformed-frame counter and NACK throttle become the session's, restarted (§12).
-      const tokens = (this.tokens ??= new ArrayBuffer(hub.slots.length * 2 * RESUME_TOKEN_BYTES));
-      s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), conn.malformed, conn.nackThrottle, tokens);
+      // The session's malformed-frame counter and NACK throttle start empty, as the transport's
+      // would be restarted (§12), and its intent bucket full (§9.3).
+      const tokens = (this.tokens ??= new Uint8Array(hub.slots.length * 2 * RESUME_TOKEN_BYTES));
+      const guard = new Guard(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now, this.guards, slot * GUARD_ROW);
+      s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), guard, tokens);
       hub.random.fill(s.resumeToken);
       hub.slots[slot] = s;
       s.link = conn.link;
