@@ -2,9 +2,11 @@
 // (§10.4 "park, not kill"), and the per-(subscriber, EVENT channel) queue that drops the
 // oldest with a visible counter (§9.4). Nothing here allocates per call.
 
-import { NEVER_SHED_STALL_EVICTION_MS } from './constants.js';
 import { StagedBytes } from './bytes.js';
 import type { Link } from './ports.js';
+
+// §10.4 the never-shed queue's stall clock lives with the link's other controller (regrant.ts).
+export { StallClock } from './regrant.js';
 
 /**
  * §10.4 never-shed queue: whole frames that the link could not take at once wait here, in
@@ -450,44 +452,5 @@ export class EventRing<T> {
     }
     for (let i = this.released; i < min; i++) this.items[i % this.capacity] = undefined;
     if (min > this.released) this.released = min;
-  }
-}
-
-/**
- * §10.4 "park, not kill": how long a never-shed queue has been non-empty without making
- * progress. The hub calls `update` whenever it pushes to or drains the queue (at the latest
- * once per tick); the stall is measured from the first update that saw the queue non-empty
- * with no progress, or from the last progress. `parkDue(now)` is true once that has lasted
- * NEVER_SHED_STALL_EVICTION_MS (2000 ms) or more: at 1999 ms not, at 2000 ms yes.
- */
-export class StallClock {
-  private stalled = false;
-  private since = 0;
-
-  constructor(readonly limitMs: number = NEVER_SHED_STALL_EVICTION_MS) {}
-
-  update(nonEmpty: boolean, progressed: boolean, now: number): void {
-    if (!nonEmpty) {
-      this.stalled = false;
-    } else if (progressed || !this.stalled) {
-      this.stalled = true;
-      this.since = now;
-    }
-  }
-
-  /** Milliseconds stalled at `now`; 0 when not stalled. */
-  stalledFor(now: number): number {
-    if (!this.stalled) return 0;
-    const d = now - this.since;
-    return d > 0 ? d : 0;
-  }
-
-  /** §10.4: the session is parked (STALE, transport closed) when this turns true. */
-  parkDue(now: number): boolean {
-    return this.stalled && now - this.since >= this.limitMs;
-  }
-
-  reset(): void {
-    this.stalled = false;
   }
 }

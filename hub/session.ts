@@ -8,9 +8,11 @@ import type { ChannelInfo } from '../catalog/index.js';
 import { ChannelClass, Direction, StreamKind } from '../catalog/schema.js';
 import { dataPrefix } from './fast-frames.js';
 import { FrameType, RESUME_TOKEN_BYTES } from './frame-types.js';
-import { type Guard, TokenBucket } from './limits.js';
-import { EventRing, FrameRing, StallClock } from './queues.js';
-import { LinkBudget } from './regrant.js';
+import { NEVER_SHED_STALL_EVICTION_MS } from './constants.js';
+import { type Guard, GUARD_ROW, TokenBucket } from './limits.js';
+import { EventRing, FrameRing } from './queues.js';
+import { LINK_BUDGET_ROW, linkBudgetNextAt, linkBudgetReset, linkBudgetUpdate, parkDue, REGRANT_FLOOR_BPS, STALL_ROW, stallUpdate } from './regrant.js';
+import type { LinkEstimate } from './ports.js';
 import { DECIMATION_STATE, resetDecimation, shedBase } from './shed.js';
 import { Tag, tagOf, type Link } from './ports.js';
 
@@ -264,6 +266,12 @@ export class Publication {
   }
 }
 
+// A session's guard row (sessions.ts): the guard's, then its link budget, then its stall clock.
+const BUDGET_AT = GUARD_ROW;
+const STALL_AT = BUDGET_AT + LINK_BUDGET_ROW;
+/** The numbers of a session's row of the hub's guard store (a transport's row is as wide). */
+export const SESSION_ROW = STALL_AT + STALL_ROW;
+
 export class Session {
   readonly id: number;
   readonly slot: number;
@@ -275,8 +283,6 @@ export class Session {
   readonly pubs: Publication[] = [];
   /** §10.4 the never-shed queue: critical frames the link could not take at once. */
   readonly neverShed: FrameRing;
-  readonly stall = new StallClock();
-  readonly budget = new LinkBudget();
   lastHeard: number;
   staleSince = 0;
   /**
@@ -310,6 +316,9 @@ export class Session {
     this.neverShed = neverShed;
     this.guard = guard;
     this.tokens = tokens;
+    // A new session's link: unlimited (regrant.ts rule 1), its never-shed queue not stalled.
+    linkBudgetReset(guard.store, guard.at + BUDGET_AT);
+    this.stallReset();
   }
 
   publication(channelId: number): Publication | undefined {
@@ -352,6 +361,45 @@ export class Session {
 
   get intentBucket(): Guard {
     return this.guard;
+  }
+
+  // §10.3 the re-grant controller and §10.4 the never-shed queue's stall clock (regrant.ts
+  // LinkBudget, StallClock), kept in the guard's row past its counters (SESSION_ROW).
+
+  /** The session's link budget in bytes/s; Infinity is unlimited (LinkBudget.budgetBps). */
+  get budgetBps(): number {
+    return this.guard.store[this.guard.at + BUDGET_AT] as number;
+  }
+
+  /** LinkBudget.update: true when the budget changed. */
+  budgetUpdate(level: number, estimate: Readonly<Pick<LinkEstimate, 'throughputBps'>>, demandBps: number, now: number): boolean {
+    return linkBudgetUpdate(this.guard.store, this.guard.at + BUDGET_AT, REGRANT_FLOOR_BPS, level, estimate, demandBps, now);
+  }
+
+  /** LinkBudget.nextAt. */
+  budgetNextAt(level: number): number {
+    return linkBudgetNextAt(this.guard.store, this.guard.at + BUDGET_AT, level);
+  }
+
+  /** StallClock.update, on the never-shed queue. */
+  stallUpdate(nonEmpty: boolean, progressed: boolean, now: number): void {
+    stallUpdate(this.guard.store, this.guard.at + STALL_AT, nonEmpty, progressed, now);
+  }
+
+  /** StallClock.parkDue: stalled NEVER_SHED_STALL_EVICTION_MS or more. */
+  parkDue(now: number): boolean {
+    return parkDue(this.guard.store, this.guard.at + STALL_AT, NEVER_SHED_STALL_EVICTION_MS, now);
+  }
+
+  /** On resume, the link is fresh: unlimited (LinkBudget.reset), not stalled (StallClock.reset). */
+  resetLink(): void {
+    linkBudgetReset(this.guard.store, this.guard.at + BUDGET_AT);
+    this.stallReset();
+  }
+
+  /** StallClock.reset. */
+  stallReset(): void {
+    this.guard.store[this.guard.at + STALL_AT] = 0;
   }
 
   /** Filled by the hub when the session opens, refilled in place on every resume (a view made at HELLO, not kept). */

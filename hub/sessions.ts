@@ -11,7 +11,7 @@ import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S, PRE_SESSION_BYTES_DEPTH, PRE_SE
 import { constantTimeEqual, Guard, GUARD_ROW } from './limits.js';
 import { Nack } from './nack.js';
 import { DECIMATION_STATE, resetDecimation } from './shed.js';
-import { Session, SessionState } from './session.js';
+import { Session, SESSION_ROW, SessionState } from './session.js';
 import { StreamKind, Tier } from '../catalog/schema.js';
 import type { Link } from './ports.js';
 
@@ -39,7 +39,7 @@ export class SessionKeeper {
   private readonly guards: Float64Array;
 
   constructor(private readonly hub: Hub) {
-    this.guards = new Float64Array((hub.slots.length + CONN_GUARD_ROWS) * GUARD_ROW);
+    this.guards = new Float64Array((hub.slots.length + CONN_GUARD_ROWS) * SESSION_ROW);
   }
 
   /**
@@ -50,13 +50,13 @@ export class SessionKeeper {
   connGuard(now: number): Guard {
     const conns = this.hub.conns;
     const store = this.guards;
-    for (let r = this.hub.slots.length; (r + 1) * GUARD_ROW <= store.length; r++) {
+    for (let r = this.hub.slots.length; (r + 1) * SESSION_ROW <= store.length; r++) {
       let held = false;
       for (let i = 0; i < conns.length && !held; i++) {
         const g = (conns[i] as Conn).guard;
-        held = (conns[i] as Conn).session === null && g.store === store && g.at === r * GUARD_ROW;
+        held = (conns[i] as Conn).session === null && g.store === store && g.at === r * SESSION_ROW;
       }
-      if (!held) return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, store, r * GUARD_ROW);
+      if (!held) return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, store, r * SESSION_ROW);
     }
     return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, new Float64Array(GUARD_ROW), 0);
   }
@@ -115,7 +115,7 @@ export class SessionKeeper {
       // The session's malformed-frame counter and NACK throttle start empty, as the transport's
       // would be restarted (§12), and its intent bucket full (§9.3).
       const tokens = (this.tokens ??= new Uint8Array(hub.slots.length * 2 * RESUME_TOKEN_BYTES));
-      const guard = new Guard(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now, this.guards, slot * GUARD_ROW);
+      const guard = new Guard(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now, this.guards, slot * SESSION_ROW);
       s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), guard, tokens);
       hub.random.fill(s.resumeToken);
       hub.slots[slot] = s;
@@ -192,8 +192,7 @@ export class SessionKeeper {
     s.state = SessionState.ACTIVE;
     s.lastHeard = now;
     s.neverShed.clear();
-    s.stall.reset();
-    s.budget.reset();
+    s.resetLink();
     s.sentFrames = conn.sent;
     s.healthText = null;
     s.eventsOwed = true;
@@ -255,7 +254,7 @@ export class SessionKeeper {
     s.state = SessionState.STALE;
     s.staleSince = now;
     s.neverShed.clear();
-    s.stall.reset();
+    s.stallReset();
     const t = hub.table;
     for (let i = 0; i < t.routeCount[s.slot]!; i++) {
       const route = hub.plan.subscribedRoute(s, i);
