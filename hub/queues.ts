@@ -328,6 +328,9 @@ export class EventQueue<T> {
   }
 }
 
+/** The numbers an EventRing keeps per reader: its cursor and its lost count. */
+export const EVENT_READER_SLOTS = 2;
+
 /**
  * §9.4 for every subscriber of one EVENT channel at once. A (subscriber, channel) queue of depth
  * d that drops its oldest holds, at any moment, some of the channel's newest d events, in the
@@ -345,42 +348,51 @@ export class EventRing<T> {
   private pushed = 0; // events pushed since construction: the cursor just past the newest
   private released = 0; // items before this cursor no longer held
   private readers = 0; // readers reading
-  // Per reader: the cursor of its next event, -1 while it is not reading.
-  private readonly cursors: Float64Array;
-  // Per reader: events lost (overflow or `drop`) since its last delivered one.
-  private readonly lost: Float64Array;
+  // Per reader r: the cursor of its next event (-1 while it is not reading) at at + 2r, the
+  // events it lost (overflow or `drop`) since its last delivered one at at + 2r + 1, in a store
+  // of its own or one the hub's rings share (on XS each typed array costs heap slots).
+  private readonly r: Float64Array;
+  private readonly at: number;
+  private readonly n: number;
 
+  /** `store`, `at`: where its readers' numbers go, EVENT_READER_SLOTS × readers of them. */
   constructor(
     readonly capacity: number,
     readers: number,
+    store?: Float64Array,
+    at = 0,
   ) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EventRing capacity must be an integer ≥ 1');
     if (!Number.isInteger(readers) || readers < 1) throw new RangeError('EventRing readers must be an integer ≥ 1');
+    if (store !== undefined && !(Number.isInteger(at) && at >= 0 && at + EVENT_READER_SLOTS * readers <= store.length)) throw new RangeError('EventRing: the store is too small');
     this.items = new Array<T | undefined>(capacity).fill(undefined);
-    // Both per-reader arrays share one buffer (on XS a buffer costs heap slots of its own).
-    const buffer = new ArrayBuffer(readers * 16);
-    this.cursors = new Float64Array(buffer, 0, readers).fill(-1);
-    this.lost = new Float64Array(buffer, readers * 8, readers);
+    this.r = store ?? new Float64Array(EVENT_READER_SLOTS * readers);
+    this.at = store !== undefined ? at : 0;
+    this.n = readers;
+    for (let i = 0; i < readers; i++) {
+      this.r[this.at + 2 * i] = -1;
+      this.r[this.at + 2 * i + 1] = 0;
+    }
   }
 
   /** A reader starts with an empty queue: only events pushed from now on reach it. */
   join(reader: number): void {
     if (!this.reading(reader)) this.readers++;
-    this.cursors[reader] = this.pushed;
-    this.lost[reader] = 0;
+    this.r[this.at + 2 * reader] = this.pushed;
+    this.r[this.at + 2 * reader + 1] = 0;
     this.release(); // a reader that joins again forgets what it had not read
   }
 
   /** A reader stops; what it had not read is forgotten with its count. */
   leave(reader: number): void {
     if (this.reading(reader)) this.readers--;
-    this.cursors[reader] = -1;
-    this.lost[reader] = 0;
+    this.r[this.at + 2 * reader] = -1;
+    this.r[this.at + 2 * reader + 1] = 0;
     this.release();
   }
 
   reading(reader: number): boolean {
-    return (this.cursors[reader] as number) >= 0;
+    return (this.r[this.at + 2 * reader] as number) >= 0;
   }
 
   /** Events the ring still holds for some reader (the others are released). */
@@ -414,40 +426,42 @@ export class EventRing<T> {
   /** The reader's oldest event was delivered: it moves on and its lost count starts again. */
   shift(reader: number): void {
     if (this.peek(reader) === undefined) return;
-    this.cursors[reader] = (this.cursors[reader] as number) + 1;
-    this.lost[reader] = 0;
+    this.r[this.at + 2 * reader] = (this.r[this.at + 2 * reader] as number) + 1;
+    this.r[this.at + 2 * reader + 1] = 0;
     this.release();
   }
 
   /** The reader's oldest event is discarded without delivery and counted as lost. */
   drop(reader: number): void {
     if (this.peek(reader) === undefined) return;
-    this.cursors[reader] = (this.cursors[reader] as number) + 1;
-    this.lost[reader] = (this.lost[reader] as number) + 1;
+    const k = this.at + 2 * reader;
+    this.r[k] = (this.r[k] as number) + 1;
+    this.r[k + 1] = (this.r[k + 1] as number) + 1;
     this.release();
   }
 
   /** Events the reader lost since its last delivered one (§9.4: the next delivery carries it). */
   dropped(reader: number): number {
     this.catchUp(reader);
-    return this.lost[reader] as number;
+    return this.r[this.at + 2 * reader + 1] as number;
   }
 
   // Events that fell out of the ring before the reader got to them are lost, oldest first.
   private catchUp(reader: number): number {
-    const c = this.cursors[reader] as number;
+    const k = this.at + 2 * reader;
+    const c = this.r[k] as number;
     const oldest = this.pushed - this.capacity;
     if (c < 0 || c >= oldest) return c;
-    this.lost[reader] = (this.lost[reader] as number) + (oldest - c);
-    this.cursors[reader] = oldest;
+    this.r[k + 1] = (this.r[k + 1] as number) + (oldest - c);
+    this.r[k] = oldest;
     return oldest;
   }
 
   // Forgets the items that no reader will read again.
   private release(): void {
     let min = this.pushed;
-    for (let r = 0; r < this.cursors.length; r++) {
-      const c = this.cursors[r] as number;
+    for (let i = 0; i < this.n; i++) {
+      const c = this.r[this.at + 2 * i] as number;
       if (c >= 0 && c < min) min = c;
     }
     for (let i = this.released; i < min; i++) this.items[i % this.capacity] = undefined;

@@ -10,7 +10,7 @@ import { dataPrefix } from './fast-frames.js';
 import { FrameType, RESUME_TOKEN_BYTES } from './frame-types.js';
 import { NEVER_SHED_STALL_EVICTION_MS } from './constants.js';
 import { type Guard, GUARD_ROW, TokenBucket } from './limits.js';
-import { EventRing, FrameRing } from './queues.js';
+import { EVENT_READER_SLOTS, EventRing, FrameRing } from './queues.js';
 import { LINK_BUDGET_ROW, linkBudgetNextAt, linkBudgetReset, linkBudgetUpdate, parkDue, REGRANT_FLOOR_BPS, STALL_ROW, stallUpdate } from './regrant.js';
 import type { LinkEstimate } from './ports.js';
 import { DECIMATION_STATE, resetDecimation, shedBase } from './shed.js';
@@ -67,9 +67,10 @@ export class ChannelRoute {
 
   /**
    * `prefix`: dataPrefix(ch.id), or a view holding it (the hub's routes share one buffer);
-   * `lastAt`: a STATE channel's place in its table's `lastValues` (makeRoutes).
+   * `lastAt`: a STATE channel's place in its table's `lastValues`; `readers`, `readersAt`: where
+   * an EVENT channel's ring keeps its readers' numbers (makeRoutes).
    */
-  constructor(ch: ChannelInfo, index: number, slots: number, prefix: Uint8Array = dataPrefix(ch.id), lastAt = 0) {
+  constructor(ch: ChannelInfo, index: number, slots: number, prefix: Uint8Array = dataPrefix(ch.id), lastAt = 0, readers?: Float64Array, readersAt = 0) {
     this.ch = ch;
     this.index = index;
     const segments = ch.cls === ChannelClass.STREAM && ch.kind === StreamKind.segments;
@@ -81,7 +82,7 @@ export class ChannelRoute {
     this.shedBase = shedBase(ch.cls, ch.kind);
     this.prefix = prefix;
     this.lastAt = ch.cls === ChannelClass.STATE ? lastAt : -1;
-    this.events = ch.cls === ChannelClass.EVENT ? new EventRing<EventRecord>(Math.max(1, ch.queueDepth), slots) : null;
+    this.events = ch.cls === ChannelClass.EVENT ? new EventRing<EventRecord>(Math.max(1, ch.queueDepth), slots, readers, readersAt) : null;
   }
 }
 
@@ -92,21 +93,26 @@ export function subscribable(ch: ChannelInfo): boolean {
 
 /**
  * The hub's routes, one per channel a client can subscribe to in catalog order, and the table of
- * their subscriptions. Their fixed bytes share buffers: every route's DATA prefix one, and every
- * STATE route's values last sent the table's (`lastValues`).
+ * their subscriptions. Their fixed bytes share buffers: every route's DATA prefix one, every
+ * EVENT route's readers' cursors another, and every STATE route's values last sent the table's
+ * (`lastValues`).
  */
 export function makeRoutes(channels: readonly ChannelInfo[], slots: number): { routes: ChannelRoute[]; table: SubscriptionTable } {
   let count = 0;
   let prefixBytes = 0;
   let stateFields = 0;
+  let eventRoutes = 0;
   for (const ch of channels) {
     if (!subscribable(ch)) continue;
     count++;
     prefixBytes += dataPrefix(ch.id).length;
     if (ch.cls === ChannelClass.STATE) stateFields += ch.fieldCount;
+    if (ch.cls === ChannelClass.EVENT) eventRoutes++;
   }
   const table = new SubscriptionTable(count, slots, stateFields);
   const prefixes = new Uint8Array(prefixBytes);
+  const readers = eventRoutes > 0 ? new Float64Array(eventRoutes * EVENT_READER_SLOTS * slots) : undefined;
+  let readersAt = 0;
   const routes: ChannelRoute[] = [];
   let at = 0;
   let lastAt = 0;
@@ -116,8 +122,9 @@ export function makeRoutes(channels: readonly ChannelInfo[], slots: number): { r
     const prefix = prefixes.subarray(at, at + p.length);
     prefix.set(p);
     at += p.length;
-    routes.push(new ChannelRoute(ch, routes.length, slots, prefix, lastAt));
+    routes.push(new ChannelRoute(ch, routes.length, slots, prefix, lastAt, readers, readersAt));
     if (ch.cls === ChannelClass.STATE) lastAt += ch.fieldCount * slots;
+    if (ch.cls === ChannelClass.EVENT) readersAt += EVENT_READER_SLOTS * slots;
   }
   return { routes, table };
 }
@@ -269,8 +276,10 @@ export class Publication {
 // A session's guard row (sessions.ts): the guard's, then its link budget, then its stall clock.
 const BUDGET_AT = GUARD_ROW;
 const STALL_AT = BUDGET_AT + LINK_BUDGET_ROW;
+// Then its two resume tokens' bytes, RESUME_TOKEN_BYTES each: the current one, then the prior.
+const TOKENS_AT = STALL_AT + STALL_ROW;
 /** The numbers of a session's row of the hub's guard store (a transport's row is as wide). */
-export const SESSION_ROW = STALL_AT + STALL_ROW;
+export const SESSION_ROW = TOKENS_AT + (2 * RESUME_TOKEN_BYTES) / 8;
 
 export class Session {
   readonly id: number;
@@ -305,9 +314,9 @@ export class Session {
   /**
    * `neverShed`: the slot's never-shed queue (the hub keeps one per slot, in its egress arena),
    * emptied. `guard`: the session's counters and intent bucket, in the slot's row of the hub's
-   * store of them (sessions.ts). `tokens`: the hub's buffer of every slot's resume tokens.
+   * store of them (sessions.ts), SESSION_ROW wide: the row holds the session's resume tokens too.
    */
-  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, guard: Guard, tokens: Uint8Array) {
+  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, guard: Guard) {
     this.id = id;
     this.slot = slot;
     this.tier = tier;
@@ -315,7 +324,6 @@ export class Session {
     neverShed.clear();
     this.neverShed = neverShed;
     this.guard = guard;
-    this.tokens = tokens;
     // A new session's link: unlimited (regrant.ts rule 1), its never-shed queue not stalled.
     linkBudgetReset(guard.store, guard.at + BUDGET_AT);
     this.stallReset();
@@ -343,14 +351,6 @@ export class Session {
    * (limits.ts Guard: `malformed`, `rateNacks` and `intentBucket` are its faces).
    */
   readonly guard: Guard;
-  /**
-   * The hub's buffer of every slot's two resume tokens (sessions.ts): this slot's at
-   * slot × 2 × RESUME_TOKEN_BYTES (on XS a view a token would cost heap slots of its own). The
-   * slot's last session is gone by now; what it left is overwritten at open (resumeToken) or
-   * unread (priorToken, not valid).
-   */
-  private readonly tokens: Uint8Array;
-
   get malformed(): Guard {
     return this.guard;
   }
@@ -404,8 +404,7 @@ export class Session {
 
   /** Filled by the hub when the session opens, refilled in place on every resume (a view made at HELLO, not kept). */
   get resumeToken(): Uint8Array {
-    const at = this.slot * 2 * RESUME_TOKEN_BYTES;
-    return this.tokens.subarray(at, at + RESUME_TOKEN_BYTES);
+    return this.token(0);
   }
 
   /**
@@ -414,8 +413,15 @@ export class Session {
    * and a transport lost before that WELCOME arrived must not leave the session unresumable.
    */
   get priorToken(): Uint8Array {
-    const at = (this.slot * 2 + 1) * RESUME_TOKEN_BYTES;
-    return this.tokens.subarray(at, at + RESUME_TOKEN_BYTES);
+    return this.token(RESUME_TOKEN_BYTES);
+  }
+
+  // A view of a token's bytes in the guard's row (TOKENS_AT; on XS a view kept per token would
+  // cost heap slots). The slot's last session is gone by now; what it left is overwritten at
+  // open (resumeToken) or unread (priorToken, not valid).
+  private token(offset: number): Uint8Array {
+    const store = this.guard.store;
+    return new Uint8Array(store.buffer, store.byteOffset + (this.guard.at + TOKENS_AT) * 8 + offset, RESUME_TOKEN_BYTES);
   }
 }
 

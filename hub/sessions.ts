@@ -3,7 +3,7 @@
 // (§6.9). A session outlives its transports; its subscriptions and grants are kept while it is
 // STALE and re-stated on resume.
 
-import { GoodbyeReason, FrameType, PROTOCOL_VERSION, RESUME_TOKEN_BYTES, type HelloFrame } from './frame-types.js';
+import { GoodbyeReason, FrameType, PROTOCOL_VERSION, type HelloFrame } from './frame-types.js';
 import { tierFor } from './credentials.js';
 import type { Conn } from './conn.js';
 import type { Hub } from './hub.js';
@@ -29,12 +29,10 @@ export const CONN_GUARD_ROWS = 4;
 
 export class SessionKeeper {
   private nextId = 1;
-  /** Every slot's two resume tokens, made with the first session (one buffer, not one a session: on XS a buffer costs heap slots). */
-  private tokens: Uint8Array | null = null;
   /**
    * The rows of the sessions' and the transports' guards (limits.ts Guard): slot s's session row
-   * s, then CONN_GUARD_ROWS rows for transports waiting for their HELLO (one store for all: on XS
-   * every typed array costs heap slots).
+   * s (its resume tokens too: session.ts SESSION_ROW), then CONN_GUARD_ROWS rows for transports
+   * waiting for their HELLO (one store for all: on XS every typed array costs heap slots).
    */
   private readonly guards: Float64Array;
 
@@ -114,9 +112,8 @@ export class SessionKeeper {
       const slot = this.freeSlot();
       // The session's malformed-frame counter and NACK throttle start empty, as the transport's
       // would be restarted (§12), and its intent bucket full (§9.3).
-      const tokens = (this.tokens ??= new Uint8Array(hub.slots.length * 2 * RESUME_TOKEN_BYTES));
       const guard = new Guard(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now, this.guards, slot * SESSION_ROW);
-      s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), guard, tokens);
+      s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), guard);
       hub.random.fill(s.resumeToken);
       hub.slots[slot] = s;
       s.link = conn.link;
