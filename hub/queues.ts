@@ -32,13 +32,11 @@ export class FrameRing {
   readonly capacityBytes: number;
   // Per frame, by frame slot: its length, its tag and when it was pushed (whole ms modulo 2^32,
   // for health's egress wait, docs/operations.md "Health, admission and overload": whole ms are
-  // all the device's clock has, and the histogram's smallest bound is 1 ms). Slots [m, m + cap)
-  // of columns that may be shared with other rings (RingColumns), read on every drain.
-  private readonly lengths: Uint16Array | Uint32Array;
-  private readonly tags: Uint32Array;
-  private readonly pushedAt: Uint32Array;
+  // all the device's clock has, and the histogram's smallest bound is 1 ms). Slots [m, m +
+  // maxFrames) of columns that may be shared with other rings (RingColumns), read on every drain
+  // (the columns, not a view of each kept per ring: on XS each field is a heap slot).
+  private readonly columns: RingColumns;
   private readonly m: number;
-  private readonly cap: number;
   private first = 0; // index ring: slot of the head frame, relative to m
   /** Frames held (read on every delivery: a field, not a getter). */
   size = 0;
@@ -62,15 +60,12 @@ export class FrameRing {
     this.capacityBytes = capacityBytes;
     const c = columns ?? new RingColumns(1, maxFrames, capacityBytes);
     if (c.maxFrames !== maxFrames || !(index >= 0 && index < c.rings) || (capacityBytes > 0xffff && !c.wide)) throw new RangeError('FrameRing: the columns do not fit the ring');
-    this.lengths = c.lengths;
-    this.tags = c.tags;
-    this.pushedAt = c.pushedAt;
-    this.cap = maxFrames;
+    this.columns = c;
     this.m = index * maxFrames;
   }
 
   get maxFrames(): number {
-    return this.cap;
+    return this.columns.maxFrames;
   }
 
   /** Bytes of the frames held. */
@@ -85,12 +80,12 @@ export class FrameRing {
 
   /** Length of the head frame; 0 when empty. */
   get headLength(): number {
-    return this.size === 0 ? 0 : (this.lengths[this.m + this.first] as number);
+    return this.size === 0 ? 0 : (this.columns.lengths[this.m + this.first] as number);
   }
 
   /** The tag the head frame was pushed with; 0 when empty. */
   get headTag(): number {
-    return this.size === 0 ? 0 : (this.tags[this.m + this.first] as number);
+    return this.size === 0 ? 0 : (this.columns.tags[this.m + this.first] as number);
   }
 
   /** Whether a frame of `length` bytes would be accepted now. */
@@ -112,13 +107,14 @@ export class FrameRing {
     // The arena's own staging area (a control frame written there) moves within one buffer.
     if (frame.buffer === all.buffer) all.copyWithin(this.base + at, frame.byteOffset, frame.byteOffset + length);
     else all.set(frame, this.base + at);
-    const maxFrames = this.cap;
+    const c = this.columns;
+    const maxFrames = c.maxFrames;
     let slot = this.first + this.size;
     if (slot >= maxFrames) slot -= maxFrames;
     slot += this.m;
-    this.lengths[slot] = length;
-    this.tags[slot] = tag;
-    this.pushedAt[slot] = wholeMs(now);
+    c.lengths[slot] = length;
+    c.tags[slot] = tag;
+    c.pushedAt[slot] = wholeMs(now);
     if (this.size === 0) this.head = at;
     else if (at === 0) this.gapAt = this.tail; // wrapped: the frames before the gap end here
     this.size++;
@@ -130,7 +126,7 @@ export class FrameRing {
   /** The head frame, as an exact view in the arena's staging area (valid until the arena stages again); null when empty. */
   stageHead(): Uint8Array | null {
     if (this.size === 0) return null;
-    return this.arena.stage(this.base + this.head, this.lengths[this.m + this.first] as number);
+    return this.arena.stage(this.base + this.head, this.columns.lengths[this.m + this.first] as number);
   }
 
   /** Copies the head frame to into[0, …) and returns its length; 0 when empty. */
@@ -147,10 +143,11 @@ export class FrameRing {
   /** Removes the head frame; false when empty. */
   shift(): boolean {
     if (this.size === 0) return false;
-    const len = this.lengths[this.m + this.first] as number;
+    const c = this.columns;
+    const len = c.lengths[this.m + this.first] as number;
     this.used -= len;
     this.size--;
-    this.first = this.first + 1 === this.cap ? 0 : this.first + 1;
+    this.first = this.first + 1 === c.maxFrames ? 0 : this.first + 1;
     if (this.size === 0) {
       // Empty: start again at offset 0, the largest contiguous room there is.
       this.head = 0;
@@ -168,7 +165,7 @@ export class FrameRing {
 
   /** Whole ms (mod 2^32) from the head frame's push to `now`; 0 when empty. */
   headWaitMs(now: number): number {
-    return this.size === 0 ? 0 : (wholeMs(now) - (this.pushedAt[this.m + this.first] as number)) >>> 0;
+    return this.size === 0 ? 0 : (wholeMs(now) - (this.columns.pushedAt[this.m + this.first] as number)) >>> 0;
   }
 
   /**
@@ -180,10 +177,11 @@ export class FrameRing {
   drainTo(link: Link, now = 0, waits: EgressWaitSink | null = null): number {
     let sent = 0;
     const arena = this.arena;
+    const c = this.columns;
     while (this.size > 0) {
       const at = this.m + this.first;
-      const frame = arena.stage(this.base + this.head, this.lengths[at] as number);
-      const ok = link.send(frame, this.tags[at] as number, 0);
+      const frame = arena.stage(this.base + this.head, c.lengths[at] as number);
+      const ok = link.send(frame, c.tags[at] as number, 0);
       arena.unstage();
       if (!ok) break;
       if (waits !== null) waits.recordEgressWait(this.headWaitMs(now), now);
@@ -206,7 +204,7 @@ export class FrameRing {
   // after the tail, else the room before the head. Wrapped (tail ≤ head): the room between.
   private placeFor(length: number): number {
     const capacity = this.capacityBytes;
-    if (this.size === this.cap) return -1;
+    if (this.size === this.columns.maxFrames) return -1;
     if (this.size === 0) return length <= capacity ? 0 : -1;
     if (this.head < this.tail) {
       if (length <= capacity - this.tail) return this.tail;
