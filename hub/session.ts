@@ -278,7 +278,7 @@ const BUDGET_AT = GUARD_ROW;
 const STALL_AT = BUDGET_AT + LINK_BUDGET_ROW;
 // Then its two resume tokens' bytes, RESUME_TOKEN_BYTES each: the current one, then the prior.
 const TOKENS_AT = STALL_AT + STALL_ROW;
-/** The numbers of a session's row of the hub's guard store (a transport's row is as wide). */
+/** The numbers of a session's row of the hub's guard store (a transport's row is GUARD_ROW). */
 export const SESSION_ROW = TOKENS_AT + (2 * RESUME_TOKEN_BYTES) / 8;
 
 export class Session {

@@ -31,13 +31,14 @@ export class SessionKeeper {
   private nextId = 1;
   /**
    * The rows of the sessions' and the transports' guards (limits.ts Guard): slot s's session row
-   * s (its resume tokens too: session.ts SESSION_ROW), then CONN_GUARD_ROWS rows for transports
-   * waiting for their HELLO (one store for all: on XS every typed array costs heap slots).
+   * at s × SESSION_ROW (its link's numbers and resume tokens too: session.ts), then
+   * CONN_GUARD_ROWS rows of GUARD_ROW for transports waiting for their HELLO (one store for all:
+   * on XS every typed array costs heap slots).
    */
   private readonly guards: Float64Array;
 
   constructor(private readonly hub: Hub) {
-    this.guards = new Float64Array((hub.slots.length + CONN_GUARD_ROWS) * SESSION_ROW);
+    this.guards = new Float64Array(hub.slots.length * SESSION_ROW + CONN_GUARD_ROWS * GUARD_ROW);
   }
 
   /**
@@ -48,13 +49,13 @@ export class SessionKeeper {
   connGuard(now: number): Guard {
     const conns = this.hub.conns;
     const store = this.guards;
-    for (let r = this.hub.slots.length; (r + 1) * SESSION_ROW <= store.length; r++) {
+    for (let at = this.hub.slots.length * SESSION_ROW; at + GUARD_ROW <= store.length; at += GUARD_ROW) {
       let held = false;
       for (let i = 0; i < conns.length && !held; i++) {
         const g = (conns[i] as Conn).guard;
-        held = (conns[i] as Conn).session === null && g.store === store && g.at === r * SESSION_ROW;
+        held = (conns[i] as Conn).session === null && g.store === store && g.at === at;
       }
-      if (!held) return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, store, r * SESSION_ROW);
+      if (!held) return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, store, at);
     }
     return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, new Float64Array(GUARD_ROW), 0);
   }
