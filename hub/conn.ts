@@ -14,8 +14,6 @@ export class Conn implements LinkSink {
   closed = false;
   /** Frames handed to this transport before a session took it (the session's count starts there). */
   sent = 0;
-  /** §6.1: when the transport was attached. */
-  readonly attachedAt: number;
   /**
    * §12 and §6.1 before HELLO: the malformed-frame counter, the INGRESS_BUDGET answers' throttle
    * (no NACK flood) and the bytes the transport may still send (sessions.ts connGuard). The
@@ -29,8 +27,12 @@ export class Conn implements LinkSink {
     readonly link: Link,
     now: number,
   ) {
-    this.attachedAt = now;
     this.guard = hub.keeper.connGuard(now);
+  }
+
+  /** §6.1: when the transport was attached; read while it waits for its HELLO (its guard's row may serve another transport after). */
+  get attachedAt(): number {
+    return this.guard.madeAt;
   }
 
   /** §12: malformed frames before HELLO. */

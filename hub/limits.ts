@@ -224,13 +224,14 @@ export class NackThrottle {
 
 // A Guard's row of its store: the malformed-frame counter (head, count, then its
 // MALFORMED_CLOSE_PER_S + 1 timestamps), the NACK throttle's counter (head, count, then its
-// STREAM_INGRESS_OVERAGE_NACK_PER_S timestamps) and the NACKs it suppressed.
+// STREAM_INGRESS_OVERAGE_NACK_PER_S timestamps), the NACKs it suppressed and when it was made.
 const MALFORMED_CAP = MALFORMED_CLOSE_PER_S + 1;
 const NACK_CAP = STREAM_INGRESS_OVERAGE_NACK_PER_S;
 const NACK_AT = 2 + MALFORMED_CAP;
 const SUPPRESSED_AT = NACK_AT + 2 + NACK_CAP;
+const MADE_AT = SUPPRESSED_AT + 1;
 /** The numbers of one Guard's row. */
-export const GUARD_ROW = SUPPRESSED_AT + 1;
+export const GUARD_ROW = MADE_AT + 1;
 
 /**
  * What one transport (before its HELLO) or one session carries against misbehaviour (§12), in
@@ -252,6 +253,12 @@ export class Guard extends TokenBucket {
     this.store = store;
     this.at = at;
     this.reset();
+    store[at + MADE_AT] = now;
+  }
+
+  /** When the guard was made (`now` at construction; a transport's attach time). */
+  get madeAt(): number {
+    return this.store[this.at + MADE_AT] as number;
   }
 
   /** A malformed frame at `now`: how many are inside the last second, this one included. */

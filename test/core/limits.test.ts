@@ -342,6 +342,7 @@ describe('hub/limits: Guard (a transport\'s or a session\'s §12 counters and it
       first.allow(i);
     }
     const g = new Guard(1, 1, 50, store, 0);
+    equal(g.madeAt, 50);
     equal(g.count(50), 0);
     equal(g.suppressed, 0);
     equal(g.add(50), 1);
