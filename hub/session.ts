@@ -276,8 +276,10 @@ export class Publication {
 // A session's guard row (sessions.ts): the guard's, then its link budget, then its stall clock.
 const BUDGET_AT = GUARD_ROW;
 const STALL_AT = BUDGET_AT + LINK_BUDGET_ROW;
+// Then when it went STALE (read only while it is).
+const STALE_AT = STALL_AT + STALL_ROW;
 // Then its two resume tokens' bytes, RESUME_TOKEN_BYTES each: the current one, then the prior.
-const TOKENS_AT = STALL_AT + STALL_ROW;
+const TOKENS_AT = STALE_AT + 1;
 /** The numbers of a session's row of the hub's guard store (a transport's row is GUARD_ROW). */
 export const SESSION_ROW = TOKENS_AT + (2 * RESUME_TOKEN_BYTES) / 8;
 
@@ -293,7 +295,6 @@ export class Session {
   /** §10.4 the never-shed queue: critical frames the link could not take at once. */
   readonly neverShed: FrameRing;
   lastHeard: number;
-  staleSince = 0;
   /**
    * Frames handed to this session's current transport (sends, never-shed drains, write-ahead
    * ESTOPs, and what went to the transport before its HELLO), modulo 2^32: how the hub tells a
@@ -327,6 +328,7 @@ export class Session {
     // A new session's link: unlimited (regrant.ts rule 1), its never-shed queue not stalled.
     linkBudgetReset(guard.store, guard.at + BUDGET_AT);
     this.stallReset();
+    this.staleSince = 0;
   }
 
   publication(channelId: number): Publication | undefined {
@@ -395,6 +397,15 @@ export class Session {
   resetLink(): void {
     linkBudgetReset(this.guard.store, this.guard.at + BUDGET_AT);
     this.stallReset();
+  }
+
+  /** When the session went STALE (§6.6); read only while it is. */
+  get staleSince(): number {
+    return this.guard.store[this.guard.at + STALE_AT] as number;
+  }
+
+  set staleSince(t: number) {
+    this.guard.store[this.guard.at + STALE_AT] = t;
   }
 
   /** StallClock.reset. */
