@@ -333,7 +333,7 @@ export class Egress {
       return false;
     }
     // §10.4: the stall is timed from the moment never-shed traffic first had to wait.
-    if (wasEmpty) s.stall.update(true, false, now);
+    if (wasEmpty) s.stallUpdate(true, false, now);
     this.host.due(now);
     return true;
   }
@@ -345,10 +345,10 @@ export class Egress {
     const q = s.neverShed;
     const drained = q.size > 0 ? q.drainTo(link, now, this.health) : 0;
     s.sentFrames = (s.sentFrames + drained) >>> 0;
-    s.stall.update(q.size > 0, drained > 0, now);
+    s.stallUpdate(q.size > 0, drained > 0, now);
     // §10.4 park, not kill: after NEVER_SHED_STALL_EVICTION_MS (the StallClock's limit) the transport
     // is closed and the session goes STALE, as a transport loss would; never SESSION_EVICTED (§12.7).
-    return s.stall.parkDue(now);
+    return s.parkDue(now);
   }
 
   // ------------------------------------------------------------------ control frames

@@ -392,8 +392,8 @@ export class Hub {
       const level = link.level;
       if (level !== s.levelSeen || now >= s.budgetAt) {
         s.levelSeen = level;
-        if (s.budget.update(level, link.estimate(), this.plan.demandBps(s), now)) replan = true;
-        s.budgetAt = s.budget.nextAt(level);
+        if (s.budgetUpdate(level, link.estimate(), this.plan.demandBps(s), now)) replan = true;
+        s.budgetAt = s.budgetNextAt(level);
       }
       const budgetAt = s.budgetAt;
       if (budgetAt < next) next = budgetAt <= now ? now : budgetAt;

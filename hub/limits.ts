@@ -7,6 +7,7 @@
 import {
   INTENT_BUCKET_DEPTH,
   INTENT_RATE_PER_S,
+  MALFORMED_CLOSE_PER_S,
   MAX_BURST_MULTIPLE,
   STREAM_INGRESS_OVERAGE_NACK_PER_S,
 } from './constants.js';
@@ -219,6 +220,109 @@ export class NackThrottle {
     this.sent.reset();
     this.dropped = 0;
   }
+}
+
+// A Guard's row of its store: the malformed-frame counter (head, count, then its
+// MALFORMED_CLOSE_PER_S + 1 timestamps), the NACK throttle's counter (head, count, then its
+// STREAM_INGRESS_OVERAGE_NACK_PER_S timestamps), the NACKs it suppressed and when it was made.
+const MALFORMED_CAP = MALFORMED_CLOSE_PER_S + 1;
+const NACK_CAP = STREAM_INGRESS_OVERAGE_NACK_PER_S;
+const NACK_AT = 2 + MALFORMED_CAP;
+const SUPPRESSED_AT = NACK_AT + 2 + NACK_CAP;
+const MADE_AT = SUPPRESSED_AT + 1;
+/** The numbers of one Guard's row. */
+export const GUARD_ROW = MADE_AT + 1;
+
+/**
+ * What one transport (before its HELLO) or one session carries against misbehaviour (§12), in
+ * one object: the malformed-frame counter (a WindowCounter of MALFORMED_CLOSE_PER_S + 1, one
+ * second: `add`, `count`), the RATE_LIMITED / INGRESS_BUDGET NACK throttle (a NackThrottle of
+ * STREAM_INGRESS_OVERAGE_NACK_PER_S: `allow`, `suppressed`) and, being a TokenBucket, a byte
+ * or intent bucket (a transport's pre-HELLO bytes, a session's intents). The counters' state
+ * is a row of a store the hub shares between its transports and sessions (on XS every typed
+ * array and every object costs heap slots of its own).
+ */
+export class Guard extends TokenBucket {
+  readonly store: Float64Array;
+  readonly at: number;
+
+  /** `store`, `at`: the row [at, at + GUARD_ROW), emptied here. */
+  constructor(ratePerS: number, capacity: number, now: number, store: Float64Array, at: number) {
+    super(ratePerS, capacity, now);
+    if (!(Number.isInteger(at) && at >= 0 && at + GUARD_ROW <= store.length)) throw new RangeError('Guard: the store is too small');
+    this.store = store;
+    this.at = at;
+    this.reset();
+    store[at + MADE_AT] = now;
+  }
+
+  /** When the guard was made (`now` at construction; a transport's attach time). */
+  get madeAt(): number {
+    return this.store[this.at + MADE_AT] as number;
+  }
+
+  /** A malformed frame at `now`: how many are inside the last second, this one included. */
+  add(now: number): number {
+    return record(this.store, this.at, MALFORMED_CAP, now);
+  }
+
+  /** Malformed frames inside the last second at `now`. */
+  count(now: number): number {
+    return expire(this.store, this.at, MALFORMED_CAP, now);
+  }
+
+  /** True: send this NACK (it is counted). False: suppress it (counted in `suppressed`). */
+  allow(now: number): boolean {
+    const s = this.store;
+    const k = this.at + NACK_AT;
+    if (expire(s, k, NACK_CAP, now) < NACK_CAP) {
+      record(s, k, NACK_CAP, now);
+      return true;
+    }
+    s[this.at + SUPPRESSED_AT] = (s[this.at + SUPPRESSED_AT] as number) + 1;
+    return false;
+  }
+
+  /** NACKs suppressed since the last `reset`. */
+  get suppressed(): number {
+    return this.store[this.at + SUPPRESSED_AT] as number;
+  }
+
+  /** Both counters restart (the bucket is left as it is). */
+  reset(): void {
+    this.store.fill(0, this.at, this.at + 2);
+    this.store.fill(0, this.at + NACK_AT, this.at + NACK_AT + 2);
+    this.store[this.at + SUPPRESSED_AT] = 0;
+  }
+}
+
+// A one-second sliding-window counter kept in a store (WindowCounter's, step for step): its head
+// at k, its count at k + 1, its `cap` timestamps from k + 2. Returns the count at `now`.
+function expire(s: Float64Array, k: number, cap: number, now: number): number {
+  let head = s[k] as number;
+  let n = s[k + 1] as number;
+  while (n > 0 && now - (s[k + 2 + head] as number) >= MS_PER_S) {
+    head = head + 1 === cap ? 0 : head + 1;
+    n--;
+  }
+  s[k] = head;
+  s[k + 1] = n;
+  return n;
+}
+
+// Records an event at `now` in the counter at k; returns the count, this one included.
+function record(s: Float64Array, k: number, cap: number, now: number): number {
+  const n = expire(s, k, cap, now);
+  const head = s[k] as number;
+  if (n === cap) {
+    s[k + 2 + head] = now;
+    s[k] = head + 1 === cap ? 0 : head + 1;
+    return n;
+  }
+  const i = head + n;
+  s[k + 2 + (i < cap ? i : i - cap)] = now;
+  s[k + 1] = n + 1;
+  return n + 1;
 }
 
 /**

@@ -252,7 +252,7 @@ export class Plan {
     for (let i = 0; i < slots.length; i++) {
       const s = slots[i];
       if (!s || s.state !== SessionState.ACTIVE) continue;
-      if (Number.isFinite(s.budget.budgetBps)) budgets.set(s.id, s.budget.budgetBps);
+      if (Number.isFinite(s.budgetBps)) budgets.set(s.id, s.budgetBps);
       for (let j = 0; j < t.routeCount[s.slot]!; j++) {
         const route = this.subscribedRoute(s, j);
         const k = t.row(route.index, s.slot);

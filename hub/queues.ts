@@ -2,9 +2,11 @@
 // (§10.4 "park, not kill"), and the per-(subscriber, EVENT channel) queue that drops the
 // oldest with a visible counter (§9.4). Nothing here allocates per call.
 
-import { NEVER_SHED_STALL_EVICTION_MS } from './constants.js';
 import { StagedBytes } from './bytes.js';
 import type { Link } from './ports.js';
+
+// §10.4 the never-shed queue's stall clock lives with the link's other controller (regrant.ts).
+export { StallClock } from './regrant.js';
 
 /**
  * §10.4 never-shed queue: whole frames that the link could not take at once wait here, in
@@ -30,13 +32,11 @@ export class FrameRing {
   readonly capacityBytes: number;
   // Per frame, by frame slot: its length, its tag and when it was pushed (whole ms modulo 2^32,
   // for health's egress wait, docs/operations.md "Health, admission and overload": whole ms are
-  // all the device's clock has, and the histogram's smallest bound is 1 ms). Slots [m, m + cap)
-  // of columns that may be shared with other rings (RingColumns), read on every drain.
-  private readonly lengths: Uint16Array | Uint32Array;
-  private readonly tags: Uint32Array;
-  private readonly pushedAt: Uint32Array;
+  // all the device's clock has, and the histogram's smallest bound is 1 ms). Slots [m, m +
+  // maxFrames) of columns that may be shared with other rings (RingColumns), read on every drain
+  // (the columns, not a view of each kept per ring: on XS each field is a heap slot).
+  private readonly columns: RingColumns;
   private readonly m: number;
-  private readonly cap: number;
   private first = 0; // index ring: slot of the head frame, relative to m
   /** Frames held (read on every delivery: a field, not a getter). */
   size = 0;
@@ -60,15 +60,12 @@ export class FrameRing {
     this.capacityBytes = capacityBytes;
     const c = columns ?? new RingColumns(1, maxFrames, capacityBytes);
     if (c.maxFrames !== maxFrames || !(index >= 0 && index < c.rings) || (capacityBytes > 0xffff && !c.wide)) throw new RangeError('FrameRing: the columns do not fit the ring');
-    this.lengths = c.lengths;
-    this.tags = c.tags;
-    this.pushedAt = c.pushedAt;
-    this.cap = maxFrames;
+    this.columns = c;
     this.m = index * maxFrames;
   }
 
   get maxFrames(): number {
-    return this.cap;
+    return this.columns.maxFrames;
   }
 
   /** Bytes of the frames held. */
@@ -83,12 +80,12 @@ export class FrameRing {
 
   /** Length of the head frame; 0 when empty. */
   get headLength(): number {
-    return this.size === 0 ? 0 : (this.lengths[this.m + this.first] as number);
+    return this.size === 0 ? 0 : (this.columns.lengths[this.m + this.first] as number);
   }
 
   /** The tag the head frame was pushed with; 0 when empty. */
   get headTag(): number {
-    return this.size === 0 ? 0 : (this.tags[this.m + this.first] as number);
+    return this.size === 0 ? 0 : (this.columns.tags[this.m + this.first] as number);
   }
 
   /** Whether a frame of `length` bytes would be accepted now. */
@@ -110,13 +107,14 @@ export class FrameRing {
     // The arena's own staging area (a control frame written there) moves within one buffer.
     if (frame.buffer === all.buffer) all.copyWithin(this.base + at, frame.byteOffset, frame.byteOffset + length);
     else all.set(frame, this.base + at);
-    const maxFrames = this.cap;
+    const c = this.columns;
+    const maxFrames = c.maxFrames;
     let slot = this.first + this.size;
     if (slot >= maxFrames) slot -= maxFrames;
     slot += this.m;
-    this.lengths[slot] = length;
-    this.tags[slot] = tag;
-    this.pushedAt[slot] = wholeMs(now);
+    c.lengths[slot] = length;
+    c.tags[slot] = tag;
+    c.pushedAt[slot] = wholeMs(now);
     if (this.size === 0) this.head = at;
     else if (at === 0) this.gapAt = this.tail; // wrapped: the frames before the gap end here
     this.size++;
@@ -128,7 +126,7 @@ export class FrameRing {
   /** The head frame, as an exact view in the arena's staging area (valid until the arena stages again); null when empty. */
   stageHead(): Uint8Array | null {
     if (this.size === 0) return null;
-    return this.arena.stage(this.base + this.head, this.lengths[this.m + this.first] as number);
+    return this.arena.stage(this.base + this.head, this.columns.lengths[this.m + this.first] as number);
   }
 
   /** Copies the head frame to into[0, …) and returns its length; 0 when empty. */
@@ -145,10 +143,11 @@ export class FrameRing {
   /** Removes the head frame; false when empty. */
   shift(): boolean {
     if (this.size === 0) return false;
-    const len = this.lengths[this.m + this.first] as number;
+    const c = this.columns;
+    const len = c.lengths[this.m + this.first] as number;
     this.used -= len;
     this.size--;
-    this.first = this.first + 1 === this.cap ? 0 : this.first + 1;
+    this.first = this.first + 1 === c.maxFrames ? 0 : this.first + 1;
     if (this.size === 0) {
       // Empty: start again at offset 0, the largest contiguous room there is.
       this.head = 0;
@@ -166,7 +165,7 @@ export class FrameRing {
 
   /** Whole ms (mod 2^32) from the head frame's push to `now`; 0 when empty. */
   headWaitMs(now: number): number {
-    return this.size === 0 ? 0 : (wholeMs(now) - (this.pushedAt[this.m + this.first] as number)) >>> 0;
+    return this.size === 0 ? 0 : (wholeMs(now) - (this.columns.pushedAt[this.m + this.first] as number)) >>> 0;
   }
 
   /**
@@ -178,10 +177,11 @@ export class FrameRing {
   drainTo(link: Link, now = 0, waits: EgressWaitSink | null = null): number {
     let sent = 0;
     const arena = this.arena;
+    const c = this.columns;
     while (this.size > 0) {
       const at = this.m + this.first;
-      const frame = arena.stage(this.base + this.head, this.lengths[at] as number);
-      const ok = link.send(frame, this.tags[at] as number, 0);
+      const frame = arena.stage(this.base + this.head, c.lengths[at] as number);
+      const ok = link.send(frame, c.tags[at] as number, 0);
       arena.unstage();
       if (!ok) break;
       if (waits !== null) waits.recordEgressWait(this.headWaitMs(now), now);
@@ -204,7 +204,7 @@ export class FrameRing {
   // after the tail, else the room before the head. Wrapped (tail ≤ head): the room between.
   private placeFor(length: number): number {
     const capacity = this.capacityBytes;
-    if (this.size === this.cap) return -1;
+    if (this.size === this.columns.maxFrames) return -1;
     if (this.size === 0) return length <= capacity ? 0 : -1;
     if (this.head < this.tail) {
       if (length <= capacity - this.tail) return this.tail;
@@ -326,6 +326,9 @@ export class EventQueue<T> {
   }
 }
 
+/** The numbers an EventRing keeps per reader: its cursor and its lost count. */
+export const EVENT_READER_SLOTS = 2;
+
 /**
  * §9.4 for every subscriber of one EVENT channel at once. A (subscriber, channel) queue of depth
  * d that drops its oldest holds, at any moment, some of the channel's newest d events, in the
@@ -343,42 +346,51 @@ export class EventRing<T> {
   private pushed = 0; // events pushed since construction: the cursor just past the newest
   private released = 0; // items before this cursor no longer held
   private readers = 0; // readers reading
-  // Per reader: the cursor of its next event, -1 while it is not reading.
-  private readonly cursors: Float64Array;
-  // Per reader: events lost (overflow or `drop`) since its last delivered one.
-  private readonly lost: Float64Array;
+  // Per reader r: the cursor of its next event (-1 while it is not reading) at at + 2r, the
+  // events it lost (overflow or `drop`) since its last delivered one at at + 2r + 1, in a store
+  // of its own or one the hub's rings share (on XS each typed array costs heap slots).
+  private readonly r: Float64Array;
+  private readonly at: number;
+  private readonly n: number;
 
+  /** `store`, `at`: where its readers' numbers go, EVENT_READER_SLOTS × readers of them. */
   constructor(
     readonly capacity: number,
     readers: number,
+    store?: Float64Array,
+    at = 0,
   ) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EventRing capacity must be an integer ≥ 1');
     if (!Number.isInteger(readers) || readers < 1) throw new RangeError('EventRing readers must be an integer ≥ 1');
+    if (store !== undefined && !(Number.isInteger(at) && at >= 0 && at + EVENT_READER_SLOTS * readers <= store.length)) throw new RangeError('EventRing: the store is too small');
     this.items = new Array<T | undefined>(capacity).fill(undefined);
-    // Both per-reader arrays share one buffer (on XS a buffer costs heap slots of its own).
-    const buffer = new ArrayBuffer(readers * 16);
-    this.cursors = new Float64Array(buffer, 0, readers).fill(-1);
-    this.lost = new Float64Array(buffer, readers * 8, readers);
+    this.r = store ?? new Float64Array(EVENT_READER_SLOTS * readers);
+    this.at = store !== undefined ? at : 0;
+    this.n = readers;
+    for (let i = 0; i < readers; i++) {
+      this.r[this.at + 2 * i] = -1;
+      this.r[this.at + 2 * i + 1] = 0;
+    }
   }
 
   /** A reader starts with an empty queue: only events pushed from now on reach it. */
   join(reader: number): void {
     if (!this.reading(reader)) this.readers++;
-    this.cursors[reader] = this.pushed;
-    this.lost[reader] = 0;
+    this.r[this.at + 2 * reader] = this.pushed;
+    this.r[this.at + 2 * reader + 1] = 0;
     this.release(); // a reader that joins again forgets what it had not read
   }
 
   /** A reader stops; what it had not read is forgotten with its count. */
   leave(reader: number): void {
     if (this.reading(reader)) this.readers--;
-    this.cursors[reader] = -1;
-    this.lost[reader] = 0;
+    this.r[this.at + 2 * reader] = -1;
+    this.r[this.at + 2 * reader + 1] = 0;
     this.release();
   }
 
   reading(reader: number): boolean {
-    return (this.cursors[reader] as number) >= 0;
+    return (this.r[this.at + 2 * reader] as number) >= 0;
   }
 
   /** Events the ring still holds for some reader (the others are released). */
@@ -412,82 +424,45 @@ export class EventRing<T> {
   /** The reader's oldest event was delivered: it moves on and its lost count starts again. */
   shift(reader: number): void {
     if (this.peek(reader) === undefined) return;
-    this.cursors[reader] = (this.cursors[reader] as number) + 1;
-    this.lost[reader] = 0;
+    this.r[this.at + 2 * reader] = (this.r[this.at + 2 * reader] as number) + 1;
+    this.r[this.at + 2 * reader + 1] = 0;
     this.release();
   }
 
   /** The reader's oldest event is discarded without delivery and counted as lost. */
   drop(reader: number): void {
     if (this.peek(reader) === undefined) return;
-    this.cursors[reader] = (this.cursors[reader] as number) + 1;
-    this.lost[reader] = (this.lost[reader] as number) + 1;
+    const k = this.at + 2 * reader;
+    this.r[k] = (this.r[k] as number) + 1;
+    this.r[k + 1] = (this.r[k + 1] as number) + 1;
     this.release();
   }
 
   /** Events the reader lost since its last delivered one (§9.4: the next delivery carries it). */
   dropped(reader: number): number {
     this.catchUp(reader);
-    return this.lost[reader] as number;
+    return this.r[this.at + 2 * reader + 1] as number;
   }
 
   // Events that fell out of the ring before the reader got to them are lost, oldest first.
   private catchUp(reader: number): number {
-    const c = this.cursors[reader] as number;
+    const k = this.at + 2 * reader;
+    const c = this.r[k] as number;
     const oldest = this.pushed - this.capacity;
     if (c < 0 || c >= oldest) return c;
-    this.lost[reader] = (this.lost[reader] as number) + (oldest - c);
-    this.cursors[reader] = oldest;
+    this.r[k + 1] = (this.r[k + 1] as number) + (oldest - c);
+    this.r[k] = oldest;
     return oldest;
   }
 
   // Forgets the items that no reader will read again.
   private release(): void {
     let min = this.pushed;
-    for (let r = 0; r < this.cursors.length; r++) {
-      const c = this.cursors[r] as number;
+    for (let i = 0; i < this.n; i++) {
+      const c = this.r[this.at + 2 * i] as number;
       if (c >= 0 && c < min) min = c;
     }
     for (let i = this.released; i < min; i++) this.items[i % this.capacity] = undefined;
     if (min > this.released) this.released = min;
-  }
-}
-
-/**
- * §10.4 "park, not kill": how long a never-shed queue has been non-empty without making
- * progress. The hub calls `update` whenever it pushes to or drains the queue (at the latest
- * once per tick); the stall is measured from the first update that saw the queue non-empty
- * with no progress, or from the last progress. `parkDue(now)` is true once that has lasted
- * NEVER_SHED_STALL_EVICTION_MS (2000 ms) or more: at 1999 ms not, at 2000 ms yes.
- */
-export class StallClock {
-  private stalled = false;
-  private since = 0;
-
-  constructor(readonly limitMs: number = NEVER_SHED_STALL_EVICTION_MS) {}
-
-  update(nonEmpty: boolean, progressed: boolean, now: number): void {
-    if (!nonEmpty) {
-      this.stalled = false;
-    } else if (progressed || !this.stalled) {
-      this.stalled = true;
-      this.since = now;
-    }
-  }
-
-  /** Milliseconds stalled at `now`; 0 when not stalled. */
-  stalledFor(now: number): number {
-    if (!this.stalled) return 0;
-    const d = now - this.since;
-    return d > 0 ? d : 0;
-  }
-
-  /** §10.4: the session is parked (STALE, transport closed) when this turns true. */
-  parkDue(now: number): boolean {
-    return this.stalled && now - this.since >= this.limitMs;
-  }
-
-  reset(): void {
-    this.stalled = false;
   }
 }

@@ -8,10 +8,11 @@ import type { ChannelInfo } from '../catalog/index.js';
 import { ChannelClass, Direction, StreamKind } from '../catalog/schema.js';
 import { dataPrefix } from './fast-frames.js';
 import { FrameType, RESUME_TOKEN_BYTES } from './frame-types.js';
-import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S } from './constants.js';
-import { type NackThrottle, TokenBucket, type WindowCounter } from './limits.js';
-import { EventRing, FrameRing, StallClock } from './queues.js';
-import { LinkBudget } from './regrant.js';
+import { NEVER_SHED_STALL_EVICTION_MS } from './constants.js';
+import { type Guard, GUARD_ROW, TokenBucket } from './limits.js';
+import { EVENT_READER_SLOTS, EventRing, FrameRing } from './queues.js';
+import { LINK_BUDGET_ROW, linkBudgetNextAt, linkBudgetReset, linkBudgetUpdate, parkDue, REGRANT_FLOOR_BPS, STALL_ROW, stallUpdate } from './regrant.js';
+import type { LinkEstimate } from './ports.js';
 import { DECIMATION_STATE, resetDecimation, shedBase } from './shed.js';
 import { Tag, tagOf, type Link } from './ports.js';
 
@@ -66,9 +67,10 @@ export class ChannelRoute {
 
   /**
    * `prefix`: dataPrefix(ch.id), or a view holding it (the hub's routes share one buffer);
-   * `lastAt`: a STATE channel's place in its table's `lastValues` (makeRoutes).
+   * `lastAt`: a STATE channel's place in its table's `lastValues`; `readers`, `readersAt`: where
+   * an EVENT channel's ring keeps its readers' numbers (makeRoutes).
    */
-  constructor(ch: ChannelInfo, index: number, slots: number, prefix: Uint8Array = dataPrefix(ch.id), lastAt = 0) {
+  constructor(ch: ChannelInfo, index: number, slots: number, prefix: Uint8Array = dataPrefix(ch.id), lastAt = 0, readers?: Float64Array, readersAt = 0) {
     this.ch = ch;
     this.index = index;
     const segments = ch.cls === ChannelClass.STREAM && ch.kind === StreamKind.segments;
@@ -80,7 +82,7 @@ export class ChannelRoute {
     this.shedBase = shedBase(ch.cls, ch.kind);
     this.prefix = prefix;
     this.lastAt = ch.cls === ChannelClass.STATE ? lastAt : -1;
-    this.events = ch.cls === ChannelClass.EVENT ? new EventRing<EventRecord>(Math.max(1, ch.queueDepth), slots) : null;
+    this.events = ch.cls === ChannelClass.EVENT ? new EventRing<EventRecord>(Math.max(1, ch.queueDepth), slots, readers, readersAt) : null;
   }
 }
 
@@ -91,21 +93,26 @@ export function subscribable(ch: ChannelInfo): boolean {
 
 /**
  * The hub's routes, one per channel a client can subscribe to in catalog order, and the table of
- * their subscriptions. Their fixed bytes share buffers: every route's DATA prefix one, and every
- * STATE route's values last sent the table's (`lastValues`).
+ * their subscriptions. Their fixed bytes share buffers: every route's DATA prefix one, every
+ * EVENT route's readers' cursors another, and every STATE route's values last sent the table's
+ * (`lastValues`).
  */
 export function makeRoutes(channels: readonly ChannelInfo[], slots: number): { routes: ChannelRoute[]; table: SubscriptionTable } {
   let count = 0;
   let prefixBytes = 0;
   let stateFields = 0;
+  let eventRoutes = 0;
   for (const ch of channels) {
     if (!subscribable(ch)) continue;
     count++;
     prefixBytes += dataPrefix(ch.id).length;
     if (ch.cls === ChannelClass.STATE) stateFields += ch.fieldCount;
+    if (ch.cls === ChannelClass.EVENT) eventRoutes++;
   }
   const table = new SubscriptionTable(count, slots, stateFields);
   const prefixes = new Uint8Array(prefixBytes);
+  const readers = eventRoutes > 0 ? new Float64Array(eventRoutes * EVENT_READER_SLOTS * slots) : undefined;
+  let readersAt = 0;
   const routes: ChannelRoute[] = [];
   let at = 0;
   let lastAt = 0;
@@ -115,8 +122,9 @@ export function makeRoutes(channels: readonly ChannelInfo[], slots: number): { r
     const prefix = prefixes.subarray(at, at + p.length);
     prefix.set(p);
     at += p.length;
-    routes.push(new ChannelRoute(ch, routes.length, slots, prefix, lastAt));
+    routes.push(new ChannelRoute(ch, routes.length, slots, prefix, lastAt, readers, readersAt));
     if (ch.cls === ChannelClass.STATE) lastAt += ch.fieldCount * slots;
+    if (ch.cls === ChannelClass.EVENT) readersAt += EVENT_READER_SLOTS * slots;
   }
   return { routes, table };
 }
@@ -265,34 +273,28 @@ export class Publication {
   }
 }
 
+// A session's guard row (sessions.ts): the guard's, then its link budget, then its stall clock.
+const BUDGET_AT = GUARD_ROW;
+const STALL_AT = BUDGET_AT + LINK_BUDGET_ROW;
+// Then when it went STALE (read only while it is).
+const STALE_AT = STALL_AT + STALL_ROW;
+// Then its two resume tokens' bytes, RESUME_TOKEN_BYTES each: the current one, then the prior.
+const TOKENS_AT = STALE_AT + 1;
+/** The numbers of a session's row of the hub's guard store (a transport's row is GUARD_ROW). */
+export const SESSION_ROW = TOKENS_AT + (2 * RESUME_TOKEN_BYTES) / 8;
+
 export class Session {
   readonly id: number;
   readonly slot: number;
   readonly tier: number;
   state: SessionStateCode = SessionState.ACTIVE;
   link: Link | null = null;
-  /** Filled by the hub when the session opens, refilled in place on every resume. */
-  readonly resumeToken: Uint8Array;
-  /**
-   * §6.6: the token the client last resumed with, still good while `priorValid`: until the
-   * client is heard on the resumed session, nothing shows it got the WELCOME with the new token,
-   * and a transport lost before that WELCOME arrived must not leave the session unresumable.
-   */
-  readonly priorToken: Uint8Array;
   priorValid = false;
   /** Granted publications, in the order first granted (a few per session: found by a scan). */
   readonly pubs: Publication[] = [];
   /** §10.4 the never-shed queue: critical frames the link could not take at once. */
   readonly neverShed: FrameRing;
-  readonly stall = new StallClock();
-  readonly budget = new LinkBudget();
-  readonly intentBucket: TokenBucket;
-  /** §12 RATE_LIMITED throttle: the transport's own before HELLO (conn.ts Conn), restarted then. */
-  readonly rateNacks: NackThrottle;
-  /** §12: the counter of the transport that opened the session, restarted at HELLO (conn.ts). */
-  readonly malformed: WindowCounter;
   lastHeard: number;
-  staleSince = 0;
   /**
    * Frames handed to this session's current transport (sends, never-shed drains, write-ahead
    * ESTOPs, and what went to the transport before its HELLO), modulo 2^32: how the hub tells a
@@ -312,29 +314,21 @@ export class Session {
 
   /**
    * `neverShed`: the slot's never-shed queue (the hub keeps one per slot, in its egress arena),
-   * emptied. `malformed` and `rateNacks`: the opening transport's, restarted: a transport needs
-   * them only until its HELLO, so the session takes them over rather than making its own.
-   * `tokens`: the hub's buffer of every slot's resume tokens (sessions.ts).
+   * emptied. `guard`: the session's counters and intent bucket, in the slot's row of the hub's
+   * store of them (sessions.ts), SESSION_ROW wide: the row holds the session's resume tokens too.
    */
-  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, malformed: WindowCounter, rateNacks: NackThrottle, tokens?: ArrayBuffer) {
+  constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, guard: Guard) {
     this.id = id;
     this.slot = slot;
     this.tier = tier;
-    // Both tokens: the slot's place in the hub's buffer of them (on XS a buffer costs heap slots
-    // of its own), or a buffer of their own. The slot's last session is gone by now; what it left
-    // is overwritten at open (resumeToken) or unread (priorToken, not valid).
-    const at = tokens ? slot * 2 * RESUME_TOKEN_BYTES : 0;
-    const b = tokens ?? new ArrayBuffer(2 * RESUME_TOKEN_BYTES);
-    this.resumeToken = new Uint8Array(b, at, RESUME_TOKEN_BYTES);
-    this.priorToken = new Uint8Array(b, at + RESUME_TOKEN_BYTES, RESUME_TOKEN_BYTES);
     this.lastHeard = now;
     neverShed.clear();
     this.neverShed = neverShed;
-    this.intentBucket = new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now);
-    malformed.reset();
-    this.malformed = malformed;
-    rateNacks.reset();
-    this.rateNacks = rateNacks;
+    this.guard = guard;
+    // A new session's link: unlimited (regrant.ts rule 1), its never-shed queue not stalled.
+    linkBudgetReset(guard.store, guard.at + BUDGET_AT);
+    this.stallReset();
+    this.staleSince = 0;
   }
 
   publication(channelId: number): Publication | undefined {
@@ -352,6 +346,93 @@ export class Session {
   /** One more frame handed to the transport (counted modulo 2^32). */
   handed(): void {
     this.sentFrames = (this.sentFrames + 1) >>> 0;
+  }
+
+  /**
+   * §12 the malformed-frame counter and the RATE_LIMITED throttle, §9.3 the intent bucket
+   * (limits.ts Guard: `malformed`, `rateNacks` and `intentBucket` are its faces).
+   */
+  readonly guard: Guard;
+  get malformed(): Guard {
+    return this.guard;
+  }
+
+  get rateNacks(): Guard {
+    return this.guard;
+  }
+
+  get intentBucket(): Guard {
+    return this.guard;
+  }
+
+  // §10.3 the re-grant controller and §10.4 the never-shed queue's stall clock (regrant.ts
+  // LinkBudget, StallClock), kept in the guard's row past its counters (SESSION_ROW).
+
+  /** The session's link budget in bytes/s; Infinity is unlimited (LinkBudget.budgetBps). */
+  get budgetBps(): number {
+    return this.guard.store[this.guard.at + BUDGET_AT] as number;
+  }
+
+  /** LinkBudget.update: true when the budget changed. */
+  budgetUpdate(level: number, estimate: Readonly<Pick<LinkEstimate, 'throughputBps'>>, demandBps: number, now: number): boolean {
+    return linkBudgetUpdate(this.guard.store, this.guard.at + BUDGET_AT, REGRANT_FLOOR_BPS, level, estimate, demandBps, now);
+  }
+
+  /** LinkBudget.nextAt. */
+  budgetNextAt(level: number): number {
+    return linkBudgetNextAt(this.guard.store, this.guard.at + BUDGET_AT, level);
+  }
+
+  /** StallClock.update, on the never-shed queue. */
+  stallUpdate(nonEmpty: boolean, progressed: boolean, now: number): void {
+    stallUpdate(this.guard.store, this.guard.at + STALL_AT, nonEmpty, progressed, now);
+  }
+
+  /** StallClock.parkDue: stalled NEVER_SHED_STALL_EVICTION_MS or more. */
+  parkDue(now: number): boolean {
+    return parkDue(this.guard.store, this.guard.at + STALL_AT, NEVER_SHED_STALL_EVICTION_MS, now);
+  }
+
+  /** On resume, the link is fresh: unlimited (LinkBudget.reset), not stalled (StallClock.reset). */
+  resetLink(): void {
+    linkBudgetReset(this.guard.store, this.guard.at + BUDGET_AT);
+    this.stallReset();
+  }
+
+  /** When the session went STALE (§6.6); read only while it is. */
+  get staleSince(): number {
+    return this.guard.store[this.guard.at + STALE_AT] as number;
+  }
+
+  set staleSince(t: number) {
+    this.guard.store[this.guard.at + STALE_AT] = t;
+  }
+
+  /** StallClock.reset. */
+  stallReset(): void {
+    this.guard.store[this.guard.at + STALL_AT] = 0;
+  }
+
+  /** Filled by the hub when the session opens, refilled in place on every resume (a view made at HELLO, not kept). */
+  get resumeToken(): Uint8Array {
+    return this.token(0);
+  }
+
+  /**
+   * §6.6: the token the client last resumed with, still good while `priorValid`: until the
+   * client is heard on the resumed session, nothing shows it got the WELCOME with the new token,
+   * and a transport lost before that WELCOME arrived must not leave the session unresumable.
+   */
+  get priorToken(): Uint8Array {
+    return this.token(RESUME_TOKEN_BYTES);
+  }
+
+  // A view of a token's bytes in the guard's row (TOKENS_AT; on XS a view kept per token would
+  // cost heap slots). The slot's last session is gone by now; what it left is overwritten at
+  // open (resumeToken) or unread (priorToken, not valid).
+  private token(offset: number): Uint8Array {
+    const store = this.guard.store;
+    return new Uint8Array(store.buffer, store.byteOffset + (this.guard.at + TOKENS_AT) * 8 + offset, RESUME_TOKEN_BYTES);
   }
 }
 

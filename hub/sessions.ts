@@ -3,14 +3,15 @@
 // (§6.9). A session outlives its transports; its subscriptions and grants are kept while it is
 // STALE and re-stated on resume.
 
-import { GoodbyeReason, FrameType, PROTOCOL_VERSION, RESUME_TOKEN_BYTES, type HelloFrame } from './frame-types.js';
+import { GoodbyeReason, FrameType, PROTOCOL_VERSION, type HelloFrame } from './frame-types.js';
 import { tierFor } from './credentials.js';
 import type { Conn } from './conn.js';
 import type { Hub } from './hub.js';
-import { constantTimeEqual } from './limits.js';
+import { INTENT_BUCKET_DEPTH, INTENT_RATE_PER_S, PRE_SESSION_BYTES_DEPTH, PRE_SESSION_BYTES_PER_S } from './constants.js';
+import { constantTimeEqual, Guard, GUARD_ROW } from './limits.js';
 import { Nack } from './nack.js';
 import { DECIMATION_STATE, resetDecimation } from './shed.js';
-import { Session, SessionState } from './session.js';
+import { Session, SESSION_ROW, SessionState } from './session.js';
 import { StreamKind, Tier } from '../catalog/schema.js';
 import type { Link } from './ports.js';
 
@@ -23,12 +24,41 @@ export function tierCeilingOf(link: Link): number {
   return c >= Tier.maintainer ? Tier.maintainer : c >= Tier.operator ? Tier.operator : Tier.observer;
 }
 
+/** Transports waiting for their HELLO whose guards the hub's store holds (more make rows of their own). */
+export const CONN_GUARD_ROWS = 4;
+
 export class SessionKeeper {
   private nextId = 1;
-  /** Every slot's two resume tokens, made with the first session (one buffer, not one a session: on XS a buffer costs heap slots). */
-  private tokens: ArrayBuffer | null = null;
+  /**
+   * The rows of the sessions' and the transports' guards (limits.ts Guard): slot s's session row
+   * at s × SESSION_ROW (its link's numbers and resume tokens too: session.ts), then
+   * CONN_GUARD_ROWS rows of GUARD_ROW for transports waiting for their HELLO (one store for all:
+   * on XS every typed array costs heap slots).
+   */
+  private readonly guards: Float64Array;
 
-  constructor(private readonly hub: Hub) {}
+  constructor(private readonly hub: Hub) {
+    this.guards = new Float64Array(hub.slots.length * SESSION_ROW + CONN_GUARD_ROWS * GUARD_ROW);
+  }
+
+  /**
+   * A new transport's guard (conn.ts): its bucket full, its counters empty, in a transport row
+   * no transport still waiting for its HELLO holds (one with a session never reads its guard
+   * again), or in a row of its own when all are held.
+   */
+  connGuard(now: number): Guard {
+    const conns = this.hub.conns;
+    const store = this.guards;
+    for (let at = this.hub.slots.length * SESSION_ROW; at + GUARD_ROW <= store.length; at += GUARD_ROW) {
+      let held = false;
+      for (let i = 0; i < conns.length && !held; i++) {
+        const g = (conns[i] as Conn).guard;
+        held = (conns[i] as Conn).session === null && g.store === store && g.at === at;
+      }
+      if (!held) return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, store, at);
+    }
+    return new Guard(PRE_SESSION_BYTES_PER_S, PRE_SESSION_BYTES_DEPTH, now, new Float64Array(GUARD_ROW), 0);
+  }
 
   hello(conn: Conn, f: HelloFrame, now: number): void {
     const hub = this.hub;
@@ -81,9 +111,10 @@ export class SessionKeeper {
       const capped = tier > ceiling;
       if (capped) tier = ceiling;
       const slot = this.freeSlot();
-      // The transport's malformed-frame counter and NACK throttle become the session's, restarted (§12).
-      const tokens = (this.tokens ??= new ArrayBuffer(hub.slots.length * 2 * RESUME_TOKEN_BYTES));
-      s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), conn.malformed, conn.nackThrottle, tokens);
+      // The session's malformed-frame counter and NACK throttle start empty, as the transport's
+      // would be restarted (§12), and its intent bucket full (§9.3).
+      const guard = new Guard(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now, this.guards, slot * SESSION_ROW);
+      s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), guard);
       hub.random.fill(s.resumeToken);
       hub.slots[slot] = s;
       s.link = conn.link;
@@ -159,8 +190,7 @@ export class SessionKeeper {
     s.state = SessionState.ACTIVE;
     s.lastHeard = now;
     s.neverShed.clear();
-    s.stall.reset();
-    s.budget.reset();
+    s.resetLink();
     s.sentFrames = conn.sent;
     s.healthText = null;
     s.eventsOwed = true;
@@ -222,7 +252,7 @@ export class SessionKeeper {
     s.state = SessionState.STALE;
     s.staleSince = now;
     s.neverShed.clear();
-    s.stall.reset();
+    s.stallReset();
     const t = hub.table;
     for (let i = 0; i < t.routeCount[s.slot]!; i++) {
       const route = hub.plan.subscribedRoute(s, i);

@@ -239,6 +239,25 @@ describe('hub isolation and bad input (§12)', () => {
     ok(d.link.closed);
     equal(d.take(FrameType.NACK).length, 11);
   });
+
+  it('counts each waiting transport\'s malformed frames on its own, however many wait, and a new one from zero', () => {
+    const fx = makeHub();
+    // More transports wait for their HELLO than the hub's store keeps rows for (sessions.ts CONN_GUARD_ROWS).
+    const waiting = Array.from({ length: 7 }, () => new TestClient(fx.hub));
+    for (let i = 0; i < 10; i++) for (const c of waiting) c.sendBytes(new Uint8Array([0x00]));
+    for (const c of waiting) ok(!c.link.closed, 'ten each are tolerated');
+    waiting[0]!.hello();
+    waiting[5]!.hello();
+    // Transports attached now start from zero, in the rows the HELLOs left or in rows of their own.
+    const late = Array.from({ length: 3 }, () => new TestClient(fx.hub));
+    for (let i = 0; i < 10; i++) for (const c of late) c.sendBytes(new Uint8Array([0x00]));
+    for (const c of late) ok(!c.link.closed, 'a new transport starts with no malformed frame counted');
+    for (const c of [...waiting, ...late]) c.sendBytes(new Uint8Array([0x00]));
+    waiting.forEach((c, i) => equal(c.link.closed, i !== 0 && i !== 5, `transport ${i}`));
+    for (const c of late) ok(c.link.closed);
+    // The sessions opened count from zero too: one more malformed frame does not close them.
+    equal(fx.hub.sessions().length, 2);
+  });
 });
 
 describe('hub: a second HELLO is malformed (§12.5)', () => {

@@ -11,7 +11,7 @@ import { CborWriter } from '../../hub/cbor.js';
 import { MALFORMED_CLOSE_PER_S } from '../../hub/constants.js';
 import { dataPrefix } from '../../hub/fast-frames.js';
 import { encodeData, FrameType, MAX_HUB_FRAME_BYTES } from '../../hub/frames.js';
-import { EventQueue, EventRing, FrameRing } from '../../hub/queues.js';
+import { EVENT_READER_SLOTS, EventQueue, EventRing, FrameRing } from '../../hub/queues.js';
 import { ChannelRoute, makeRoutes, SubscriptionTable } from '../../hub/session.js';
 import { decimate, DECIMATION_STATE, Decimator, resetDecimation } from '../../hub/shed.js';
 import { deepEqual, equal, ok, throws } from '../lib/assert.js';
@@ -173,7 +173,14 @@ describe('hub memory: one EVENT ring per channel, one cursor per reader (§9.4)'
     );
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 5 }), fc.array(op, { maxLength: 120 }), (cap, ops) => {
-        const ring = new EventRing<number>(cap, 3);
+        // The ring keeps its readers' numbers between two other rings' in one store, as the hub's do.
+        const store = new Float64Array(3 * 3 * EVENT_READER_SLOTS);
+        const before = new EventRing<number>(cap, 3, store, 0);
+        const ring = new EventRing<number>(cap, 3, store, 3 * EVENT_READER_SLOTS);
+        const after = new EventRing<number>(cap, 3, store, 6 * EVENT_READER_SLOTS);
+        before.join(1);
+        after.join(2);
+        after.push(-1);
         const model: Model[] = [0, 1, 2].map(() => ({ q: null, lost: 0 }));
         let next = 0;
         for (const o of ops) {
@@ -215,7 +222,8 @@ describe('hub memory: one EVENT ring per channel, one cursor per reader (§9.4)'
           }
           if (ring.held !== longest) return false;
         }
-        return true;
+        // Its neighbours are as they were.
+        return before.reading(1) && !before.reading(0) && before.size(1) === 0 && after.reading(2) && !after.reading(1) && after.size(2) === 1 && after.dropped(2) === 0;
       }),
       { numRuns: runs(500, 60) },
     );
@@ -242,6 +250,7 @@ describe('hub memory: one EVENT ring per channel, one cursor per reader (§9.4)'
   it('rejects a capacity or a reader count below 1', () => {
     throws(() => new EventRing<number>(0, 1), (e) => e instanceof RangeError);
     throws(() => new EventRing<number>(1, 0), (e) => e instanceof RangeError);
+    throws(() => new EventRing<number>(1, 2, new Float64Array(2 * EVENT_READER_SLOTS), 1), (e) => e instanceof RangeError);
   });
 });
 

@@ -7,6 +7,8 @@ import {
   STREAM_INGRESS_OVERAGE_NACK_PER_S,
 } from '../../hub/constants.js';
 import {
+  Guard,
+  GUARD_ROW,
   NackThrottle,
   TokenBucket,
   WindowCounter,
@@ -295,6 +297,56 @@ describe('hub/limits: NackThrottle (§10.5 RATE_LIMITED ≤ 5/s per session)', (
     n.reset();
     equal(n.suppressed, 0);
     ok(n.allow(2));
+  });
+});
+
+describe('hub/limits: Guard (a transport\'s or a session\'s §12 counters and its bucket in one row)', () => {
+  it('counts, throttles and takes exactly as a WindowCounter, a NackThrottle and a TokenBucket do', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 40 })), { maxLength: 200 }), (ops) => {
+        // The row sits between two others, which it must leave alone.
+        const store = new Float64Array(3 * GUARD_ROW).fill(7);
+        const g = new Guard(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, 0, store, GUARD_ROW);
+        const w = new WindowCounter(MALFORMED_CLOSE_PER_S + 1);
+        const n = new NackThrottle();
+        const b = new TokenBucket(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, 0);
+        let now = 0;
+        for (const [op, dt, k] of ops) {
+          now += dt;
+          if (op === 0) equal(g.add(now), w.add(now));
+          else if (op === 1) equal(g.allow(now), n.allow(now));
+          else if (op === 2) equal(g.take(k, now), b.take(k, now));
+          else if (k === 0) {
+            g.reset();
+            w.reset();
+            n.reset();
+          }
+          equal(g.count(now), w.count(now));
+          equal(g.suppressed, n.suppressed);
+          equal(g.msUntil(1, now), b.msUntil(1, now));
+        }
+        for (let i = 0; i < GUARD_ROW; i++) {
+          equal(store[i], 7);
+          equal(store[2 * GUARD_ROW + i], 7);
+        }
+      }),
+      { numRuns: runs(200, 20) },
+    );
+  });
+
+  it('starts its row empty, whatever a transport before it left there', () => {
+    const store = new Float64Array(GUARD_ROW);
+    const first = new Guard(1, 1, 0, store, 0);
+    for (let i = 0; i < 20; i++) {
+      first.add(i);
+      first.allow(i);
+    }
+    const g = new Guard(1, 1, 50, store, 0);
+    equal(g.madeAt, 50);
+    equal(g.count(50), 0);
+    equal(g.suppressed, 0);
+    equal(g.add(50), 1);
+    throws(() => new Guard(1, 1, 0, store, 1), (e) => e instanceof RangeError);
   });
 });
 
