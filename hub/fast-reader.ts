@@ -22,6 +22,9 @@ const K_T0 = Key.T0;
 const T_ACK = FrameType.ACK;
 const T_PING = FrameType.PING;
 const T_BUNDLE = FrameType.BUNDLE;
+// Which 32-bit word of a float64 holds its sign and exponent in the host's byte order (1.0 is 0x3ff00000_00000000).
+const HI = new Uint32Array(new Float64Array([1]).buffer)[1] === 0x3ff00000 ? 1 : 0;
+const LO = 1 - HI;
 
 /**
  * What `FastReader.read` recognised; NONE: not a canonical ACK, PING or BUNDLE (or not well
@@ -59,12 +62,11 @@ export class FastReader {
   readonly block: { count: number; width: number; readonly numbers: Float64Array };
   /** BUNDLE: every number after a sample's time is finite (what a publication takes, ingress.ts). */
   finite = true;
-  // One 8-byte scratch: a float32 written by its bits (same-size views: no byte order to mind),
-  // a float64 by its two 32-bit words, the high one at u32[hi] (the host's byte order).
-  private readonly f64 = new Float64Array(1);
-  private readonly f32 = new Float32Array(this.f64.buffer, 0, 1);
-  private readonly u32 = new Uint32Array(this.f64.buffer, 0, 2);
-  private readonly hi: number;
+  // One 8-byte scratch: a float32 written and read big-endian, a float64 written as its two 32-bit
+  // words, the high one at u32[HI] (the host's byte order), and read in place (no calls).
+  private readonly dv = new DataView(new ArrayBuffer(8));
+  private readonly f64 = new Float64Array(this.dv.buffer, 0, 1);
+  private readonly u32 = new Uint32Array(this.dv.buffer, 0, 2);
   /** Where number() left off; -1 when what it read was no number. */
   private pos = 0;
 
@@ -72,8 +74,6 @@ export class FastReader {
     // At least one sample of any width: a bundle too wide to keep is read sample by sample at the start.
     const size = Math.max(MAX_SAMPLE_NUMBERS, MAX_BUNDLE_SAMPLES * Math.min(Math.max(1, keepWidth), MAX_SAMPLE_NUMBERS));
     this.block = { count: 0, width: 0, numbers: new Float64Array(size) };
-    this.f64[0] = 1;
-    this.hi = this.u32[1] === 0x3ff00000 ? 1 : 0;
   }
 
   /** Reads buf[start, end): the frame type when it is one of the three in canonical form, else Fast.NONE. */
@@ -144,10 +144,8 @@ export class FastReader {
     const block = this.block;
     const numbers = block.numbers;
     const f64 = this.f64;
-    const f32 = this.f32;
+    const dv = this.dv;
     const u32 = this.u32;
-    const hi = this.hi;
-    const lo = 1 - hi;
     // Too wide to keep: each sample is read into the block's start, for its checks only.
     const wide = n * m > numbers.length;
     let k = 0;
@@ -179,13 +177,13 @@ export class FastReader {
       for (j = 1; j < m; j++) {
         ib = buf[p] as number;
         if (ib === F64) {
-          u32[hi] = ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number);
-          u32[lo] = ((buf[p + 5] as number) << 24) | ((buf[p + 6] as number) << 16) | ((buf[p + 7] as number) << 8) | (buf[p + 8] as number);
+          u32[HI] = ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number);
+          u32[LO] = ((buf[p + 5] as number) << 24) | ((buf[p + 6] as number) << 16) | ((buf[p + 7] as number) << 8) | (buf[p + 8] as number);
           v = f64[0] as number;
           p += 9;
         } else if (ib === F32) {
-          u32[0] = ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number);
-          v = f32[0] as number;
+          dv.setUint32(0, ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
+          v = dv.getFloat32(0);
           p += 5;
         } else if (ib < 24) {
           v = ib;
@@ -223,15 +221,15 @@ export class FastReader {
       return major === 0 ? n : -1 - n;
     }
     if (ib === F64 && p + 9 <= end) {
-      this.u32[this.hi] = ((b[p + 1] as number) << 24) | ((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number);
-      this.u32[1 - this.hi] = ((b[p + 5] as number) << 24) | ((b[p + 6] as number) << 16) | ((b[p + 7] as number) << 8) | (b[p + 8] as number);
+      this.u32[HI] = ((b[p + 1] as number) << 24) | ((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number);
+      this.u32[LO] = ((b[p + 5] as number) << 24) | ((b[p + 6] as number) << 16) | ((b[p + 7] as number) << 8) | (b[p + 8] as number);
       this.pos = p + 9;
       return this.f64[0] as number;
     }
     if (ib === F32 && p + 5 <= end) {
-      this.u32[0] = ((b[p + 1] as number) << 24) | ((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number);
+      this.dv.setUint32(0, ((b[p + 1] as number) << 24) | ((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number));
       this.pos = p + 5;
-      return this.f32[0] as number;
+      return this.dv.getFloat32(0);
     }
     if (ib !== F16 || p + 3 > end) return NaN;
     this.pos = p + 3;
