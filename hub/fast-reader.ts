@@ -13,12 +13,25 @@ const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const F16 = 0xf9;
 const F32 = 0xfa;
 const F64 = 0xfb;
+// The keys and types read, as plain numbers (a property read per use otherwise).
+const K_TYPE = Key.TYPE;
+const K_CHANNEL_ID = Key.CHANNEL_ID;
+const K_VALUES = Key.VALUES;
+const K_ACKED = Key.ACKED;
+const K_T0 = Key.T0;
+const T_ACK = FrameType.ACK;
+const T_PING = FrameType.PING;
+const T_BUNDLE = FrameType.BUNDLE;
+// Which 32-bit word of a float64 holds its sign and exponent in the host's byte order (1.0 is 0x3ff00000_00000000).
+const HI = new Uint32Array(new Float64Array([1]).buffer)[1] === 0x3ff00000 ? 1 : 0;
+const LO = 1 - HI;
 
 /**
  * What `FastReader.read` recognised; NONE: not a canonical ACK, PING or BUNDLE (or not well
  * formed), for decodeFrame to judge.
  */
 export const Fast = Object.freeze({ NONE: 0, ACK: FrameType.ACK, PING: FrameType.PING, BUNDLE: FrameType.BUNDLE } as const);
+const NONE = Fast.NONE;
 
 /**
  * The canonical forms of the frequent client frames, read in place: ACK {0: 12, 28: acked},
@@ -33,9 +46,12 @@ export const Fast = Object.freeze({ NONE: 0, ACK: FrameType.ACK, PING: FrameType
  * any number (ingress.ts).
  *
  * Every client frame that is not an ESTOP comes through here first, so the reading is done in
- * locals, with the common heads (small and 16- and 32-bit integers, float32 and float64) read
- * inline. A float is assembled from its bytes through a scratch of our own: a DataView over the
- * frame's buffer would be an object per frame (a binding may hand each frame in a buffer of its own).
+ * locals, with the common heads read inline: a sample's time as a small, 16- or 32-bit integer,
+ * its other numbers as float64 or float32. A float is assembled from its bytes through a scratch
+ * of our own: a DataView over the frame's buffer would be an object per frame (a binding may hand
+ * each frame in a buffer of its own). Bytes past the frame's end may be read on the way (as
+ * undefined past the buffer's): what reads past it ends past it, and a frame that does not end
+ * exactly where its last number does is not taken.
  */
 export class FastReader {
   /** ACK: acked; PING: t0. */
@@ -46,11 +62,11 @@ export class FastReader {
   readonly block: { count: number; width: number; readonly numbers: Float64Array };
   /** BUNDLE: every number after a sample's time is finite (what a publication takes, ingress.ts). */
   finite = true;
-  // One 8-byte scratch: a float32 written by its bits (same-size views: no byte order to mind),
-  // a float64 as two big-endian words.
+  // One 8-byte scratch: a float32 written and read big-endian, a float64 written as its two 32-bit
+  // words, the high one at u32[HI] (the host's byte order), and read in place (no calls).
   private readonly dv = new DataView(new ArrayBuffer(8));
-  private readonly f = new Float32Array(this.dv.buffer, 0, 1);
-  private readonly bits = new Uint32Array(this.dv.buffer, 0, 1);
+  private readonly f64 = new Float64Array(this.dv.buffer, 0, 1);
+  private readonly u32 = new Uint32Array(this.dv.buffer, 0, 2);
   /** Where number() left off; -1 when what it read was no number. */
   private pos = 0;
 
@@ -62,43 +78,48 @@ export class FastReader {
 
   /** Reads buf[start, end): the frame type when it is one of the three in canonical form, else Fast.NONE. */
   read(buf: Uint8Array, start: number, end: number): number {
-    if (end - start < 5 || end > buf.length || buf[start + 1] !== Key.TYPE) return Fast.NONE;
+    if (end - start < 5 || end > buf.length || buf[start + 1] !== K_TYPE) return NONE;
     const h = buf[start] as number;
     const type = buf[start + 2] as number;
-    if (h === 0xa2) {
-      // ACK and PING: one key of 24 or more after the type, then an unsigned integer that ends the frame.
-      if (buf[start + 3] !== 0x18) return Fast.NONE;
-      const key = buf[start + 4] as number;
-      if (type === FrameType.ACK) {
-        if (key !== Key.ACKED) return Fast.NONE;
-        const v = uintTo(buf, start + 5, end);
-        if (v < 0 || v >= TWO_32) return Fast.NONE;
-        this.value = v;
-        return Fast.ACK;
-      }
-      if (type === FrameType.PING) {
-        if (key !== Key.T0) return Fast.NONE;
-        const v = uintTo(buf, start + 5, end);
-        if (v < 0) return Fast.NONE;
-        this.value = v;
-        return Fast.PING;
-      }
-      return Fast.NONE;
+    if (h === 0xa3) return type === T_BUNDLE ? this.bundle(buf, start + 3, end) : NONE;
+    // ACK and PING: one key of 24 or more after the type, then an unsigned integer that ends the
+    // frame, its head told by its length (uintTo, its common forms inline).
+    if (h !== 0xa2 || buf[start + 3] !== 0x18) return NONE;
+    if (type === T_ACK ? buf[start + 4] !== K_ACKED : type !== T_PING || buf[start + 4] !== K_T0) return NONE;
+    const p = start + 5;
+    const len = end - p;
+    let v = 0;
+    if (len === 5) {
+      if (buf[p] !== 0x1a) return NONE;
+      v = (buf[p + 1] as number) * 0x1000000 + (((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
+      if (v < 0x10000) return NONE;
+    } else if (len === 3) {
+      if (buf[p] !== 0x19) return NONE;
+      v = ((buf[p + 1] as number) << 8) | (buf[p + 2] as number);
+      if (v < 0x100) return NONE;
+    } else if (len === 1) {
+      v = buf[p] as number;
+      if (v >= 24) return NONE;
+    } else if ((v = uintTo(buf, p, end)) < 0) return NONE;
+    if (type === T_ACK) {
+      if (v >= TWO_32) return NONE;
+      this.value = v;
+      return T_ACK;
     }
-    if (h === 0xa3 && type === FrameType.BUNDLE) return this.bundle(buf, start + 3, end);
-    return Fast.NONE;
+    this.value = v;
+    return T_PING;
   }
 
   private bundle(buf: Uint8Array, p: number, end: number): number {
-    if (buf[p] !== Key.CHANNEL_ID) return Fast.NONE;
+    if (buf[p] !== K_CHANNEL_ID) return NONE;
     // A channel id (1–255): one byte below 24, else 0x18 and one byte of 24 or more.
     let ch = buf[p + 1] as number;
     if (ch < 24) p += 2;
     else if (ch === 0x18 && (buf[p + 2] as number) >= 24) {
       ch = buf[p + 2] as number;
       p += 3;
-    } else return Fast.NONE;
-    if (ch < MIN_CHANNEL_ID || ch > MAX_CHANNEL_ID || p >= end || buf[p] !== Key.VALUES) return Fast.NONE;
+    } else return NONE;
+    if (ch < MIN_CHANNEL_ID || ch > MAX_CHANNEL_ID || buf[p] !== K_VALUES) return NONE;
     // The samples' array, then the first sample's: each head one byte for fewer than 24 items.
     let n = buf[p + 1] as number;
     if (n > 0x80 && n < 0x98) {
@@ -106,7 +127,7 @@ export class FastReader {
       p += 2;
     } else {
       n = arrayHeadAt(buf, p + 1, end);
-      if (n < 1 || n > MAX_BUNDLE_SAMPLES) return Fast.NONE;
+      if (n < 1 || n > MAX_BUNDLE_SAMPLES) return NONE;
       p += n < 0x100 ? 3 : 4;
     }
     // The first sample's length is every sample's.
@@ -115,76 +136,80 @@ export class FastReader {
     if (m > 0x80 && m < 0x98) m -= 0x80;
     else {
       m = arrayHeadAt(buf, p, end);
-      if (m < 1 || m > MAX_SAMPLE_NUMBERS) return Fast.NONE;
+      if (m < 1 || m > MAX_SAMPLE_NUMBERS) return NONE;
       mHead = m < 0x100 ? 2 : 3;
     }
     p += mHead;
     const head = 0x80 + m;
-    const numbers = this.block.numbers;
-    const f = this.f;
-    const bits = this.bits;
+    const block = this.block;
+    const numbers = block.numbers;
+    const f64 = this.f64;
     const dv = this.dv;
+    const u32 = this.u32;
     // Too wide to keep: each sample is read into the block's start, for its checks only.
     const wide = n * m > numbers.length;
     let k = 0;
     // x − x is 0 exactly when x is finite (NaN and ±Infinity give NaN): summed over every number
-    // (a time that is not finite is refused anyway), one test at the end tells whether all were.
+    // after a time, one test at the end tells whether all were.
     let spread = 0;
     // Declared once out here: a block that declares its own makes XS open a scope on every pass.
     let ib = 0;
     let v = 0;
-    for (let i = 0; ; ) {
-      for (let j = 0; j < m; j++) {
-        if (p >= end) return Fast.NONE;
+    let j = 0;
+    let i = 0;
+    for (;;) {
+      // The sample's time, an unsigned integer: in ms, mostly of 16 or 32 bits (canonical: not
+      // fewer bytes than needed); in any other form as CborReader.number reads it.
+      ib = buf[p] as number;
+      if (ib === 0x19) {
+        v = ((buf[p + 1] as number) << 8) | (buf[p + 2] as number);
+        if (v < 0x100) return NONE;
+        p += 3;
+      } else if (ib === 0x1a) {
+        v = (buf[p + 1] as number) * 0x1000000 + (((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
+        if (v < 0x10000) return NONE;
+        p += 5;
+      } else {
+        v = this.number(buf, p, end);
+        if ((p = this.pos) < 0 || !(v % 1 === 0) || v < 0) return NONE;
+      }
+      numbers[k++] = v;
+      for (j = 1; j < m; j++) {
         ib = buf[p] as number;
         if (ib === F64) {
-          if (p + 9 > end) return Fast.NONE;
-          dv.setUint32(0, ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
-          dv.setUint32(4, ((buf[p + 5] as number) << 24) | ((buf[p + 6] as number) << 16) | ((buf[p + 7] as number) << 8) | (buf[p + 8] as number));
-          v = dv.getFloat64(0);
+          u32[HI] = ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number);
+          u32[LO] = ((buf[p + 5] as number) << 24) | ((buf[p + 6] as number) << 16) | ((buf[p + 7] as number) << 8) | (buf[p + 8] as number);
+          v = f64[0] as number;
           p += 9;
         } else if (ib === F32) {
-          if (p + 5 > end) return Fast.NONE;
-          bits[0] = ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number);
-          v = f[0] as number;
+          dv.setUint32(0, ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
+          v = dv.getFloat32(0);
           p += 5;
         } else if (ib < 24) {
           v = ib;
           p++;
-        } else if (ib === 0x19 && p + 3 <= end) {
-          // A time in ms: 16 bits, then 32 (canonical: not fewer bytes than needed).
-          v = ((buf[p + 1] as number) << 8) | (buf[p + 2] as number);
-          if (v < 0x100) return Fast.NONE;
-          p += 3;
-        } else if (ib === 0x1a && p + 5 <= end) {
-          v = (buf[p + 1] as number) * 0x1000000 + (((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
-          if (v < 0x10000) return Fast.NONE;
-          p += 5;
         } else {
           v = this.number(buf, p, end);
-          if ((p = this.pos) < 0) return Fast.NONE;
+          if ((p = this.pos) < 0) return NONE;
         }
         numbers[k++] = v;
         spread += v - v;
       }
-      // A sample's time is an unsigned integer.
-      v = numbers[k - m] as number;
-      if (!(v % 1 === 0) || v < 0) return Fast.NONE;
       if (++i === n) break;
       if (wide) k = 0;
-      if (mHead === 1 ? buf[p] !== head || p >= end : arrayHeadAt(buf, p, end) !== m) return Fast.NONE;
+      if (mHead === 1 ? buf[p] !== head : arrayHeadAt(buf, p, end) !== m) return NONE;
       p += mHead;
     }
-    if (p !== end) return Fast.NONE;
+    if (p !== end) return NONE;
     this.channelId = ch;
-    this.block.count = n;
-    this.block.width = m;
+    block.count = n;
+    block.width = m;
     this.finite = spread === 0;
-    return Fast.BUNDLE;
+    return T_BUNDLE;
   }
 
-  // A number at p as CborReader.number reads it, in the forms bundle() does not read inline: an
-  // integer (canonical, safe) or a float16. Its end in `pos`, which is -1 when there is none.
+  // A number at p as CborReader.number reads it (within end): an integer (canonical, safe) or a
+  // float of any width. Its end in `pos`, which is -1 when there is none.
   private number(b: Uint8Array, p: number, end: number): number {
     this.pos = -1;
     const ib = b[p] as number;
@@ -194,6 +219,17 @@ export class FastReader {
       if (n < 0 || (major === 1 && n === MAX_SAFE)) return NaN;
       this.pos = p + argumentBytes(ib & 0x1f);
       return major === 0 ? n : -1 - n;
+    }
+    if (ib === F64 && p + 9 <= end) {
+      this.u32[HI] = ((b[p + 1] as number) << 24) | ((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number);
+      this.u32[LO] = ((b[p + 5] as number) << 24) | ((b[p + 6] as number) << 16) | ((b[p + 7] as number) << 8) | (b[p + 8] as number);
+      this.pos = p + 9;
+      return this.f64[0] as number;
+    }
+    if (ib === F32 && p + 5 <= end) {
+      this.dv.setUint32(0, ((b[p + 1] as number) << 24) | ((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 8) | (b[p + 4] as number));
+      this.pos = p + 5;
+      return this.dv.getFloat32(0);
     }
     if (ib !== F16 || p + 3 > end) return NaN;
     this.pos = p + 3;

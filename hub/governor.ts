@@ -133,34 +133,36 @@ export class IngressGovernor {
    */
   admit(slot: number, bytes: number, now: number, hubScope = true): GovernorVerdictCode {
     const hub = this.slots;
-    const session = slot >= 0 && slot < hub ? slot : -1;
     const n = bytes > 0 ? bytes : 0;
     const until = this.until;
     const used = this.used;
     if (now >= (until[hub] as number)) this.advance(hub, now);
     let u = 0;
-    if (session >= 0) {
-      if (now >= (until[session] as number)) this.advance(session, now);
-      const budget = this.sessionBytesPerS;
-      const after = (used[session] as number) + n;
-      if (after > budget) return this.reject(REJECT_SESSION, session, n, now, after / budget);
-      u = after / budget;
+    let after = 0;
+    const session = slot >= 0 && slot < hub;
+    if (session) {
+      if (now >= (until[slot] as number)) this.advance(slot, now);
+      after = (used[slot] as number) + n;
+      u = after / this.sessionBytesPerS;
+      if (after > this.sessionBytesPerS) return this.reject(REJECT_SESSION, slot, n, now, u);
     }
-    const budget = this.hubBytesPerS;
     const hubAfter = (used[hub] as number) + n;
-    if (hubScope && hubAfter > budget) return this.reject(REJECT_HUB, hub, n, now, hubAfter / budget);
-    const hu = hubAfter / budget;
+    const hu = hubAfter / this.hubBytesPerS;
+    if (hubScope && hubAfter > this.hubBytesPerS) return this.reject(REJECT_HUB, hub, n, now, hu);
     if (hu > u) u = hu;
     // The bytes go into each window's newest slice (a clock that stepped back writes there too).
-    if (session >= 0) used[session] = (used[session] as number) + n;
+    if (session) used[slot] = after;
     used[hub] = hubAfter;
     this.bytesAccepted += n;
     this.retryAfterMs = 0;
     this.utilisation = u;
-    const v = u >= GOVERNOR_DOWNSAMPLE_RATIO ? ACCEPT_DOWNSAMPLE : ACCEPT;
     const verdicts = this.verdicts;
-    verdicts[v] = (verdicts[v] as number) + 1;
-    return v;
+    if (u >= GOVERNOR_DOWNSAMPLE_RATIO) {
+      verdicts[ACCEPT_DOWNSAMPLE]!++;
+      return ACCEPT_DOWNSAMPLE;
+    }
+    verdicts[ACCEPT]!++;
+    return ACCEPT;
   }
 
   /** Bytes the session in `slot` has had accepted in the window at `now`. */
