@@ -796,7 +796,7 @@ export class SeqWindow {
 
   /** Records datagram `seq` received at `now`; true when it is a duplicate (drop it). */
   seen(seq: number, now: number): boolean {
-    return seqSeen(this.at, this.seqs, 0, seq, now);
+    return seqSeen(this.at, 0, this.seqs, 0, seq, now);
   }
 
   reset(): void {
@@ -805,16 +805,17 @@ export class SeqWindow {
 }
 
 /**
- * SeqWindow.seen over a window kept elsewhere: its arrival times in `at[0…DUPLICATE_SLOTS)` (−∞
- * at first) and its numbers from `seqs[seqsAt]`, so that an owner with other numbers of its own
- * keeps the window in its views instead of an object. True when `seq` is a duplicate.
+ * SeqWindow.seen over a window kept elsewhere: its arrival times from `at[atAt]` (DUPLICATE_SLOTS
+ * of them, −∞ at first) and its numbers from `seqs[seqsAt]`, so that an owner with other numbers
+ * of its own keeps the window in its views instead of an object. True when `seq` is a duplicate.
  */
-export function seqSeen(at: Float64Array, seqs: Uint16Array, seqsAt: number, seq: number, now: number): boolean {
+export function seqSeen(at: Float64Array, atAt: number, seqs: Uint16Array, seqsAt: number, seq: number, now: number): boolean {
   const s = seq & SEQ_MASK;
   const i = s & (DUPLICATE_SLOTS - 1);
-  const dup = seqs[seqsAt + i] === s && now - (at[i] as number) <= DUPLICATE_WINDOW_MS;
+  const k = atAt + i;
+  const dup = seqs[seqsAt + i] === s && now - (at[k] as number) <= DUPLICATE_WINDOW_MS;
   seqs[seqsAt + i] = s;
-  at[i] = now;
+  at[k] = now;
   return dup;
 }
 
