@@ -28,6 +28,8 @@ import { BroadcastSegment, Route } from './broadcast.js';
 import {
   DatagramCursor,
   DatagramFlag,
+  DEFAULT_QUEUE_BYTES,
+  DEFAULT_QUEUE_FRAMES,
   DATAGRAM_MAX_BYTES,
   DATAGRAM_VERSION,
   Egress,
@@ -61,9 +63,8 @@ export const ESPNOW_MAX_ENCRYPTED_PEERS = 7;
 export const BROADCAST_MAC = 0xffffffffffff;
 /** Byte 0 of a plain datagram: version 1, no flags. */
 const DATAGRAM_HEADER_BYTE = DATAGRAM_VERSION << 4;
-/** Egress queue per peer: about four full datagrams, 12 ms of air at 1 Mbps. Late is worse than lost (§10.4). */
-export const DEFAULT_QUEUE_BYTES = 1024;
-export const DEFAULT_QUEUE_FRAMES = 32;
+/** Egress queue per peer (datagram.ts): about four full datagrams, 12 ms of air at 1 Mbps. Late is worse than lost (§10.4). */
+export { DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_FRAMES };
 /**
  * A peer sends something (at least a keepalive ACK, docs/_espnow.md) every second; silence for
  * this long is a lost transport (§6.6): ESP-NOW has no connection whose end would say so.
