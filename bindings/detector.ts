@@ -546,12 +546,6 @@ export interface LossOptions {
   readonly ackTimeoutMs?: number;
 }
 
-// Ring slot states.
-const EMPTY = 0;
-const PENDING = 1;
-const RECEIVED = 2;
-const LOST = 3;
-
 const RING_MASK = LOSS_RING - 1;
 /**
  * Datagrams awaiting the radio's send status at once. The radio has one datagram in flight and
@@ -560,17 +554,21 @@ const RING_MASK = LOSS_RING - 1;
  */
 const STATUS_SLOTS = 16;
 const STATUS_MASK = STATUS_SLOTS - 1;
-// The detector's arrays, one buffer, one view per element type: `times` holds the ring's
-// instants, then the bucket numbers from BUCKET_IDS; `counts` each bucket's lost and resolved
-// counts (bucket b at 2b and 2b + 1); `seqs` the ring's sequence numbers, then the send-status
-// FIFO from STATUS_AT; `state` the ring's slot states.
+// The detector's arrays, one buffer, two views (on XS every view costs heap slots): `times`
+// holds the ring's instants, then from BUCKET_IDS the bucket numbers, from LOST_AT each bucket's
+// lost count and from RESOLVED_AT its resolved count (bucket b at BUCKET_IDS + b, LOST_AT + b,
+// RESOLVED_AT + b), then its owner's numbers from LOSS_NUMBERS; `seqs` the ring's sequence
+// numbers, then the send-status FIFO from STATUS_AT.
 const BUCKET_IDS = LOSS_RING;
+const LOST_AT = BUCKET_IDS + LOSS_BUCKETS;
+const RESOLVED_AT = LOST_AT + LOSS_BUCKETS;
+/** Where an owner's numbers start in the detector's `numbers` (LossDetector's `extraNumbers`). */
+export const LOSS_NUMBERS = RESOLVED_AT + LOSS_BUCKETS;
 const STATUS_AT = LOSS_RING;
-const TIMES_BYTES = (LOSS_RING + LOSS_BUCKETS) * 8;
-const COUNTS_BYTES = 2 * LOSS_BUCKETS * 4;
+const TIMES_BYTES = LOSS_NUMBERS * 8;
 const SEQS_BYTES = (LOSS_RING + STATUS_SLOTS) * 2;
-/** The bytes one LossDetector keeps (a multiple of 8). */
-export const LOSS_BYTES = TIMES_BYTES + COUNTS_BYTES + SEQS_BYTES + LOSS_RING;
+/** The bytes one LossDetector keeps (a multiple of 8), its owner's numbers not counted. */
+export const LOSS_BYTES = TIMES_BYTES + ((SEQS_BYTES + 7) & ~7);
 
 /**
  * §10.3 loss-rate detector for one ESP-NOW peer: loss = datagrams known lost ÷ datagrams resolved
@@ -585,28 +583,29 @@ export const LOSS_BYTES = TIMES_BYTES + COUNTS_BYTES + SEQS_BYTES + LOSS_RING;
  * are seen even when no datagram moves.
  */
 export class LossDetector extends LevelMachine implements CongestionDetector {
-  private readonly timeoutMs: number;
-  // Ring of recent datagrams, indexed by seq mod LOSS_RING: each one's number (meaningful unless
-  // EMPTY), its state, and the instant it was sent while PENDING, or counted lost while LOST (a
-  // LOST datagram never becomes PENDING again, so one number serves both). Past the ring, `seqs`
-  // holds the send-status FIFO and `times` the bucket numbers.
+  // The ACK timeout: the prototype's LOSS_ACK_TIMEOUT_MS unless given otherwise (an own property
+  // only then: on XS every property costs a heap slot).
+  private declare readonly timeoutMs: number;
+  // Ring of recent datagrams, indexed by seq mod LOSS_RING: each one's number (an empty slot's is
+  // one that lands in another slot, see clear), and the instant it was sent while pending, or counted
+  // lost while lost (a lost datagram never becomes pending again, so one number serves both).
+  // Past the ring, `seqs` holds the send-status FIFO and `times` the buckets.
   private readonly seqs: Uint16Array;
-  private readonly state: Uint8Array;
   private readonly times: Float64Array;
-  // The slots an ACK can still change (PENDING or LOST), a bit each: slots 0–31, then 32–63. An
-  // ACK and the timeout scan visit these few, not the 32 numbers a bitmap covers nor the ring.
+  // A slot's state, a bit each in two pairs of masks (slots 0–31, then 32–63): open (pending or
+  // lost: an ACK can still change it) and pending. Lost is open and not pending; received, or
+  // empty, is neither. An ACK and the timeout scan visit these few, not the 32 numbers a bitmap
+  // covers nor the ring.
   private openLo = 0;
   private openHi = 0;
-  private pending = 0;
+  private pendingLo = 0;
+  private pendingHi = 0;
   // No pending datagram times out before this (the oldest send time + timeout, or later).
   private expiry = Infinity;
   // Datagrams awaiting the radio's send status, oldest first (the radio reports in send order):
   // seqs[STATUS_AT + ((statusHead + k) & STATUS_MASK)] for the k-th.
   private statusHead = 0;
   private statusCount = 0;
-  // Resolutions by LOSS_BUCKET_MS bucket: the bucket number slot b holds (at BUCKET_IDS + b in
-  // `times`), and its lost and resolved counts (counts[2b], counts[2b + 1]).
-  private readonly counts: Int32Array;
   // The window's sums, kept as resolutions are counted, as of the window ending with bucket
   // `summedAt` (NaN: taken afresh at the next judgement).
   private lostN = 0;
@@ -629,21 +628,30 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
   quietUntil = -Infinity;
 
   /**
-   * `buffer`, `byteOffset`: where its LOSS_BYTES live (8-aligned) when its owner keeps them in a
+   * `buffer`, `byteOffset`: where its bytes live (8-aligned) when its owner keeps them in a
    * buffer of its own with other things (on XS every buffer costs heap slots); else its own.
+   * `extraNumbers`: numbers of the owner's that share its view of numbers (`numbers`, from
+   * LOSS_NUMBERS), so that the owner needs no view of its own for them; its bytes are then
+   * LOSS_BYTES + 8 × extraNumbers.
    */
-  constructor(now: number, options?: LossOptions, buffer?: ArrayBuffer, byteOffset = 0) {
+  constructor(now: number, options?: LossOptions, buffer?: ArrayBuffer, byteOffset = 0, extraNumbers = 0) {
     super(now);
     this.latest = now;
-    this.timeoutMs = options?.ackTimeoutMs ?? LOSS_ACK_TIMEOUT_MS;
-    if (buffer !== undefined && !(byteOffset % 8 === 0 && byteOffset >= 0 && byteOffset + LOSS_BYTES <= buffer.byteLength)) throw new RangeError('LossDetector: its bytes lie outside the buffer');
-    const b = buffer ?? new ArrayBuffer(LOSS_BYTES);
+    const timeoutMs = options?.ackTimeoutMs ?? LOSS_ACK_TIMEOUT_MS;
+    if (timeoutMs !== LOSS_ACK_TIMEOUT_MS) ownValue(this, 'timeoutMs', timeoutMs);
+    const bytes = LOSS_BYTES + 8 * extraNumbers;
+    if (!(extraNumbers >= 0 && extraNumbers % 1 === 0)) throw new RangeError('LossDetector: extraNumbers must be a whole number ≥ 0');
+    if (buffer !== undefined && !(byteOffset % 8 === 0 && byteOffset >= 0 && byteOffset + bytes <= buffer.byteLength)) throw new RangeError('LossDetector: its bytes lie outside the buffer');
+    const b = buffer ?? new ArrayBuffer(bytes);
     const o = buffer !== undefined ? byteOffset : 0;
-    this.times = new Float64Array(b, o, LOSS_RING + LOSS_BUCKETS);
-    this.counts = new Int32Array(b, o + TIMES_BYTES, 2 * LOSS_BUCKETS);
-    this.seqs = new Uint16Array(b, o + TIMES_BYTES + COUNTS_BYTES, LOSS_RING + STATUS_SLOTS);
-    this.state = new Uint8Array(b, o + TIMES_BYTES + COUNTS_BYTES + SEQS_BYTES, LOSS_RING);
+    this.times = new Float64Array(b, o, LOSS_NUMBERS + extraNumbers);
+    this.seqs = new Uint16Array(b, o + TIMES_BYTES + 8 * extraNumbers, LOSS_RING + STATUS_SLOTS);
     this.clear();
+  }
+
+  /** @internal Its view of numbers: its own, then its owner's `extraNumbers` from LOSS_NUMBERS. */
+  get numbers(): Float64Array {
+    return this.times;
   }
 
   /**
@@ -656,19 +664,32 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     const t = now > this.latest ? (this.latest = now) : this.latest;
     const s = seq & SEQ_MASK;
     const i = s & RING_MASK;
-    const st = this.state[i];
+    const seqs = this.seqs;
     let resolved = false;
-    if (this.seqs[i] !== s || st === EMPTY) {
-      if (st === PENDING) {
-        this.markLost(i, t);
-        resolved = true;
-      }
-      this.seqs[i] = s;
-      this.state[i] = PENDING;
+    if (seqs[i] !== s) {
+      // An empty slot, or another datagram's: one still pending there is lost (evicted), and
+      // the slot is this one's, pending.
+      seqs[i] = s;
       this.times[i] = t;
-      this.pending++;
-      if (i < 32) this.openLo |= 1 << i;
-      else this.openHi |= 1 << (i - 32);
+      if (i < 32) {
+        const bit = 1 << i;
+        if (this.pendingLo & bit) {
+          this.count(t, 1, 1);
+          resolved = true;
+        } else {
+          this.pendingLo |= bit;
+          this.openLo |= bit;
+        }
+      } else {
+        const bit = 1 << (i - 32);
+        if (this.pendingHi & bit) {
+          this.count(t, 1, 1);
+          resolved = true;
+        } else {
+          this.pendingHi |= bit;
+          this.openHi |= bit;
+        }
+      }
       const e = t + this.timeoutMs;
       if (e < this.expiry) this.expiry = e;
     }
@@ -676,7 +697,7 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
       this.statusHead = (this.statusHead + 1) & STATUS_MASK;
       this.statusCount--;
     }
-    this.seqs[STATUS_AT + ((this.statusHead + this.statusCount) & STATUS_MASK)] = s;
+    seqs[STATUS_AT + ((this.statusHead + this.statusCount) & STATUS_MASK)] = s;
     this.statusCount++;
     // Nothing resolved, so the rate stands: judge's first case, without the call.
     if (!resolved && t < this.calmUntil && t <= this.expiry) {
@@ -697,7 +718,7 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
       this.statusCount--;
       if (!ok) {
         const i = s & RING_MASK;
-        if (this.seqs[i] === s && this.state[i] === PENDING) {
+        if (this.seqs[i] === s && ((i < 32 ? this.pendingLo >>> i : this.pendingHi >>> (i - 32)) & 1) !== 0) {
           this.markLost(i, t);
           return this.judge(t);
         }
@@ -728,36 +749,44 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     }
     let received = 0;
     let lost = 0;
+    const seqs = this.seqs;
     for (let half = 0; half < 2; half++) {
-      let m = half === 0 ? this.openLo : this.openHi;
-      const off = half << 5;
+      let open = half === 0 ? this.openLo : this.openHi;
+      if (open === 0) continue;
+      let pending = half === 0 ? this.pendingLo : this.pendingHi;
+      let m = open;
+      const top = (half << 5) + 31;
       while (m !== 0) {
         const low = m & -m;
         m ^= low;
-        const i = off + 31 - Math.clz32(low);
-        const d = (base - (this.seqs[i] as number)) & SEQ_MASK;
+        const i = top - Math.clz32(low);
+        const d = (base - (seqs[i] as number)) & SEQ_MASK;
         if (d >= ACK_BITMAP_BITS) continue;
-        const st = this.state[i];
         if ((bitmap >>> d) & 1) {
-          // Settled: no ACK changes it any more.
-          if (i < 32) this.openLo &= ~low;
-          else this.openHi &= ~low;
-          this.state[i] = RECEIVED;
-          if (st === PENDING) {
-            this.pending--;
+          // Received, settled: no ACK changes it any more.
+          open ^= low;
+          if (pending & low) {
+            pending ^= low;
             received++;
           } else this.unlose(i);
-        } else if (st === PENDING) {
-          this.state[i] = LOST;
+        } else if (pending & low) {
+          // Lost, still open.
+          pending ^= low;
           this.times[i] = t;
-          this.pending--;
           lost++;
         }
+      }
+      if (half === 0) {
+        this.openLo = open;
+        this.pendingLo = pending;
+      } else {
+        this.openHi = open;
+        this.pendingHi = pending;
       }
     }
     if (received + lost > 0) this.count(t, received + lost, lost);
     // Nothing pending: nothing can time out (the scan at the old expiry would find so).
-    if (this.pending === 0) this.expiry = Infinity;
+    if ((this.pendingLo | this.pendingHi) === 0) this.expiry = Infinity;
     return this.judge(t);
   }
 
@@ -775,10 +804,11 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     return this.judge(now > this.latest ? (this.latest = now) : this.latest);
   }
 
+  // Pending slot i is lost at t.
   private markLost(i: number, t: number): void {
-    this.state[i] = LOST;
+    if (i < 32) this.pendingLo &= ~(1 << i);
+    else this.pendingHi &= ~(1 << (i - 32));
     this.times[i] = t;
-    this.pending--;
     this.count(t, 1, 1);
   }
 
@@ -787,9 +817,9 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     const times = this.times;
     const id = Math.floor((times[i] as number) / LOSS_BUCKET_MS);
     const b = bucketSlot(id);
-    const lost = this.counts[b << 1] as number;
+    const lost = times[LOST_AT + b] as number;
     if (times[BUCKET_IDS + b] === id && lost > 0) {
-      this.counts[b << 1] = lost - 1;
+      times[LOST_AT + b] = lost - 1;
       // The sums hold that bucket while it is in their window.
       const at = this.summedAt;
       if (id > at - LOSS_BUCKETS && id <= at) this.lostN--;
@@ -803,22 +833,23 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     let b = id % LOSS_BUCKETS; // bucketSlot
     if (b < 0) b += LOSS_BUCKETS;
     const at = this.summedAt;
-    const counts = this.counts;
-    const c = b << 1;
-    const old = this.times[BUCKET_IDS + b] as number;
+    const n = this.times;
+    const l = LOST_AT + b;
+    const r = RESOLVED_AT + b;
+    const old = n[BUCKET_IDS + b] as number;
     if (old !== id) {
       if (old > id) return;
       // The bucket this one replaces leaves the sums with it.
       if (old > at - LOSS_BUCKETS && old <= at) {
-        this.lostN -= counts[c] as number;
-        this.resolvedN -= counts[c + 1] as number;
+        this.lostN -= n[l] as number;
+        this.resolvedN -= n[r] as number;
       }
-      this.times[BUCKET_IDS + b] = id;
-      counts[c] = 0;
-      counts[c + 1] = 0;
+      n[BUCKET_IDS + b] = id;
+      n[l] = 0;
+      n[r] = 0;
     }
-    counts[c + 1] = (counts[c + 1] as number) + resolved;
-    counts[c] = (counts[c] as number) + lost;
+    n[r] = (n[r] as number) + resolved;
+    n[l] = (n[l] as number) + lost;
     if (id > at - LOSS_BUCKETS && id <= at) {
       this.lostN += lost;
       this.resolvedN += resolved;
@@ -846,15 +877,14 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
       // since, outside the sums then) added.
       let b = newest % LOSS_BUCKETS; // bucketSlot
       if (b < 0) b += LOSS_BUCKETS;
-      const id = this.times[BUCKET_IDS + b];
+      const n = this.times;
+      const id = n[BUCKET_IDS + b];
       if (id === newest - LOSS_BUCKETS) {
-        const counts = this.counts;
-        this.lostN -= counts[b << 1] as number;
-        this.resolvedN -= counts[(b << 1) + 1] as number;
+        this.lostN -= n[LOST_AT + b] as number;
+        this.resolvedN -= n[RESOLVED_AT + b] as number;
       } else if (id === newest) {
-        const counts = this.counts;
-        this.lostN += counts[b << 1] as number;
-        this.resolvedN += counts[(b << 1) + 1] as number;
+        this.lostN += n[LOST_AT + b] as number;
+        this.resolvedN += n[RESOLVED_AT + b] as number;
       }
       this.summedAt = newest;
     } else if (newest !== from) this.sum(newest);
@@ -882,15 +912,15 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
   // Pending datagrams older than the timeout are lost; the next expiry from the rest.
   private expire(t: number): void {
     let oldest = Infinity;
+    const times = this.times;
     for (let half = 0; half < 2; half++) {
-      let m = half === 0 ? this.openLo : this.openHi;
-      const off = half << 5;
+      let m = half === 0 ? this.pendingLo : this.pendingHi;
+      const top = (half << 5) + 31;
       while (m !== 0) {
         const low = m & -m;
         m ^= low;
-        const i = off + 31 - Math.clz32(low);
-        if (this.state[i] !== PENDING) continue;
-        const at = this.times[i] as number;
+        const i = top - Math.clz32(low);
+        const at = times[i] as number;
         if (t - at > this.timeoutMs) this.markLost(i, t);
         else if (at < oldest) oldest = at;
       }
@@ -903,28 +933,27 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
   // entering, or neither); otherwise the sums are taken afresh over the buckets it covers.
   private sum(newest: number): void {
     const from = this.summedAt;
-    const times = this.times;
-    const counts = this.counts;
+    const n = this.times;
     if (newest > from && newest - from < LOSS_BUCKETS) {
       for (let j = from + 1; j <= newest; j++) {
         const b = bucketSlot(j);
-        const id = times[BUCKET_IDS + b];
+        const id = n[BUCKET_IDS + b];
         if (id === j - LOSS_BUCKETS) {
-          this.lostN -= counts[b << 1] as number;
-          this.resolvedN -= counts[(b << 1) + 1] as number;
+          this.lostN -= n[LOST_AT + b] as number;
+          this.resolvedN -= n[RESOLVED_AT + b] as number;
         } else if (id === j) {
-          this.lostN += counts[b << 1] as number;
-          this.resolvedN += counts[(b << 1) + 1] as number;
+          this.lostN += n[LOST_AT + b] as number;
+          this.resolvedN += n[RESOLVED_AT + b] as number;
         }
       }
     } else {
       let lost = 0;
       let resolved = 0;
       for (let b = 0; b < LOSS_BUCKETS; b++) {
-        const id = times[BUCKET_IDS + b] as number;
+        const id = n[BUCKET_IDS + b] as number;
         if (id > newest - LOSS_BUCKETS && id <= newest) {
-          lost += counts[b << 1] as number;
-          resolved += counts[(b << 1) + 1] as number;
+          lost += n[LOST_AT + b] as number;
+          resolved += n[RESOLVED_AT + b] as number;
         }
       }
       this.lostN = lost;
@@ -950,7 +979,7 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
 
   /** Datagrams sent and not yet resolved. */
   outstanding(): number {
-    return this.pending;
+    return bitCount(this.pendingLo) + bitCount(this.pendingHi);
   }
 
   override reset(now: number): void {
@@ -960,14 +989,19 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
   }
 
   private clear(): void {
-    this.state.fill(EMPTY);
+    // Empty slots: each holds a number no datagram that lands in it (seq mod LOSS_RING) has, so
+    // that it reads as another datagram's: 1 (slot 1's) everywhere but in slot 1, which holds 0.
+    const seqs = this.seqs;
+    seqs.fill(1, 0, LOSS_RING);
+    seqs[1] = 0;
     this.openLo = this.openHi = 0;
-    this.pending = 0;
+    this.pendingLo = this.pendingHi = 0;
     this.expiry = Infinity;
     this.statusHead = 0;
     this.statusCount = 0;
-    this.times.fill(-Infinity, BUCKET_IDS, BUCKET_IDS + LOSS_BUCKETS);
-    this.counts.fill(0);
+    const n = this.times;
+    n.fill(-Infinity, BUCKET_IDS, BUCKET_IDS + LOSS_BUCKETS);
+    n.fill(0, LOST_AT, RESOLVED_AT + LOSS_BUCKETS);
     this.lostN = 0;
     this.resolvedN = 0;
     this.rate = 0;
@@ -977,6 +1011,15 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     this.quietUntil = -Infinity;
     this.judgedAt = -Infinity;
   }
+}
+
+Object.assign(LossDetector.prototype, { timeoutMs: LOSS_ACK_TIMEOUT_MS });
+
+// The set bits of a 32-bit mask.
+function bitCount(m: number): number {
+  let n = 0;
+  for (let x = m; x !== 0; x &= x - 1) n++;
+  return n;
 }
 
 function bucketSlot(id: number): number {

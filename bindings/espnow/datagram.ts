@@ -16,7 +16,7 @@ import type { CborWriter } from '../../hub/cbor.js';
 import { ESTOP_FRAME_BYTES, ESTOP_MAGIC } from '../../hub/estop-frame.js';
 import { FrameType, Key } from '../../hub/frames.js';
 import { Tag } from '../../hub/ports.js';
-import { EstopAhead } from '../link.js';
+import { EstopAhead, ownValue } from '../link.js';
 
 // The keys and type of the bitmap ACK (parseBitmapAck), as plain numbers.
 const KEY_TYPE = Key.TYPE;
@@ -183,6 +183,10 @@ export class DatagramCursor {
   }
 }
 
+/** Egress queue of a stream by default: about four full datagrams, 12 ms of air at 1 Mbps. Late is worse than lost (§10.4). */
+export const DEFAULT_QUEUE_BYTES = 1024;
+export const DEFAULT_QUEUE_FRAMES = 32;
+
 /**
  * A bounded FIFO of whole frames, each with the tag it was queued with (hub/ports.ts Tag), every
  * frame contiguous in a ring of `capacityBytes` (one that does not fit before the end goes to the
@@ -193,8 +197,10 @@ export class DatagramCursor {
  * never overwrites (the core decides what is dropped, §10.4).
  */
 export class FrameQueue {
-  readonly capacityBytes: number;
-  readonly capacityFrames: number;
+  // Its capacities: the prototype's (DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_FRAMES) unless given
+  // otherwise (an own property each only then: on XS every property costs a heap slot).
+  declare readonly capacityBytes: number;
+  declare readonly capacityFrames: number;
   /** [ring | one datagram | the owner's room]: `datagram` is the view of the second part. */
   readonly mem: Uint8Array;
   readonly datagram: Uint8Array;
@@ -218,8 +224,8 @@ export class FrameQueue {
    */
   constructor(capacityBytes: number, capacityFrames: number, roomBytes = 0, extraWords = 0, tailBytes = 0) {
     if (!(capacityBytes >= 1 && capacityBytes <= 0xffff)) throw new RangeError('FrameQueue: capacityBytes must be 1..65535');
-    this.capacityBytes = capacityBytes;
-    this.capacityFrames = capacityFrames;
+    if (capacityBytes !== DEFAULT_QUEUE_BYTES) ownValue(this, 'capacityBytes', capacityBytes);
+    if (capacityFrames !== DEFAULT_QUEUE_FRAMES) ownValue(this, 'capacityFrames', capacityFrames);
     // [tags | lengths, extra words | ring | datagram | room | tail], each part aligned for its
     // element size (the tail for 8-byte numbers).
     const tagBytes = capacityFrames * 4;
@@ -382,6 +388,8 @@ export class FrameQueue {
   }
 }
 
+Object.assign(FrameQueue.prototype, { capacityBytes: DEFAULT_QUEUE_BYTES, capacityFrames: DEFAULT_QUEUE_FRAMES });
+
 /** Where a FrameQueue's tail (its owner's bytes) starts in its buffer: after everything else, 8-aligned. */
 export function queueTailAt(capacityBytes: number, capacityFrames: number, roomBytes: number, extraWords: number): number {
   const end = capacityFrames * 4 + (capacityFrames + extraWords) * 2 + capacityBytes + DATAGRAM_MAX_BYTES + roomBytes;
@@ -401,9 +409,15 @@ const ESTOP_RESEND_BYTES = ESTOP_SLOTS * (LENGTH_BYTES + ESTOP_FRAME_BYTES);
 const ESTOPS_ROOM = ESTOP_SLOTS * ESTOP_FRAME_BYTES;
 const EGRESS_ROOM = ESTOPS_ROOM + ESTOP_FRAME_BYTES + ESTOP_RESEND_BYTES + RESEND_BYTES;
 
-// Which resend the last pack took (Egress.pResend): none, the ESTOP datagram's, any other's.
+// Which resend the last pack took (Egress.pTaken, negated): the ESTOP datagram's, any other's.
 const RESEND_ESTOP = 1;
 const RESEND_PLAIN = 2;
+// What the datagram last committed holds (Egress.committed): frames of which only those staged
+// must survive a failure; a resend's, every one of which must; ESTOP frames (an ESTOP datagram
+// holds nothing else), every one of which must.
+const COMMITTED_PLAIN = 0;
+const COMMITTED_RESEND = 1;
+const COMMITTED_ESTOP = 2;
 // Where the resends keep their frames in the queue's memory, from the end of its ring: after the
 // datagram area, the ESTOP slots and the ESTOP owed, the ESTOP datagram's resend, then any other's.
 const OWED_OFFSET = DATAGRAM_MAX_BYTES + ESTOPS_ROOM;
@@ -453,19 +467,17 @@ export class Egress {
    * packing plain traffic asks one field.
    */
   hot = false;
-  // What the last pack took, consumed by commit: a resend (RESEND_ESTOP, RESEND_PLAIN, or 0),
-  // ESTOP frames, queued frames (the bytes of those staged for a resend are the queue's `staged`).
-  private pResend = 0;
-  private pEstops = 0;
+  // What the last pack took, consumed by commit: a resend (−RESEND_ESTOP, −RESEND_PLAIN) or that
+  // many ESTOP frames (0: neither); queued frames (the bytes of those staged for a resend are the
+  // queue's `staged`).
+  private pTaken = 0;
   private pFrames = 0;
-  /** Every frame of the datagram last committed must survive a failure (ESTOP frames, a resend's). */
-  private committedReliable = false;
+  /** What the datagram last committed holds (COMMITTED_*): which of its frames survive a failure. */
+  private committed = COMMITTED_PLAIN;
   /** The attempt number of the datagram last committed (0: first transmission of its frames). */
   committedGen = 0;
   /** The sequence number of the datagram last committed. */
   committedSeq = 0;
-  /** The datagram last committed holds ESTOP frames (an ESTOP datagram holds nothing else). */
-  private committedEstop = false;
 
   /**
    * `extraWords` and `tailBytes` are the owner's, in its queue's buffer (FrameQueue): the words
@@ -532,8 +544,8 @@ export class Egress {
 
   /** The sequence number of the datagram the last pack built. */
   packedSeq(): number {
-    const r = this.pResend;
-    return r === 0 ? this.seq : this.word(r === RESEND_ESTOP ? W_ESTOP : W_PLAIN, W_SEQ);
+    const r = this.pTaken;
+    return r >= 0 ? this.seq : this.word(r === -RESEND_ESTOP ? W_ESTOP : W_PLAIN, W_SEQ);
   }
 
   /** The 12-byte ESTOP frame, ahead of everything queued; the oldest waiting one yields when full. */
@@ -563,15 +575,14 @@ export class Egress {
       this.pFrames = q.packed;
       return end === start ? 0 : end;
     }
-    this.pEstops = this.pFrames = 0;
-    this.pResend = 0;
+    this.pTaken = this.pFrames = 0;
     const mem = q.mem;
     const r = this.nextResend();
     if (r !== 0) {
       const at = dg + (r === RESEND_ESTOP ? ESTOP_RESEND_OFFSET : RESEND_OFFSET);
       const bytes = this.word(r === RESEND_ESTOP ? W_ESTOP : W_PLAIN, W_BYTES);
       mem.copyWithin(dg + start, at, at + bytes);
-      this.pResend = r;
+      this.pTaken = -r;
       return start + bytes;
     }
     let p = start;
@@ -596,7 +607,7 @@ export class Egress {
       p = q.packInto(p, max, dg + RESEND_OFFSET);
       frames = q.packed;
     }
-    this.pEstops = e;
+    this.pTaken = e;
     this.pFrames = frames;
     return p === start ? 0 : p;
   }
@@ -625,7 +636,7 @@ export class Egress {
       q.mem.set(frame, at + 1);
       q.staged = 1 + frame.length;
     } else q.staged = 0;
-    this.committedEstop = this.committedReliable = false;
+    this.committed = COMMITTED_PLAIN;
     this.committedGen = 0;
     this.committedSeq = seq;
     this.seq = (seq + 1) & SEQ_MASK;
@@ -634,30 +645,28 @@ export class Egress {
 
   /** Consumes what the last pack took; returns the sequence number that datagram carries. */
   commit(): number {
-    const r = this.pResend;
-    if (r !== 0) {
-      this.pResend = 0;
-      const isEstop = r === RESEND_ESTOP;
+    const r = this.pTaken;
+    if (r < 0) {
+      this.pTaken = 0;
+      const isEstop = r === -RESEND_ESTOP;
       const w = isEstop ? W_ESTOP : W_PLAIN;
       const seq = this.word(w, W_SEQ);
       this.committedGen = this.word(w, W_GEN);
       // Owed no more (its number and attempt stand).
       this.setResend(w, 0, seq, this.committedGen);
       this.committedSeq = seq;
-      this.committedEstop = isEstop;
       // Every frame of a resend is one that must survive (only those were kept for it).
-      this.committedReliable = true;
+      this.committed = isEstop ? COMMITTED_ESTOP : COMMITTED_RESEND;
       this.rehot();
       return seq;
     }
-    const pe = this.pEstops;
-    if (pe > 0) {
-      for (let i = 0; i < pe; i++) this.estops.shift();
-      this.pEstops = 0;
+    if (r > 0) {
+      for (let i = 0; i < r; i++) this.estops.shift();
+      this.pTaken = 0;
       this.rehot();
     }
     // The ESTOP frames of an ESTOP datagram survive; of the queue's frames, those pack staged.
-    this.committedEstop = this.committedReliable = pe > 0;
+    this.committed = r > 0 ? COMMITTED_ESTOP : COMMITTED_PLAIN;
     const pf = this.pFrames;
     if (pf > 0) {
       this.queue.shift(pf);
@@ -682,7 +691,8 @@ export class Egress {
     const mem = this.queue.mem;
     const dg = this.queue.capacityBytes;
     // Which frames survive comes from what pack and commit took, never from the frames' bytes.
-    if (!this.committedReliable) {
+    const committed = this.committed;
+    if (committed === COMMITTED_PLAIN) {
       // Queued frames (or one sent direct): those that must survive were staged as it was built.
       const n = this.queue.staged;
       if (n === 0) return;
@@ -699,7 +709,7 @@ export class Egress {
     let into = -1;
     let at = 0;
     let p = start;
-    const isEstop = this.committedEstop;
+    const isEstop = committed === COMMITTED_ESTOP;
     const owedAt = dg + OWED_OFFSET;
     while (p < end) {
       const len = datagram[p] as number;
@@ -756,8 +766,7 @@ export class Egress {
     this.estops.clear();
     const q = this.queue;
     q.lens[q.capacityFrames + W_ESTOP + W_BYTES] = q.lens[q.capacityFrames + W_PLAIN + W_BYTES] = 0;
-    this.pResend = 0;
-    this.pEstops = this.pFrames = 0;
+    this.pTaken = this.pFrames = 0;
     this.hot = false;
   }
 }
@@ -796,7 +805,7 @@ export class SeqWindow {
 
   /** Records datagram `seq` received at `now`; true when it is a duplicate (drop it). */
   seen(seq: number, now: number): boolean {
-    return seqSeen(this.at, this.seqs, 0, seq, now);
+    return seqSeen(this.at, 0, this.seqs, 0, seq, now);
   }
 
   reset(): void {
@@ -805,16 +814,17 @@ export class SeqWindow {
 }
 
 /**
- * SeqWindow.seen over a window kept elsewhere: its arrival times in `at[0…DUPLICATE_SLOTS)` (−∞
- * at first) and its numbers from `seqs[seqsAt]`, so that an owner with other numbers of its own
- * keeps the window in its views instead of an object. True when `seq` is a duplicate.
+ * SeqWindow.seen over a window kept elsewhere: its arrival times from `at[atAt]` (DUPLICATE_SLOTS
+ * of them, −∞ at first) and its numbers from `seqs[seqsAt]`, so that an owner with other numbers
+ * of its own keeps the window in its views instead of an object. True when `seq` is a duplicate.
  */
-export function seqSeen(at: Float64Array, seqs: Uint16Array, seqsAt: number, seq: number, now: number): boolean {
+export function seqSeen(at: Float64Array, atAt: number, seqs: Uint16Array, seqsAt: number, seq: number, now: number): boolean {
   const s = seq & SEQ_MASK;
   const i = s & (DUPLICATE_SLOTS - 1);
-  const dup = seqs[seqsAt + i] === s && now - (at[i] as number) <= DUPLICATE_WINDOW_MS;
+  const k = atAt + i;
+  const dup = seqs[seqsAt + i] === s && now - (at[k] as number) <= DUPLICATE_WINDOW_MS;
   seqs[seqsAt + i] = s;
-  at[i] = now;
+  at[k] = now;
   return dup;
 }
 

@@ -22,11 +22,14 @@
 import { Tier } from '../../catalog/schema.js';
 import { ESTOP_MAGIC } from '../../hub/estop-frame.js';
 import { AckForm, type Clock, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
-import { LOSS_BYTES, LossDetector, WatermarkDetector } from '../detector.js';
+import { LOSS_BYTES, LOSS_NUMBERS, LossDetector, WatermarkDetector } from '../detector.js';
+import { ownValue } from '../link.js';
 import { BroadcastSegment, Route } from './broadcast.js';
 import {
   DatagramCursor,
   DatagramFlag,
+  DEFAULT_QUEUE_BYTES,
+  DEFAULT_QUEUE_FRAMES,
   DATAGRAM_MAX_BYTES,
   DATAGRAM_VERSION,
   Egress,
@@ -35,6 +38,7 @@ import {
   MAX_DATAGRAM_FRAME,
   BitmapAck,
   DUPLICATE_SLOTS,
+  DUPLICATE_WINDOW_MS,
   EGRESS_WORDS,
   egressTailAt,
   parseBitmapAck,
@@ -59,9 +63,8 @@ export const ESPNOW_MAX_ENCRYPTED_PEERS = 7;
 export const BROADCAST_MAC = 0xffffffffffff;
 /** Byte 0 of a plain datagram: version 1, no flags. */
 const DATAGRAM_HEADER_BYTE = DATAGRAM_VERSION << 4;
-/** Egress queue per peer: about four full datagrams, 12 ms of air at 1 Mbps. Late is worse than lost (§10.4). */
-export const DEFAULT_QUEUE_BYTES = 1024;
-export const DEFAULT_QUEUE_FRAMES = 32;
+/** Egress queue per peer (datagram.ts): about four full datagrams, 12 ms of air at 1 Mbps. Late is worse than lost (§10.4). */
+export { DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_FRAMES };
 /**
  * A peer sends something (at least a keepalive ACK, docs/_espnow.md) every second; silence for
  * this long is a lost transport (§6.6): ESP-NOW has no connection whose end would say so.
@@ -188,18 +191,19 @@ function capsOf(broadcast: boolean): LinkCaps {
   return Object.freeze({ binding: 'espnow', broadcast, datagram: true, mtu: MAX_DATAGRAM_FRAME, writeAheadSlots: ESTOP_SLOTS, ackForm: AckForm.BITMAP });
 }
 
-// A link's numbers besides its detectors', in one Float64Array over its buffer (on XS every
-// object, field and view costs heap slots): its duplicate window's arrival times (seqSeen reads
-// them from 0), the delivered bytes by 100 ms bucket (each bucket's number, −∞: none yet, then
-// its bytes), then single numbers. The window's sequence numbers are words of its egress queue.
-const COL_INBOUND = 0;
+// A link's numbers besides its detectors', in its unicast loss detector's view of numbers after
+// the detector's own (LOSS_NUMBERS; on XS every object, field and view costs heap slots): its
+// duplicate window's arrival times, the delivered bytes by 100 ms bucket (each bucket's number,
+// −∞: none yet, then its bytes), then single numbers. The window's sequence numbers are words
+// of its egress queue.
+const COL_INBOUND = LOSS_NUMBERS;
 const COL_METER = COL_INBOUND + DUPLICATE_SLOTS;
 const COL_RTT = COL_METER + 2 * METER_BUCKETS;
 const COL_THROUGHPUT = COL_RTT + 1;
 const COL_LAST_HEARD = COL_THROUGHPUT + 1;
 const COL_OPENED_AT_TICK = COL_LAST_HEARD + 1;
 const COL_CEILING = COL_OPENED_AT_TICK + 1;
-const COLS = COL_CEILING + 1;
+const COLS = COL_CEILING + 1 - LOSS_NUMBERS;
 /** The bytes of a link's numbers (a multiple of 8). */
 const COLS_BYTES = COLS * 8;
 
@@ -237,15 +241,19 @@ export class EspNowLink implements Link, LinkEstimate {
   readonly egress: Egress;
   /** §10.3 loss rate of the unicast stream (send status + ACK bitmask, §13.3). */
   readonly loss: LossDetector;
-  /** Loss of the segment's broadcast stream as this peer acknowledges it; null off a segment. */
-  readonly broadcastLoss: LossDetector | null;
+  /**
+   * Loss of the segment's broadcast stream as this peer acknowledges it; null off a segment (the
+   * prototype's: an own property only on a segment, as on XS every property costs a heap slot).
+   */
+  declare readonly broadcastLoss: LossDetector | null;
   /** The egress queue's watermark. */
   readonly queueLevel: WatermarkDetector;
   /** @internal When the radio last took from the queue, or a backlog began in it (Link.stalledMs). */
   movedAt: number;
   /**
-   * @internal Its numbers (COL_*), and the view in which its duplicate window's sequence numbers
-   * (§13.3.3) lie from the binding's `seqsAt` (its egress queue's words).
+   * @internal Its numbers (COL_*: its loss detector's view of numbers), and the view in which its
+   * duplicate window's sequence numbers (§13.3.3) lie from the binding's `seqsAt` (its egress
+   * queue's words).
    */
   readonly cols: Float64Array;
   readonly inboundSeqs: Uint16Array;
@@ -269,16 +277,17 @@ export class EspNowLink implements Link, LinkEstimate {
     this.mac = mac;
     // The egress queue's buffer holds everything of the link's (on XS every buffer and view
     // costs heap slots of its own): the duplicate window's numbers in words after the frames'
-    // lengths, and after the queue [loss | broadcast loss | columns].
+    // lengths, and after the queue [loss with the columns | broadcast loss].
     const broadcast = owner.caps.broadcast;
     const lossBytes = broadcast ? 2 * LOSS_BYTES : LOSS_BYTES;
     const e = new Egress(queueBytes, queueFrames, DUPLICATE_SLOTS, lossBytes + COLS_BYTES);
     this.egress = e;
     const buffer = e.queue.mem.buffer as ArrayBuffer;
     const at = egressTailAt(queueBytes, queueFrames, DUPLICATE_SLOTS);
-    this.loss = new LossDetector(now, undefined, buffer, at);
-    this.broadcastLoss = broadcast ? new LossDetector(now, undefined, buffer, at + LOSS_BYTES) : null;
-    const c = new Float64Array(buffer, at + lossBytes, COLS);
+    const loss = new LossDetector(now, undefined, buffer, at, COLS);
+    this.loss = loss;
+    if (broadcast) ownValue(this, 'broadcastLoss', new LossDetector(now, undefined, buffer, at + LOSS_BYTES + COLS_BYTES));
+    const c = loss.numbers;
     this.cols = c;
     this.inboundSeqs = e.queue.lens;
     c.fill(-Infinity, COL_INBOUND, COL_INBOUND + DUPLICATE_SLOTS);
@@ -424,6 +433,8 @@ export class EspNowLink implements Link, LinkEstimate {
     this.owner.fed(this, ql.level(), ql.quietUntil);
   }
 }
+
+Object.assign(EspNowLink.prototype, { broadcastLoss: null });
 
 /**
  * The binding: the peer table, the broadcast stream of a segment, the one-in-flight scheduler
@@ -997,8 +1008,16 @@ export class EspNowBinding implements RadioHandler {
       c[COL_LAST_HEARD] = now;
       if (now < this.oldestHeard) this.oldestHeard = now;
       if (link.egress.owedEstop && link.egress.takeOwedEstop()) this.work();
-      // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
-      if (seqSeen(c, link.inboundSeqs, this.seqsAt, ((data[1] as number) << 8) | (data[2] as number), now)) {
+      // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost);
+      // seqSeen, inline.
+      const s = ((data[1] as number) << 8) | (data[2] as number);
+      const k = s & (DUPLICATE_SLOTS - 1);
+      const seqs = link.inboundSeqs;
+      const w = this.seqsAt + k;
+      const dup = seqs[w] === s && now - (c[COL_INBOUND + k] as number) <= DUPLICATE_WINDOW_MS;
+      seqs[w] = s;
+      c[COL_INBOUND + k] = now;
+      if (dup) {
         this.counters.duplicates++;
         return;
       }
@@ -1041,7 +1060,7 @@ export class EspNowBinding implements RadioHandler {
     }
     this.heard(l, now);
     // §13.3.3: a resend of a datagram already delivered (only its MAC acknowledgement was lost).
-    if (!c.bare && seqSeen(l.cols, l.inboundSeqs, this.seqsAt, c.seq, now)) {
+    if (!c.bare && seqSeen(l.cols, COL_INBOUND, l.inboundSeqs, this.seqsAt, c.seq, now)) {
       this.counters.duplicates++;
       return;
     }

@@ -7,6 +7,7 @@ import {
   LOSS_BUCKETS,
   LOSS_BUCKET_MS,
   LOSS_BYTES,
+  LOSS_NUMBERS,
   LOSS_MIN_RESOLVED,
   LOSS_RING,
   LOSS_THRESHOLDS,
@@ -32,7 +33,7 @@ import {
   RECOVERED_WATERMARK,
   RECOVERY_WINDOW_MS,
 } from '../../hub/constants.js';
-import { equal, ok } from '../lib/assert.js';
+import { equal, ok, throws } from '../lib/assert.js';
 import { runs } from '../lib/env.js';
 
 // Every trace runs on a virtual clock: times are plain numbers handed to the detector.
@@ -1512,5 +1513,31 @@ describe('ESP-NOW loss: a detector in its owner\'s buffer', () => {
       equal(around[i], 0xa5, `byte ${i} before it`);
       equal(around[8 + LOSS_BYTES + i], 0xa5, `byte ${i} after it`);
     }
+  });
+
+  it('shares its view of numbers with its owner\'s, whose numbers it never touches', () => {
+    const own = new LossDetector(0);
+    const extra = 5;
+    const buffer = new ArrayBuffer(LOSS_BYTES + 8 * extra + 8);
+    const around = new Uint8Array(buffer);
+    around.fill(0xa5);
+    const shared = new LossDetector(0, undefined, buffer, 0, extra);
+    const numbers = shared.numbers;
+    equal(numbers.buffer, buffer);
+    equal(numbers.length, LOSS_NUMBERS + extra);
+    for (let k = 0; k < extra; k++) numbers[LOSS_NUMBERS + k] = 0.5 + k;
+    throws(() => new LossDetector(0, undefined, buffer, 16, extra), (e) => e instanceof RangeError, 'its bytes and its owner numbers past the buffer');
+    let seq = 0;
+    for (let t = 0; t < 3000; t += 7) {
+      if (t % 3 === 0) {
+        equal(shared.sent(seq, t), own.sent(seq, t), `sent ${seq} at ${t}`);
+        seq = (seq + 1) & SEQ_MASK;
+      } else if (t % 3 === 1) equal(shared.sendStatus(t % 5 !== 0, t), own.sendStatus(t % 5 !== 0, t), `status at ${t}`);
+      else equal(shared.ack((seq - 1) & SEQ_MASK, t % 4 === 0 ? 0xfffffff0 : 0xffffffff, t), own.ack((seq - 1) & SEQ_MASK, t % 4 === 0 ? 0xfffffff0 : 0xffffffff, t), `ack at ${t}`);
+      equal(counts(shared), counts(own), `counts at ${t}`);
+    }
+    ok(own.lostInWindow() > 0, 'the run lost datagrams');
+    for (let k = 0; k < extra; k++) equal(numbers[LOSS_NUMBERS + k], 0.5 + k, `the owner's number ${k}`);
+    for (let i = 0; i < 8; i++) equal(around[LOSS_BYTES + 8 * extra + i], 0xa5, `byte ${i} after it`);
   });
 });
