@@ -908,62 +908,63 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     return this.lvl;
   }
 
-  send(frame: Uint8Array, tag: number, _seq: number): boolean {
-    const length = frame.length;
-    const q = this.queue;
-    const now = this.clock.now();
+  // The core's sequence number is not the link's concern: the implementation leaves it unnamed
+  // (on XS every parameter costs at every call).
+  send(frame: Uint8Array, tag: number, seq: number): boolean;
+  send(frame: Uint8Array, tag: number): boolean {
     // Straight to the socket (a direct transport is set only while the link is open): nothing
-    // waits ahead of it, the window allows a frame, there is room.
+    // waits ahead of it, the window allows a frame, there is room. (Few locals and few calls: on
+    // XS each local costs at every call, and this runs for every delivery.)
     const d = this.direct;
-    if (d !== null && q.held === 0) {
-      const a = this.acks;
-      const framing = this.framing;
-      let hdr: Uint8Array | null;
-      let h: number;
-      if (framing === LENGTH_PREFIX) {
-        hdr = this.hdr2;
-        hdr[0] = length >>> 8;
-        hdr[1] = length & 0xff;
-        h = 2;
-      } else if (framing === WS_SERVER) {
-        hdr = this.hdr;
-        hdr[0] = WS_FINAL_BINARY;
-        if (length < 126) {
-          hdr[1] = length;
-          hdr = this.hdr2;
-          h = 2;
+    if (d !== null && this.queue.held === 0 && this.acks.started < this.windowEnd) {
+      const length = frame.length;
+      const now = this.clock.now();
+      // The header's length: a length prefix's 2, a WebSocket header's 2 or 4, none for a message.
+      const h = this.framing === LENGTH_PREFIX ? 2 : this.framing === WS_SERVER ? (length < 126 ? 2 : 4) : 0;
+      if (d.room() >= h + length) {
+        if (h === 0) d.writeFrame(null, frame);
+        else if (this.framing === LENGTH_PREFIX) {
+          this.hdr2[0] = length >>> 8;
+          this.hdr2[1] = length & 0xff;
+          d.writeFrame(this.hdr2, frame);
+        } else if (h === 2) {
+          this.hdr2[0] = WS_FINAL_BINARY;
+          this.hdr2[1] = length;
+          d.writeFrame(this.hdr2, frame);
         } else {
+          const hdr = this.hdr;
+          hdr[0] = WS_FINAL_BINARY;
           hdr[1] = 126;
           hdr[2] = length >>> 8;
           hdr[3] = length & 0xff;
-          h = 4;
+          d.writeFrame(hdr, frame);
         }
-      } else {
-        hdr = null;
-        h = 0;
-      }
-      let started = a.started;
-      if (started < this.windowEnd && d.room() >= h + length) {
-        d.writeFrame(hdr, frame);
         // One frame started (its time for the round trip), the queue found empty (a backlog of 0,
         // §13.5.1), the ack lag told to the detector only where it can matter (§13.5.6).
-        (a.handedAt as Float64Array)[started & a.mask] = now;
-        a.started = ++started;
-        q.framesStarted++;
-        q.recordsOut++;
+        const a = this.acks;
+        (a.handedAt as Float64Array)[a.started & a.mask] = now;
+        a.started++;
+        this.queue.framesStarted++;
+        this.queue.recordsOut++;
         // ThroughputEstimator.add, its open window inline.
         const tp = this.throughput;
-        const dt = now - tp.windowStart;
-        if (dt < tp.windowMs && dt >= 0) tp.bytes += h + length;
+        if (now - tp.windowStart < tp.windowMs && now >= tp.windowStart) tp.bytes += h + length;
         else tp.add(h + length, now);
         this.movedAt = now;
-        const det = this.detector;
-        if (det.queue !== 0) det.drained(0, 0, now);
-        if (started >= this.lagFrom) det.ackLag(started - a.acked, now);
+        if (this.detector.queue !== 0) this.detector.drained(0, 0, now);
+        if (a.started >= this.lagFrom) this.detector.ackLag(a.started - a.acked, now);
         return true;
       }
     }
+    return this.enqueue(frame, tag);
+  }
+
+  /** `send` when the frame cannot go straight to the socket: it joins the queue, if the queue takes it. */
+  private enqueue(frame: Uint8Array, tag: number): boolean {
     if (this.st !== LinkState.OPEN) return false;
+    const q = this.queue;
+    const length = frame.length;
+    const now = this.clock.now();
     const h = this.writeHeader(WsOpcode.BINARY, length);
     const kind = tagType(tag) !== FrameType.DATA ? RecordKind.CONTROL : tag & Tag.SAMPLE ? RecordKind.SAMPLE : tag & Tag.VALUE ? RecordKind.VALUE : RecordKind.DATA;
     const empty = q.pendingBytes() === 0;
