@@ -71,7 +71,7 @@ const CHANNELS = 256;
 // An EgressQueue's numbers other than the hot ones (num[no + Q_*]): where the gap at the ring's
 // end starts (-1: none), ESTOPs handed over, samples dropped stale, values dropped superseded,
 // the instant and budget samples are expired against (`setExpiry`), its TakePool region (-1:
-// memory of its own) and whether it gave its memory back (1).
+// memory of its own), whether it gave its memory back (1), and the records it handed over whole.
 const Q_GAP_AT = 0;
 const Q_AHEAD_OUT = 1;
 const Q_EXPIRED = 2;
@@ -80,8 +80,9 @@ const Q_EXPIRE_AT = 4;
 const Q_BUDGET = 5;
 const Q_REGION = 6;
 const Q_RELEASED = 7;
+const Q_RECORDS_OUT = 8;
 /** The numbers an EgressQueue keeps in its store. */
-export const QUEUE_NUMBERS = 8;
+export const QUEUE_NUMBERS = 9;
 
 /**
  * Where an EgressQueue keeps what it knows of its records and its numbers when its owner keeps
@@ -199,10 +200,14 @@ export class EgressQueue {
   private used = 0; // bytes of records held, gaps not counted
   private headDone = 0;
   private aDone = 0;
-  /** Records handed over completely (ESTOPs not counted). */
-  recordsOut = 0;
-  /** Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte has been handed over. */
-  framesStarted = 0;
+  /** @internal Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte a take handed over, or its owner wrote straight to the transport ahead of everything (an ESTOP): `framesStarted` less `direct`. */
+  framesTaken = 0;
+  /**
+   * @internal Frames its owner handed straight to the transport, past the queue (TcpLink.send):
+   * each counts as a record handed over and a frame started. One count for both, kept by the
+   * owner: the send path adds one number, not two.
+   */
+  direct = 0;
   // The queue's other numbers, num[no + Q_*] (QUEUE_NUMBERS of them, its owner's or its own):
   // the gap's start, the counters, the expiry and the TakePool region (-1: memory of its own).
   private readonly num: Float64Array;
@@ -212,6 +217,16 @@ export class EgressQueue {
   /** The records a queue of `capacity` bytes holds unless told otherwise. */
   static defaultRecords(capacity: number): number {
     return Math.max(16, capacity >>> 4);
+  }
+
+  /** Records handed over completely (ESTOPs not counted), those handed straight to the transport included. */
+  get recordsOut(): number {
+    return (this.num[this.no + Q_RECORDS_OUT] as number) + this.direct;
+  }
+
+  /** Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte has been handed over, straight to the transport or from the queue. */
+  get framesStarted(): number {
+    return this.framesTaken + this.direct;
   }
 
   /** ESTOP frames handed over completely. */
@@ -269,7 +284,7 @@ export class EgressQueue {
     const n = this.num;
     const o = this.no;
     n[o + Q_GAP_AT] = -1;
-    n[o + Q_AHEAD_OUT] = n[o + Q_EXPIRED] = n[o + Q_CONFLATED] = n[o + Q_EXPIRE_AT] = n[o + Q_RELEASED] = 0;
+    n[o + Q_AHEAD_OUT] = n[o + Q_EXPIRED] = n[o + Q_CONFLATED] = n[o + Q_EXPIRE_AT] = n[o + Q_RELEASED] = n[o + Q_RECORDS_OUT] = 0;
     n[o + Q_BUDGET] = Infinity;
     n[o + Q_REGION] = region;
     let at = store !== undefined ? store.metaAt : QUEUE_NUMBERS * 8;
@@ -395,7 +410,7 @@ export class EgressQueue {
         const from = a.frontOffset() + this.aDone;
         all.copyWithin(out + p, from, from + k);
         if (this.aDone === 0) {
-          this.framesStarted++;
+          this.framesTaken++;
           a.started = true;
         }
         this.aDone += k;
@@ -419,7 +434,7 @@ export class EgressQueue {
       const from = this.base + this.head + this.headDone;
       all.copyWithin(out + p, from, from + k);
       if (this.headDone === 0 && kind !== RecordKind.RAW) {
-        this.framesStarted++;
+        this.framesTaken++;
         allowance--;
       }
       this.headDone += k;
@@ -538,7 +553,7 @@ export class EgressQueue {
     this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
     this.count--;
     this.held--;
-    if (out) this.recordsOut++;
+    if (out) this.num[this.no + Q_RECORDS_OUT] = (this.num[this.no + Q_RECORDS_OUT] as number) + 1;
     if (this.count === 0) {
       this.head = 0;
       this.tail = 0;
@@ -896,12 +911,17 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
 
   /** The §10.3 level, judged once per instant (on the hub's clock). */
   get level(): number {
-    // No deadline ahead and no input since: the level stands whatever the (monotonic) clock reads.
-    const det = this.detector;
-    if (det.quietUntil === Infinity && det.judgements === this.judgementsSeen) return this.lvl;
-    const now = this.clock.now();
+    // No deadline ahead and no input since: the level stands whatever the (monotonic) clock
+    // reads. (No local here: the core reads this at every delivery, and on XS a local costs.)
+    if (this.detector.quietUntil === Infinity && this.detector.judgements === this.judgementsSeen) return this.lvl;
+    return this.levelAt(this.clock.now());
+  }
+
+  /** `level` when the detector has a deadline ahead or input since it was last judged. */
+  private levelAt(now: number): number {
     if (now !== this.judgedAt) {
       // Until the detector's next deadline, and with no input since, its level stands.
+      const det = this.detector;
       if (now >= det.quietUntil || det.judgements !== this.judgementsSeen || now < this.judgedAt) this.judge(now);
       else this.judgedAt = now;
     }
@@ -917,26 +937,26 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // XS each local costs at every call, and this runs for every delivery.)
     const d = this.direct;
     if (d !== null && this.queue.held === 0 && this.acks.started < this.windowEnd) {
-      const length = frame.length;
       const now = this.clock.now();
-      // The header's length: a length prefix's 2, a WebSocket header's 2 or 4, none for a message.
-      const h = this.framing === LENGTH_PREFIX ? 2 : this.framing === WS_SERVER ? (length < 126 ? 2 : 4) : 0;
-      if (d.room() >= h + length) {
-        if (h === 0) d.writeFrame(null, frame);
-        else if (this.framing === LENGTH_PREFIX) {
-          this.hdr2[0] = length >>> 8;
-          this.hdr2[1] = length & 0xff;
+      // The frame and its header: a length prefix's 2 bytes, a WebSocket header's 2 or 4, none
+      // for a message. (The frame's length read where needed: as cheap as a local on XS.)
+      const bytes = (this.framing === LENGTH_PREFIX ? 2 : this.framing === WS_SERVER ? (frame.length < 126 ? 2 : 4) : 0) + frame.length;
+      if (d.room() >= bytes) {
+        if (this.framing === LENGTH_PREFIX) {
+          this.hdr2[0] = frame.length >>> 8;
+          this.hdr2[1] = frame.length & 0xff;
           d.writeFrame(this.hdr2, frame);
-        } else if (h === 2) {
+        } else if (this.framing !== WS_SERVER) d.writeFrame(null, frame);
+        else if (frame.length < 126) {
           this.hdr2[0] = WS_FINAL_BINARY;
-          this.hdr2[1] = length;
+          this.hdr2[1] = frame.length;
           d.writeFrame(this.hdr2, frame);
         } else {
           const hdr = this.hdr;
           hdr[0] = WS_FINAL_BINARY;
           hdr[1] = 126;
-          hdr[2] = length >>> 8;
-          hdr[3] = length & 0xff;
+          hdr[2] = frame.length >>> 8;
+          hdr[3] = frame.length & 0xff;
           d.writeFrame(hdr, frame);
         }
         // One frame started (its time for the round trip), the queue found empty (a backlog of 0,
@@ -944,12 +964,11 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
         const a = this.acks;
         (a.handedAt as Float64Array)[a.started & a.mask] = now;
         a.started++;
-        this.queue.framesStarted++;
-        this.queue.recordsOut++;
+        this.queue.direct++;
         // ThroughputEstimator.add, its open window inline.
         const tp = this.throughput;
-        if (now - tp.windowStart < tp.windowMs && now >= tp.windowStart) tp.bytes += h + length;
-        else tp.add(h + length, now);
+        if (now - tp.windowStart < tp.windowMs && now >= tp.windowStart) tp.bytes += bytes;
+        else tp.add(bytes, now);
         this.movedAt = now;
         if (this.detector.queue !== 0) this.detector.drained(0, 0, now);
         if (a.started >= this.lagFrom) this.detector.ackLag(a.started - a.acked, now);
@@ -996,7 +1015,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
       d.writeFrame(h > 0 ? (h === 2 ? this.hdr2 : this.hdr) : null, frame);
       const now = this.clock.now();
       this.acks.startedOne(now);
-      q.framesStarted++;
+      q.framesTaken++;
       q.aheadDone();
       this.throughput.add(h + len, now);
       this.movedAt = now;
@@ -1130,7 +1149,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // stale then, and judging them again at a later instant could drop that very record.
     if (this.framing !== LinkFraming.MESSAGE) this.expireSamples();
     const q = this.queue;
-    const before = q.framesStarted;
+    const before = q.framesTaken;
     const found = q.ratio();
     const n = q.take(max, this.allowance());
     if (n > 0) this.handed(n, before, found);
@@ -1322,7 +1341,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const now = this.clock.now();
     const q = this.queue;
     const a = this.acks;
-    a.startedAt(q.framesStarted - framesBefore, now);
+    a.startedAt(q.framesTaken - framesBefore, now);
     this.throughput.add(n, now);
     this.movedAt = now;
     this.detector.drained(found, q.ratio(), now);
