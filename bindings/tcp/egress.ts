@@ -89,6 +89,11 @@ export const QUEUE_NUMBERS = 9;
  * them with other things: EgressQueue.metaBytes bytes of `buffer` at `metaAt` (a multiple of 4),
  * QUEUE_NUMBERS numbers of `numbers` at `numbersAt`.
  */
+/** Frames an owner started, counted by the owner (bindings/link.ts AckCounter is one). */
+export interface FrameStarts {
+  readonly started: number;
+}
+
 export interface QueueStore {
   readonly buffer: ArrayBuffer;
   readonly metaAt: number;
@@ -200,14 +205,15 @@ export class EgressQueue {
   private used = 0; // bytes of records held, gaps not counted
   private headDone = 0;
   private aDone = 0;
-  /** @internal Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte a take handed over, or its owner wrote straight to the transport ahead of everything (an ESTOP): `framesStarted` less `direct`. */
+  /** @internal Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte a take handed over, or its owner wrote straight to the transport ahead of everything (an ESTOP). */
   framesTaken = 0;
   /**
-   * @internal Frames its owner handed straight to the transport, past the queue (TcpLink.send):
-   * each counts as a record handed over and a frame started. One count for both, kept by the
-   * owner: the send path adds one number, not two.
+   * The owner's count of every frame it started (TcpLink: its AckCounter), when it also hands
+   * frames straight to the transport, past the queue: those are the frames it counts and no take
+   * did, each a record handed over and a frame started. (The send path then counts nothing
+   * here.) Null for a queue alone (the prototype's, no own property).
    */
-  direct = 0;
+  declare readonly starts: FrameStarts | null;
   // The queue's other numbers, num[no + Q_*] (QUEUE_NUMBERS of them, its owner's or its own):
   // the gap's start, the counters, the expiry and the TakePool region (-1: memory of its own).
   private readonly num: Float64Array;
@@ -221,12 +227,14 @@ export class EgressQueue {
 
   /** Records handed over completely (ESTOPs not counted), those handed straight to the transport included. */
   get recordsOut(): number {
-    return (this.num[this.no + Q_RECORDS_OUT] as number) + this.direct;
+    const s = this.starts;
+    return (this.num[this.no + Q_RECORDS_OUT] as number) + (s !== null ? s.started - this.framesTaken : 0);
   }
 
   /** Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte has been handed over, straight to the transport or from the queue. */
   get framesStarted(): number {
-    return this.framesTaken + this.direct;
+    const s = this.starts;
+    return s !== null ? s.started : this.framesTaken;
   }
 
   /** ESTOP frames handed over completely. */
@@ -256,9 +264,10 @@ export class EgressQueue {
    * `takeBytes`: the most one take hands over (the staging area); by default everything the queue
    * can hold, ESTOPs included. `store`: where it keeps what it knows of its records and its
    * numbers when its owner keeps them with other things (on XS every buffer and every view costs
-   * heap slots); else in memory of its own.
+   * heap slots); else in memory of its own. `starts`: the owner's count of the frames it started,
+   * when it hands some straight to the transport (see `starts`).
    */
-  constructor(capacity: number, maxRecords: number = EgressQueue.defaultRecords(capacity), takeBytes?: number, pool?: TakePool, store?: QueueStore) {
+  constructor(capacity: number, maxRecords: number = EgressQueue.defaultRecords(capacity), takeBytes?: number, pool?: TakePool, store?: QueueStore, starts?: FrameStarts) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
     if (!Number.isInteger(maxRecords) || maxRecords < 1) throw new RangeError('EgressQueue maxRecords must be an integer ≥ 1');
     if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
@@ -294,6 +303,7 @@ export class EgressQueue {
     this.lens = capacity <= 0xffff ? new Uint16Array(m, at, maxRecords) : new Uint32Array(m, at, maxRecords);
     at += maxRecords * (capacity <= 0xffff ? 2 : 4);
     this.kinds = maxRecords < 0xff ? new Uint8Array(m, at, maxRecords + CHANNELS) : new Uint16Array(m, at, maxRecords + CHANNELS);
+    if (starts !== undefined) ownValue(this, 'starts', starts);
   }
 
   /** Bytes queued and not yet handed over. */
@@ -841,13 +851,14 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // The ack lag from which the detector reads it (bindings/detector.ts): below, it says nothing.
     num[lo + L_LAG_HEEDED] = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
     const qo = lo + LINK_NUMBERS;
-    this.queue = new EgressQueue(queueBytes, records, options.takeBytes, options.takePool, { buffer: mem, metaAt, numbers: num, numbersAt: qo });
+    // The ACK ring's numbers come first in `num`; every frame the link starts counts there, the queue's included.
+    this.acks = new AckCounter(windowFrames, num);
+    this.queue = new EgressQueue(queueBytes, records, options.takeBytes, options.takePool, { buffer: mem, metaAt, numbers: num, numbersAt: qo }, this.acks);
     this.minRtt = new MinRttFilter(MIN_RTT_WINDOW_MS, num, qo + QUEUE_NUMBERS);
     this.rtt = new RttEstimator(num, qo + QUEUE_NUMBERS + WINDOWED_NUMBERS);
     this.detector = new WatermarkDetector(now, options.detector);
     this.throughput = new ThroughputEstimator(now);
     this.movedAt = now;
-    this.acks = new AckCounter(windowFrames, num);
     this.hdr = new Uint8Array(mem, hdrAt, hdrBytes);
     this.hdr2 = hdrBytes === 2 ? this.hdr : this.hdr.subarray(0, 2);
     this.parser = ws ? new WsFrameParser(maxFrame, mem, parserAt) : parserBytes > 0 ? new FrameReassembler(maxFrame, new Uint8Array(mem, parserAt, maxFrame)) : null;
@@ -964,7 +975,6 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
         const a = this.acks;
         (a.handedAt as Float64Array)[a.started & a.mask] = now;
         a.started++;
-        this.queue.direct++;
         // ThroughputEstimator.add, its open window inline.
         const tp = this.throughput;
         if (now - tp.windowStart < tp.windowMs && now >= tp.windowStart) tp.bytes += bytes;
@@ -1416,4 +1426,5 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   }
 }
 
+Object.assign(EgressQueue.prototype, { starts: null });
 Object.assign(TcpLink.prototype, { handshake: null, log: NULL_LOG });

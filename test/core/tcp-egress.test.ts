@@ -400,6 +400,46 @@ function pullFrames(link: TcpLink): Uint8Array[] {
 }
 
 describe('tcp egress: TcpLink', () => {
+  it('frames handed straight to the socket count as records handed over and frames started, with the queue\'s own', () => {
+    const clock = new Clock();
+    const hub = new FakeHub();
+    let room = 65536;
+    const written: number[] = [];
+    const socket = {
+      kick(): void {},
+      close(): void {},
+      room: () => room,
+      writeFrame(_header: Uint8Array | null, frame: Uint8Array): void {
+        written.push(frame.length);
+      },
+    };
+    const link = new TcpLink({ hub, clock, framing: LinkFraming.LENGTH_PREFIX, binding: 'tcp', queueBytes: MIN_QUEUE_BYTES });
+    link.start(socket);
+    const q = link.queue;
+    const f = data(1);
+    for (let i = 0; i < 3; i++) ok(link.send(f, DATA, i + 1));
+    equal(written.length, 3, 'straight to the socket');
+    equal(q.records, 0);
+    equal(q.recordsOut, 3);
+    equal(q.framesStarted, 3);
+    room = 0;
+    ok(link.send(f, DATA, 4));
+    ok(link.send(f, DATA, 5));
+    equal(q.records, 2, 'no room: queued');
+    equal(q.recordsOut, 3);
+    equal(q.framesStarted, 3);
+    deepEqual(pullFrames(link), [f, f]);
+    equal(q.recordsOut, 5, 'the queued ones on top');
+    equal(q.framesStarted, 5);
+    room = 65536;
+    link.writeAhead(estopBytes(1));
+    equal(written.length, 4, 'the ESTOP straight to the socket too');
+    equal(q.framesStarted, 6, 'an ESTOP is a frame started');
+    equal(q.recordsOut, 5, 'and no record');
+    equal(q.aheadOut, 1);
+    equal(link.outstanding(), 6);
+  });
+
   it('attaches at start, queues whole prefixed frames and kicks the transport', () => {
     const { link, hub, t } = rig();
     deepEqual(hub.attached, [link as Link]);
