@@ -795,7 +795,10 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   private st: number;
   private lvl = 0;
   private judgedAt = -Infinity;
-  private judgementsSeen = -1;
+  // The detector's judgements as of the link's last judgement, when its level then stood with no
+  // deadline ahead (quietUntil Infinity: only a judgement moves that), else −1 − that count (NaN:
+  // never judged). While the detector's count equals it, the level stands: one comparison a read.
+  private judgementsSeen = NaN;
   // The inbound framing's parser: a FrameReassembler (LENGTH_PREFIX) or a WsFrameParser (WS_SERVER).
   private readonly parser: FrameReassembler | WsFrameParser | null;
   // Until the upgrade is answered (WS_SERVER only).
@@ -924,7 +927,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   get level(): number {
     // No deadline ahead and no input since: the level stands whatever the (monotonic) clock
     // reads. (No local here: the core reads this at every delivery, and on XS a local costs.)
-    if (this.detector.quietUntil === Infinity && this.detector.judgements === this.judgementsSeen) return this.lvl;
+    if (this.detector.judgements === this.judgementsSeen) return this.lvl;
     return this.levelAt(this.clock.now());
   }
 
@@ -933,7 +936,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     if (now !== this.judgedAt) {
       // Until the detector's next deadline, and with no input since, its level stands.
       const det = this.detector;
-      if (now >= det.quietUntil || det.judgements !== this.judgementsSeen || now < this.judgedAt) this.judge(now);
+      const seen = this.judgementsSeen;
+      if (now >= det.quietUntil || det.judgements !== (seen < 0 ? -1 - seen : seen) || now < this.judgedAt) this.judge(now);
       else this.judgedAt = now;
     }
     return this.lvl;
@@ -1261,7 +1265,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   private judge(now: number): void {
     this.judgedAt = now;
     this.detector.tick(now);
-    this.judgementsSeen = this.detector.judgements;
+    const j = this.detector.judgements;
+    this.judgementsSeen = this.detector.quietUntil === Infinity ? j : -1 - j;
     const l = this.detector.level();
     if (l !== this.lvl) {
       this.lvl = l;
