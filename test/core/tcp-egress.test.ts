@@ -558,6 +558,40 @@ describe('tcp egress: TcpLink', () => {
     equal(hub.levelChanges, 4, '0 → 1 → 2 → 1 → 0, each reported');
   });
 
+  it('a clear level with no deadline ahead stands without the clock; input since, or a reset of the detector, has it judged again', () => {
+    const { link, clock, hub } = rig();
+    let reads = 0;
+    clock.now = function (this: Clock): number {
+      reads++;
+      return this.t;
+    };
+    equal(link.level, 0);
+    ok(reads > 0, 'the first read judges at the clock');
+    ok(link.detector.quietUntil === Infinity, 'an empty queue at level 0: no deadline ahead');
+    reads = 0;
+    clock.t += 5000;
+    equal(link.level, 0);
+    equal(reads, 0, 'the level stands: the clock is not read');
+    const f = data(1);
+    while (link.queuedBytes() < MIN_QUEUE_BYTES * 0.6) ok(link.send(f, DATA, 1));
+    reads = 0;
+    equal(link.level, 0);
+    ok(reads > 0, 'input since: judged again');
+    clock.t += 1001;
+    equal(link.level, 1, 'and the watermark still reaches level 1');
+    pullFrames(link);
+    clock.t += 5001;
+    equal(link.level, 0);
+    ok(link.detector.quietUntil === Infinity, 'drained and clear again: no deadline ahead');
+    reads = 0;
+    equal(link.level, 0);
+    equal(reads, 0);
+    link.detector.reset(clock.t);
+    equal(link.level, 0);
+    ok(reads > 0, 'a reset of the detector is judged as input');
+    equal(hub.levelChanges, 2, '0 → 1 → 0');
+  });
+
   it('sustained overload on the device’s 6 KiB queue: each pull leaves 76 %, each pull finds it full: level 2 (§13.5.1)', () => {
     // lwIP takes one 1460-byte segment every 50 ms (29 kB/s); the core offers a 77-byte frame
     // every millisecond (79 kB/s with its prefix) and the queue refuses what does not fit.
