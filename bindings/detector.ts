@@ -504,6 +504,8 @@ export class WatermarkDetector extends LevelMachine implements CongestionDetecto
     this.takenAt = NaN;
     this.turnedAway = false;
     this.quietUntil = -Infinity;
+    // A change a link that skips reading a quiet detector must see (TcpLink.level).
+    this.judgements++;
     super.reset(now);
   }
 }

@@ -113,9 +113,8 @@ export class Egress {
   publishSample(route: ChannelRoute, t: number, values: Float64Array, count: number): void {
     const seq = (route.seq = route.seq === 0xffffffff ? 0 : route.seq + 1);
     const tab = this.table;
-    const r = route.index;
     // The subscribers do not change while a push is routed (the hub defers what a link's answer would do).
-    const end = tab.subscriberCount[r] as number;
+    const end = tab.subscriberCount[route.index] as number;
     if (end === 0) return;
     const ch = route.ch;
     let n = ch.fieldCount; // a sample carries at most the catalog's fields and the values given; a fraction of a count is dropped
@@ -123,14 +122,13 @@ export class Egress {
     if (n > values.length) n = values.length;
     const now = this.clock.now();
     const critical = ch.critical;
-    const segments = route.shedBase === SEGMENTS_SHED_BASE;
     // The grant gates the push: not critical, not segments (§10.4: a segments stream is never
     // thinned, not even by the grant, whose rate is whole-source).
-    const gated = !critical && !segments;
+    const gated = !critical && route.shedBase !== SEGMENTS_SHED_BASE;
     const sharedTag = route.tag | SHARED;
     const lastAt = route.lastAt;
     const slots = this.slots;
-    const first = r * tab.slots;
+    const first = route.index * tab.slots;
     const subscribers = tab.subscribers;
     const grantedHz = tab.grantedHz;
     const nextDue = tab.nextDue;
@@ -138,8 +136,7 @@ export class Egress {
     const sourceDropped = tab.sourceDropped;
     const decimation = tab.decimation;
     // docs/operations.md "Health, admission and overload" ladder rung 1: the table reads every link at this level at least.
-    const floor = this.levelFloor;
-    const floorSheds = floor >= LEVEL_CONGESTED;
+    const floorSheds = this.levelFloor >= LEVEL_CONGESTED;
     let frame: Uint8Array | null = null;
     // What the loop works with, declared once out here: a block that declares its own makes XS
     // open a scope on every pass (and a for loop's own `let` a copy of it on every pass).
@@ -154,6 +151,9 @@ export class Egress {
     let level = 0;
     let packed = 0;
     let period = 0;
+    // Row 1's count, added to the counters once the loop is done (one local instead of an element, per subscriber).
+    let clear = 0;
+    let delivered = 0;
     const counters = this.counters;
     const rows = counters.rows;
     this.routing = true;
@@ -180,7 +180,7 @@ export class Egress {
         // The link's level, read once (at a floor of 2 or more the condition did not read it).
         if (floorSheds) {
           level = link.level;
-          if (level < floor) level = floor;
+          if (level < this.levelFloor) level = this.levelFloor;
         }
         packed = SHED_LOOKUP[route.shedBase + (tab.priority[k] as number) * 6 + (firstPush[k] as number) * 3 + (level >= LEVEL_SEVERE ? 2 : 1)] as number;
         rows[packed & 0xf]!++;
@@ -190,7 +190,7 @@ export class Egress {
       } else {
         // A clear link: row 1 for every subscription (shed.ts shedDecide), a send; a subscription
         // that was decimating starts afresh.
-        rows[1]!++;
+        clear++;
         if (decimation[k * DECIMATION_STATE] !== 1) resetDecimation(decimation, k * DECIMATION_STATE);
       }
       if (sourceDropped[k] === 1) {
@@ -208,14 +208,14 @@ export class Egress {
         } else if (s.neverShed.size > 0 || !link.send(frame, sharedTag, seq)) {
           // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
           counters.egressDrops++;
-          if (segments) sourceDropped[k] = 1; // a lost segment is a lost command: say so
+          if (route.shedBase === SEGMENTS_SHED_BASE) sourceDropped[k] = 1; // a lost segment is a lost command: say so
           continue;
         } else s.sentFrames++;
       }
-      counters.delivered++;
+      delivered++;
       firstPush[k] = 0;
-      if (g > 0) {
-        // The grant gate's clock (grants.ts consumeGrantSlot): at most one period of credit.
+      if (gated) {
+        // The grant gate's clock (grants.ts consumeGrantSlot): at most one period of credit (g is above 0 here).
         period = 1000 / g;
         due += period;
         nextDue[k] = due < now - period ? now + period : due;
@@ -229,6 +229,8 @@ export class Egress {
       }
     }
     this.routing = false;
+    rows[1] = (rows[1] as number) + clear;
+    counters.delivered += delivered;
     // Whole again once every link has copied it: a buffer stays shrunk only while it is handed on (hub/bytes.ts).
     if (frame !== null) this.data.open();
   }

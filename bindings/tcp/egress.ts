@@ -71,7 +71,7 @@ const CHANNELS = 256;
 // An EgressQueue's numbers other than the hot ones (num[no + Q_*]): where the gap at the ring's
 // end starts (-1: none), ESTOPs handed over, samples dropped stale, values dropped superseded,
 // the instant and budget samples are expired against (`setExpiry`), its TakePool region (-1:
-// memory of its own) and whether it gave its memory back (1).
+// memory of its own), whether it gave its memory back (1), and the records it handed over whole.
 const Q_GAP_AT = 0;
 const Q_AHEAD_OUT = 1;
 const Q_EXPIRED = 2;
@@ -80,14 +80,20 @@ const Q_EXPIRE_AT = 4;
 const Q_BUDGET = 5;
 const Q_REGION = 6;
 const Q_RELEASED = 7;
+const Q_RECORDS_OUT = 8;
 /** The numbers an EgressQueue keeps in its store. */
-export const QUEUE_NUMBERS = 8;
+export const QUEUE_NUMBERS = 9;
 
 /**
  * Where an EgressQueue keeps what it knows of its records and its numbers when its owner keeps
  * them with other things: EgressQueue.metaBytes bytes of `buffer` at `metaAt` (a multiple of 4),
  * QUEUE_NUMBERS numbers of `numbers` at `numbersAt`.
  */
+/** Frames an owner started, counted by the owner (bindings/link.ts AckCounter is one). */
+export interface FrameStarts {
+  readonly started: number;
+}
+
 export interface QueueStore {
   readonly buffer: ArrayBuffer;
   readonly metaAt: number;
@@ -199,10 +205,15 @@ export class EgressQueue {
   private used = 0; // bytes of records held, gaps not counted
   private headDone = 0;
   private aDone = 0;
-  /** Records handed over completely (ESTOPs not counted). */
-  recordsOut = 0;
-  /** Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte has been handed over. */
-  framesStarted = 0;
+  /** @internal Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte a take handed over, or its owner wrote straight to the transport ahead of everything (an ESTOP). */
+  framesTaken = 0;
+  /**
+   * The owner's count of every frame it started (TcpLink: its AckCounter), when it also hands
+   * frames straight to the transport, past the queue: those are the frames it counts and no take
+   * did, each a record handed over and a frame started. (The send path then counts nothing
+   * here.) Null for a queue alone (the prototype's, no own property).
+   */
+  declare readonly starts: FrameStarts | null;
   // The queue's other numbers, num[no + Q_*] (QUEUE_NUMBERS of them, its owner's or its own):
   // the gap's start, the counters, the expiry and the TakePool region (-1: memory of its own).
   private readonly num: Float64Array;
@@ -212,6 +223,18 @@ export class EgressQueue {
   /** The records a queue of `capacity` bytes holds unless told otherwise. */
   static defaultRecords(capacity: number): number {
     return Math.max(16, capacity >>> 4);
+  }
+
+  /** Records handed over completely (ESTOPs not counted), those handed straight to the transport included. */
+  get recordsOut(): number {
+    const s = this.starts;
+    return (this.num[this.no + Q_RECORDS_OUT] as number) + (s !== null ? s.started - this.framesTaken : 0);
+  }
+
+  /** Protocol frames (CONTROL and DATA records, ESTOPs) whose first byte has been handed over, straight to the transport or from the queue. */
+  get framesStarted(): number {
+    const s = this.starts;
+    return s !== null ? s.started : this.framesTaken;
   }
 
   /** ESTOP frames handed over completely. */
@@ -241,9 +264,10 @@ export class EgressQueue {
    * `takeBytes`: the most one take hands over (the staging area); by default everything the queue
    * can hold, ESTOPs included. `store`: where it keeps what it knows of its records and its
    * numbers when its owner keeps them with other things (on XS every buffer and every view costs
-   * heap slots); else in memory of its own.
+   * heap slots); else in memory of its own. `starts`: the owner's count of the frames it started,
+   * when it hands some straight to the transport (see `starts`).
    */
-  constructor(capacity: number, maxRecords: number = EgressQueue.defaultRecords(capacity), takeBytes?: number, pool?: TakePool, store?: QueueStore) {
+  constructor(capacity: number, maxRecords: number = EgressQueue.defaultRecords(capacity), takeBytes?: number, pool?: TakePool, store?: QueueStore, starts?: FrameStarts) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
     if (!Number.isInteger(maxRecords) || maxRecords < 1) throw new RangeError('EgressQueue maxRecords must be an integer ≥ 1');
     if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
@@ -269,7 +293,7 @@ export class EgressQueue {
     const n = this.num;
     const o = this.no;
     n[o + Q_GAP_AT] = -1;
-    n[o + Q_AHEAD_OUT] = n[o + Q_EXPIRED] = n[o + Q_CONFLATED] = n[o + Q_EXPIRE_AT] = n[o + Q_RELEASED] = 0;
+    n[o + Q_AHEAD_OUT] = n[o + Q_EXPIRED] = n[o + Q_CONFLATED] = n[o + Q_EXPIRE_AT] = n[o + Q_RELEASED] = n[o + Q_RECORDS_OUT] = 0;
     n[o + Q_BUDGET] = Infinity;
     n[o + Q_REGION] = region;
     let at = store !== undefined ? store.metaAt : QUEUE_NUMBERS * 8;
@@ -279,6 +303,7 @@ export class EgressQueue {
     this.lens = capacity <= 0xffff ? new Uint16Array(m, at, maxRecords) : new Uint32Array(m, at, maxRecords);
     at += maxRecords * (capacity <= 0xffff ? 2 : 4);
     this.kinds = maxRecords < 0xff ? new Uint8Array(m, at, maxRecords + CHANNELS) : new Uint16Array(m, at, maxRecords + CHANNELS);
+    if (starts !== undefined) ownValue(this, 'starts', starts);
   }
 
   /** Bytes queued and not yet handed over. */
@@ -395,7 +420,7 @@ export class EgressQueue {
         const from = a.frontOffset() + this.aDone;
         all.copyWithin(out + p, from, from + k);
         if (this.aDone === 0) {
-          this.framesStarted++;
+          this.framesTaken++;
           a.started = true;
         }
         this.aDone += k;
@@ -419,7 +444,7 @@ export class EgressQueue {
       const from = this.base + this.head + this.headDone;
       all.copyWithin(out + p, from, from + k);
       if (this.headDone === 0 && kind !== RecordKind.RAW) {
-        this.framesStarted++;
+        this.framesTaken++;
         allowance--;
       }
       this.headDone += k;
@@ -538,7 +563,7 @@ export class EgressQueue {
     this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
     this.count--;
     this.held--;
-    if (out) this.recordsOut++;
+    if (out) this.num[this.no + Q_RECORDS_OUT] = (this.num[this.no + Q_RECORDS_OUT] as number) + 1;
     if (this.count === 0) {
       this.head = 0;
       this.tail = 0;
@@ -770,7 +795,10 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   private st: number;
   private lvl = 0;
   private judgedAt = -Infinity;
-  private judgementsSeen = -1;
+  // The detector's judgements as of the link's last judgement, when its level then stood with no
+  // deadline ahead (quietUntil Infinity: only a judgement moves that), else −1 − that count (NaN:
+  // never judged). While the detector's count equals it, the level stands: one comparison a read.
+  private judgementsSeen = NaN;
   // The inbound framing's parser: a FrameReassembler (LENGTH_PREFIX) or a WsFrameParser (WS_SERVER).
   private readonly parser: FrameReassembler | WsFrameParser | null;
   // Until the upgrade is answered (WS_SERVER only).
@@ -826,13 +854,14 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // The ack lag from which the detector reads it (bindings/detector.ts): below, it says nothing.
     num[lo + L_LAG_HEEDED] = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
     const qo = lo + LINK_NUMBERS;
-    this.queue = new EgressQueue(queueBytes, records, options.takeBytes, options.takePool, { buffer: mem, metaAt, numbers: num, numbersAt: qo });
+    // The ACK ring's numbers come first in `num`; every frame the link starts counts there, the queue's included.
+    this.acks = new AckCounter(windowFrames, num);
+    this.queue = new EgressQueue(queueBytes, records, options.takeBytes, options.takePool, { buffer: mem, metaAt, numbers: num, numbersAt: qo }, this.acks);
     this.minRtt = new MinRttFilter(MIN_RTT_WINDOW_MS, num, qo + QUEUE_NUMBERS);
     this.rtt = new RttEstimator(num, qo + QUEUE_NUMBERS + WINDOWED_NUMBERS);
     this.detector = new WatermarkDetector(now, options.detector);
     this.throughput = new ThroughputEstimator(now);
     this.movedAt = now;
-    this.acks = new AckCounter(windowFrames, num);
     this.hdr = new Uint8Array(mem, hdrAt, hdrBytes);
     this.hdr2 = hdrBytes === 2 ? this.hdr : this.hdr.subarray(0, 2);
     this.parser = ws ? new WsFrameParser(maxFrame, mem, parserAt) : parserBytes > 0 ? new FrameReassembler(maxFrame, new Uint8Array(mem, parserAt, maxFrame)) : null;
@@ -896,74 +925,78 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
 
   /** The §10.3 level, judged once per instant (on the hub's clock). */
   get level(): number {
-    // No deadline ahead and no input since: the level stands whatever the (monotonic) clock reads.
-    const det = this.detector;
-    if (det.quietUntil === Infinity && det.judgements === this.judgementsSeen) return this.lvl;
-    const now = this.clock.now();
+    // No deadline ahead and no input since: the level stands whatever the (monotonic) clock
+    // reads. (No local here: the core reads this at every delivery, and on XS a local costs.)
+    if (this.detector.judgements === this.judgementsSeen) return this.lvl;
+    return this.levelAt(this.clock.now());
+  }
+
+  /** `level` when the detector has a deadline ahead or input since it was last judged. */
+  private levelAt(now: number): number {
     if (now !== this.judgedAt) {
       // Until the detector's next deadline, and with no input since, its level stands.
-      if (now >= det.quietUntil || det.judgements !== this.judgementsSeen || now < this.judgedAt) this.judge(now);
+      const det = this.detector;
+      const seen = this.judgementsSeen;
+      if (now >= det.quietUntil || det.judgements !== (seen < 0 ? -1 - seen : seen) || now < this.judgedAt) this.judge(now);
       else this.judgedAt = now;
     }
     return this.lvl;
   }
 
-  send(frame: Uint8Array, tag: number, _seq: number): boolean {
-    const length = frame.length;
-    const q = this.queue;
-    const now = this.clock.now();
+  // The core's sequence number is not the link's concern: the implementation leaves it unnamed
+  // (on XS every parameter costs at every call).
+  send(frame: Uint8Array, tag: number, seq: number): boolean;
+  send(frame: Uint8Array, tag: number): boolean {
     // Straight to the socket (a direct transport is set only while the link is open): nothing
-    // waits ahead of it, the window allows a frame, there is room.
+    // waits ahead of it, the window allows a frame, there is room. (Few locals and few calls: on
+    // XS each local costs at every call, more than reading a field through `this` a few times,
+    // and this runs for every delivery.)
     const d = this.direct;
-    if (d !== null && q.held === 0) {
-      const a = this.acks;
-      const framing = this.framing;
-      let hdr: Uint8Array | null;
-      let h: number;
-      if (framing === LENGTH_PREFIX) {
-        hdr = this.hdr2;
-        hdr[0] = length >>> 8;
-        hdr[1] = length & 0xff;
-        h = 2;
-      } else if (framing === WS_SERVER) {
-        hdr = this.hdr;
-        hdr[0] = WS_FINAL_BINARY;
-        if (length < 126) {
-          hdr[1] = length;
-          hdr = this.hdr2;
-          h = 2;
+    if (d !== null && this.queue.held === 0 && this.acks.started < this.windowEnd) {
+      const now = this.clock.now();
+      // The frame and its header: a length prefix's 2 bytes, a WebSocket header's 2 or 4, none
+      // for a message. (The frame's length read where needed: as cheap as a local on XS.)
+      const bytes = (this.framing === LENGTH_PREFIX ? 2 : this.framing === WS_SERVER ? (frame.length < 126 ? 2 : 4) : 0) + frame.length;
+      if (d.room() >= bytes) {
+        if (this.framing === LENGTH_PREFIX) {
+          this.hdr2[0] = frame.length >>> 8;
+          this.hdr2[1] = frame.length & 0xff;
+          d.writeFrame(this.hdr2, frame);
+        } else if (this.framing !== WS_SERVER) d.writeFrame(null, frame);
+        else if (frame.length < 126) {
+          this.hdr2[0] = WS_FINAL_BINARY;
+          this.hdr2[1] = frame.length;
+          d.writeFrame(this.hdr2, frame);
         } else {
+          const hdr = this.hdr;
+          hdr[0] = WS_FINAL_BINARY;
           hdr[1] = 126;
-          hdr[2] = length >>> 8;
-          hdr[3] = length & 0xff;
-          h = 4;
+          hdr[2] = frame.length >>> 8;
+          hdr[3] = frame.length & 0xff;
+          d.writeFrame(hdr, frame);
         }
-      } else {
-        hdr = null;
-        h = 0;
-      }
-      let started = a.started;
-      if (started < this.windowEnd && d.room() >= h + length) {
-        d.writeFrame(hdr, frame);
         // One frame started (its time for the round trip), the queue found empty (a backlog of 0,
         // §13.5.1), the ack lag told to the detector only where it can matter (§13.5.6).
-        (a.handedAt as Float64Array)[started & a.mask] = now;
-        a.started = ++started;
-        q.framesStarted++;
-        q.recordsOut++;
+        (this.acks.handedAt as Float64Array)[this.acks.started & this.acks.mask] = now;
+        this.acks.started++;
         // ThroughputEstimator.add, its open window inline.
-        const tp = this.throughput;
-        const dt = now - tp.windowStart;
-        if (dt < tp.windowMs && dt >= 0) tp.bytes += h + length;
-        else tp.add(h + length, now);
+        if (now - this.throughput.windowStart < this.throughput.windowMs && now >= this.throughput.windowStart) this.throughput.bytes += bytes;
+        else this.throughput.add(bytes, now);
         this.movedAt = now;
-        const det = this.detector;
-        if (det.queue !== 0) det.drained(0, 0, now);
-        if (started >= this.lagFrom) det.ackLag(started - a.acked, now);
+        if (this.detector.queue !== 0) this.detector.drained(0, 0, now);
+        if (this.acks.started >= this.lagFrom) this.detector.ackLag(this.acks.started - this.acks.acked, now);
         return true;
       }
     }
+    return this.enqueue(frame, tag);
+  }
+
+  /** `send` when the frame cannot go straight to the socket: it joins the queue, if the queue takes it. */
+  private enqueue(frame: Uint8Array, tag: number): boolean {
     if (this.st !== LinkState.OPEN) return false;
+    const q = this.queue;
+    const length = frame.length;
+    const now = this.clock.now();
     const h = this.writeHeader(WsOpcode.BINARY, length);
     const kind = tagType(tag) !== FrameType.DATA ? RecordKind.CONTROL : tag & Tag.SAMPLE ? RecordKind.SAMPLE : tag & Tag.VALUE ? RecordKind.VALUE : RecordKind.DATA;
     const empty = q.pendingBytes() === 0;
@@ -995,7 +1028,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
       d.writeFrame(h > 0 ? (h === 2 ? this.hdr2 : this.hdr) : null, frame);
       const now = this.clock.now();
       this.acks.startedOne(now);
-      q.framesStarted++;
+      q.framesTaken++;
       q.aheadDone();
       this.throughput.add(h + len, now);
       this.movedAt = now;
@@ -1129,7 +1162,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // stale then, and judging them again at a later instant could drop that very record.
     if (this.framing !== LinkFraming.MESSAGE) this.expireSamples();
     const q = this.queue;
-    const before = q.framesStarted;
+    const before = q.framesTaken;
     const found = q.ratio();
     const n = q.take(max, this.allowance());
     if (n > 0) this.handed(n, before, found);
@@ -1231,7 +1264,8 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   private judge(now: number): void {
     this.judgedAt = now;
     this.detector.tick(now);
-    this.judgementsSeen = this.detector.judgements;
+    const j = this.detector.judgements;
+    this.judgementsSeen = this.detector.quietUntil === Infinity ? j : -1 - j;
     const l = this.detector.level();
     if (l !== this.lvl) {
       this.lvl = l;
@@ -1321,7 +1355,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     const now = this.clock.now();
     const q = this.queue;
     const a = this.acks;
-    a.startedAt(q.framesStarted - framesBefore, now);
+    a.startedAt(q.framesTaken - framesBefore, now);
     this.throughput.add(n, now);
     this.movedAt = now;
     this.detector.drained(found, q.ratio(), now);
@@ -1396,4 +1430,5 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   }
 }
 
+Object.assign(EgressQueue.prototype, { starts: null });
 Object.assign(TcpLink.prototype, { handshake: null, log: NULL_LOG });

@@ -400,6 +400,46 @@ function pullFrames(link: TcpLink): Uint8Array[] {
 }
 
 describe('tcp egress: TcpLink', () => {
+  it('frames handed straight to the socket count as records handed over and frames started, with the queue\'s own', () => {
+    const clock = new Clock();
+    const hub = new FakeHub();
+    let room = 65536;
+    const written: number[] = [];
+    const socket = {
+      kick(): void {},
+      close(): void {},
+      room: () => room,
+      writeFrame(_header: Uint8Array | null, frame: Uint8Array): void {
+        written.push(frame.length);
+      },
+    };
+    const link = new TcpLink({ hub, clock, framing: LinkFraming.LENGTH_PREFIX, binding: 'tcp', queueBytes: MIN_QUEUE_BYTES });
+    link.start(socket);
+    const q = link.queue;
+    const f = data(1);
+    for (let i = 0; i < 3; i++) ok(link.send(f, DATA, i + 1));
+    equal(written.length, 3, 'straight to the socket');
+    equal(q.records, 0);
+    equal(q.recordsOut, 3);
+    equal(q.framesStarted, 3);
+    room = 0;
+    ok(link.send(f, DATA, 4));
+    ok(link.send(f, DATA, 5));
+    equal(q.records, 2, 'no room: queued');
+    equal(q.recordsOut, 3);
+    equal(q.framesStarted, 3);
+    deepEqual(pullFrames(link), [f, f]);
+    equal(q.recordsOut, 5, 'the queued ones on top');
+    equal(q.framesStarted, 5);
+    room = 65536;
+    link.writeAhead(estopBytes(1));
+    equal(written.length, 4, 'the ESTOP straight to the socket too');
+    equal(q.framesStarted, 6, 'an ESTOP is a frame started');
+    equal(q.recordsOut, 5, 'and no record');
+    equal(q.aheadOut, 1);
+    equal(link.outstanding(), 6);
+  });
+
   it('attaches at start, queues whole prefixed frames and kicks the transport', () => {
     const { link, hub, t } = rig();
     deepEqual(hub.attached, [link as Link]);
@@ -516,6 +556,40 @@ describe('tcp egress: TcpLink', () => {
     clock.t = drained + 5001;
     equal(link.level, 0, 'below 20 % for 5 s: clear');
     equal(hub.levelChanges, 4, '0 → 1 → 2 → 1 → 0, each reported');
+  });
+
+  it('a clear level with no deadline ahead stands without the clock; input since, or a reset of the detector, has it judged again', () => {
+    const { link, clock, hub } = rig();
+    let reads = 0;
+    clock.now = function (this: Clock): number {
+      reads++;
+      return this.t;
+    };
+    equal(link.level, 0);
+    ok(reads > 0, 'the first read judges at the clock');
+    ok(link.detector.quietUntil === Infinity, 'an empty queue at level 0: no deadline ahead');
+    reads = 0;
+    clock.t += 5000;
+    equal(link.level, 0);
+    equal(reads, 0, 'the level stands: the clock is not read');
+    const f = data(1);
+    while (link.queuedBytes() < MIN_QUEUE_BYTES * 0.6) ok(link.send(f, DATA, 1));
+    reads = 0;
+    equal(link.level, 0);
+    ok(reads > 0, 'input since: judged again');
+    clock.t += 1001;
+    equal(link.level, 1, 'and the watermark still reaches level 1');
+    pullFrames(link);
+    clock.t += 5001;
+    equal(link.level, 0);
+    ok(link.detector.quietUntil === Infinity, 'drained and clear again: no deadline ahead');
+    reads = 0;
+    equal(link.level, 0);
+    equal(reads, 0);
+    link.detector.reset(clock.t);
+    equal(link.level, 0);
+    ok(reads > 0, 'a reset of the detector is judged as input');
+    equal(hub.levelChanges, 2, '0 → 1 → 0');
   });
 
   it('sustained overload on the device’s 6 KiB queue: each pull leaves 76 %, each pull finds it full: level 2 (§13.5.1)', () => {
