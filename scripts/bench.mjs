@@ -257,6 +257,7 @@ async function xsRetained(bundle, index, bench) {
         slotsBySnapshot: cur.slots - prev.slots,
         slotBytes: slots * DEVICE_SLOT_BYTES,
         chunkBytes,
+        hostChunkBytes: cur.hostChunkBytes - prev.hostChunkBytes,
         slotsEach: round(slots / st.count),
         slotBytesEach: round((slots * DEVICE_SLOT_BYTES) / st.count),
         chunkBytesEach: round(chunkBytes / st.count),
