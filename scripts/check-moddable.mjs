@@ -293,19 +293,15 @@ async function stopSimulator(sim) {
 }
 
 /**
- * The uplink's lin build: the repository's manifest with XS's slot heap raised to UPLINK_SLOTS.
- * At the device's own 3,936 slots the lin firmware with an uplink and an operator subscribed to
- * imu runs out of slots (`XS abort: memory full`; docs/fleet.md "Limits"), so this build says so
- * and runs with more; everything else is the device's.
+ * The uplink's lin build: the repository's manifest as it is, the device's `creation` included
+ * (the heap an uplink needs beside every binding: docs/fleet.md "Limits"), in a directory of its
+ * own so that it builds beside the plain lin firmware.
  */
-const UPLINK_SLOTS = 5000;
-function uplinkManifest() {
-  const dir = join(work, 'uplink-manifest');
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'manifest.json');
-  writeFileSync(file, JSON.stringify({ include: [join(repo, 'manifest.json')], creation: { heap: { initial: UPLINK_SLOTS, incremental: 0 } } }, null, '\t'));
-  return file;
-}
+const UPLINK_TARGET = { dir: 'lin-uplink', name: NAME, args: [] };
+const CREATION = (() => {
+  const c = JSON.parse(readFileSync(join(repo, 'manifest.json'), 'utf8')).creation;
+  return `${c.heap.initial} slots, ${c.chunk.initial} chunk bytes`;
+})();
 
 /** mcsim: the lin firmware serves the client library. */
 async function serve(so, settings, token) {
@@ -609,8 +605,7 @@ while (new Set([settings.tcp_port, settings.ws_port, settings.http_port, uplinkS
 
 async function hubSteps() {
   // The two builds share nothing but the sources: they run side by side.
-  const uplinkTarget = { dir: 'lin-uplink', name: NAME, args: [uplinkManifest()] };
-  const [a, b, u] = await Promise.all([esp32(), lin(settings), lin(uplinkSettings, uplinkTarget)]);
+  const [a, b, u] = await Promise.all([esp32(), lin(settings), lin(uplinkSettings, UPLINK_TARGET)]);
   report('esp32', a.ok, a.detail, a.ms);
   report('lin', b.ok, b.detail, b.ms);
   if (b.so) {
@@ -626,12 +621,12 @@ async function hubSteps() {
 async function uplinkStep(u) {
   if (u.so) {
     const c = await serveUplink(u.so, uplinkSettings, token);
-    report('uplink', c.ok, `${c.detail}; built with uplink_broker=127.0.0.1 and XS's slot heap raised to ${UPLINK_SLOTS} (the device's 3,936 runs out with an uplink and an operator subscribed to imu)`, c.ms);
+    report('uplink', c.ok, `${c.detail}; built with uplink_broker=127.0.0.1 and the device's creation (${CREATION})`, c.ms);
   } else report('uplink', false, `the lin build with an uplink failed: ${u.detail}`);
 }
 
 try {
-  if (uplinkOnly) await uplinkStep(await lin(uplinkSettings, { dir: 'lin-uplink', name: NAME, args: [uplinkManifest()] }));
+  if (uplinkOnly) await uplinkStep(await lin(uplinkSettings, UPLINK_TARGET));
   else {
     if (!pendantOnly) await hubSteps();
     await pendantSteps();
