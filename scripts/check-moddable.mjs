@@ -11,8 +11,8 @@
 //          Node: HELLO over TCP and WebSocket, a subscription that receives DATA, /health, an
 //          ESTOP latched (the stop line at stop) and cleared by the control owner;
 //   uplink a second lin build with the fleet uplink (device/uplink.ts over the SDK's ECMA-419 MQTT
-//          client) to an aedes broker in this process on the loopback, and XS's slot heap raised
-//          (the device's runs out with an uplink): an operator over TCP, and what the broker sees:
+//          client) to an aedes broker in this process on the loopback, on the device's own
+//          creation: an operator over TCP, and what the broker sees:
 //          the retained `online` status, 1 Hz health, telemetry, the ESTOP and its clear on
 //          `safety`, a signed fleet stop that latches the hub (its replay refused), and the will,
 //          `offline`, once mcsim is killed;
