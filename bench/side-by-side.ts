@@ -30,7 +30,7 @@ import { saveCredentials } from '../hub/credentials.js';
 import { CborWriter } from '../hub/cbor.js';
 import { encodeData, type DataFrame } from '../hub/frames.js';
 import { Hub } from '../hub/hub.js';
-import type { Clock, RobotPort, Store } from '../hub/ports.js';
+import { MemoryStore, type Clock, type RobotPort } from '../hub/ports.js';
 import { MqttClient, openSocket, type Qos } from './mqtt.js';
 
 export interface Workload {
@@ -403,20 +403,6 @@ function newTimeline(): Timeline {
 // ---------------------------------------------------------------------------------------------
 // The hub
 
-class MapStore implements Store {
-  private readonly map = new Map<string, Uint8Array>();
-  get(key: string): Uint8Array | undefined {
-    const v = this.map.get(key);
-    return v ? v.slice() : undefined;
-  }
-  set(key: string, value: Uint8Array): void {
-    this.map.set(key, value.slice());
-  }
-  delete(key: string): void {
-    this.map.delete(key);
-  }
-}
-
 const QUIET_ROBOT: RobotPort = Object.freeze({
   stop(): void {},
   release(): void {},
@@ -468,7 +454,7 @@ class SlowTcpTransport implements ClientTransport {
 }
 
 export async function runHub(w: Workload): Promise<PeerResult> {
-  const store = new MapStore();
+  const store = new MemoryStore();
   saveCredentials(store, [{ tier: Tier.operator, credential: OPERATOR }]);
   const catalog = loadCatalog(DEFAULT_CATALOG);
   const hub = new Hub({ clock: hubClock, random: { fill: (b) => void randomFillSync(b) }, store, robot: QUIET_ROBOT, catalog });

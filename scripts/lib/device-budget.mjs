@@ -398,12 +398,13 @@ export async function allocationPerDelivery(bundle, binding, ms) {
   }
 }
 
-/** What the hub and its bindings keep alive at the device configuration (memory.device's steps, in one worker). */
-export async function retainedDevice(bundle) {
+// What a bundle's memory steps keep alive, in one worker: `setup` (an expression answering the
+// step count), then every `__D.memoryStep(i)`, the live heap read around the steps.
+async function retainedSteps(bundle, setup) {
   const xs = new Xsnap({ onPrint: (l) => process.stderr.write(`[xs] ${l}\n`) });
   try {
     await xs.evaluate(bundle);
-    const { value: steps } = await xs.evaluateJson('__D.memorySetup()');
+    const { value: steps } = await xs.evaluateJson(setup);
     const before = await liveHeap(xs);
     for (let i = 0; i < steps; i++) await xs.evaluate(`__D.memoryStep(${i});`);
     const after = await liveHeap(xs);
@@ -413,17 +414,12 @@ export async function retainedDevice(bundle) {
   }
 }
 
+/** What the hub and its bindings keep alive at the device configuration (memory.device's steps, in one worker). */
+export function retainedDevice(bundle) {
+  return retainedSteps(bundle, '__D.memorySetup()');
+}
+
 /** What the fleet uplink keeps alive in the device hub (memory.uplink's step, in one worker). */
-export async function retainedUplink(bundle) {
-  const xs = new Xsnap({ onPrint: (l) => process.stderr.write(`[xs] ${l}\n`) });
-  try {
-    await xs.evaluate(bundle);
-    const { value: steps } = await xs.evaluateJson('__D.uplinkMemorySetup()');
-    const before = await liveHeap(xs);
-    for (let i = 0; i < steps; i++) await xs.evaluate(`__D.memoryStep(${i});`);
-    const after = await liveHeap(xs);
-    return { slots: after.slots - before.slots, chunkBytes: after.chunkBytes - before.chunkBytes };
-  } finally {
-    await xs.close();
-  }
+export function retainedUplink(bundle) {
+  return retainedSteps(bundle, '__D.uplinkMemorySetup()');
 }
