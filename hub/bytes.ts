@@ -89,7 +89,8 @@ export class SealedBytes {
   readonly view: DataView;
   readonly capacity: number;
   private readonly rab: ResizableArrayBuffer;
-  private sealedAt = -1;
+  /** @internal The sealed length, -1 while open: the hot path tests it rather than call `open` for nothing. */
+  sealedAt = -1;
 
   constructor(capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('SealedBytes: capacity must be an integer ≥ 1');

@@ -106,9 +106,11 @@ export class Egress {
    * allocated per sample and nothing is ever held back to be sent later (§10.4): whatever is sent
    * for this push leaves during this call, whatever cannot is dropped.
    *
-   * This runs for every push of every stream, for every subscriber: what the loop reads is held
-   * in locals, and a link at level 0 or 1 skips the table (its row 1 sends, whatever the
-   * subscription); sample-shed.ts takes the rarer turns.
+   * This runs for every push of every stream, for every subscriber. On XS a local costs about as
+   * much at every call as a few reads of a field through it, and reading it is hardly cheaper than
+   * reading the field: so the loop reads the table's columns and the counters through `tab` and
+   * `this`, and keeps in locals only what it computes or counts. A link at level 0 or 1 skips the
+   * table (its row 1 sends, whatever the subscription); sample-shed.ts takes the rarer turns.
    */
   publishSample(route: ChannelRoute, t: number, values: Float64Array, count: number): void {
     const seq = (route.seq = route.seq === 0xffffffff ? 0 : route.seq + 1);
@@ -121,20 +123,12 @@ export class Egress {
     if (count < n) n = count > 0 ? count - (count % 1) : 0;
     if (n > values.length) n = values.length;
     const now = this.clock.now();
-    const critical = ch.critical;
     // The grant gates the push: not critical, not segments (§10.4: a segments stream is never
     // thinned, not even by the grant, whose rate is whole-source).
-    const gated = !critical && route.shedBase !== SEGMENTS_SHED_BASE;
+    const gated = !ch.critical && route.shedBase !== SEGMENTS_SHED_BASE;
     const sharedTag = route.tag | SHARED;
-    const lastAt = route.lastAt;
-    const slots = this.slots;
     const first = route.index * tab.slots;
-    const subscribers = tab.subscribers;
-    const grantedHz = tab.grantedHz;
     const nextDue = tab.nextDue;
-    const firstPush = tab.firstPush;
-    const sourceDropped = tab.sourceDropped;
-    const decimation = tab.decimation;
     // docs/operations.md "Health, admission and overload" ladder rung 1: the table reads every link at this level at least.
     const floorSheds = this.levelFloor >= LEVEL_CONGESTED;
     let frame: Uint8Array | null = null;
@@ -150,30 +144,27 @@ export class Egress {
     let due = 0;
     let level = 0;
     let packed = 0;
-    let period = 0;
     // Row 1's count, added to the counters once the loop is done (one local instead of an element, per subscriber).
     let clear = 0;
     let delivered = 0;
-    const counters = this.counters;
-    const rows = counters.rows;
     this.routing = true;
     for (i = 0; i < end; i++) {
-      slot = subscribers[first + i] as number;
-      s = slots[slot] as Session;
+      slot = tab.subscribers[first + i] as number;
+      s = this.slots[slot] as Session;
       link = s.link;
       if (link === null) continue;
       k = first + slot;
       if (gated) {
         // The grant: a subscriber gets at most its granted rate, always the newest sample.
-        g = grantedHz[k] as number;
+        g = tab.grantedHz[k] as number;
         if (!(g > 0) || now < (due = nextDue[k] as number)) {
-          counters.rateGated++;
+          this.counters.rateGated++;
           continue;
         }
-      } else if (!critical && !((grantedHz[k] as number) > 0)) {
+      } else if (!ch.critical && !((tab.grantedHz[k] as number) > 0)) {
         // A segments stream with nothing granted: whole-source, so the next push that goes carries gap.
-        counters.rateGated++;
-        sourceDropped[k] = 1;
+        this.counters.rateGated++;
+        tab.sourceDropped[k] = 1;
         continue;
       }
       if (floorSheds || (level = link.level) >= LEVEL_CONGESTED) {
@@ -182,55 +173,56 @@ export class Egress {
           level = link.level;
           if (level < this.levelFloor) level = this.levelFloor;
         }
-        packed = SHED_LOOKUP[route.shedBase + (tab.priority[k] as number) * 6 + (firstPush[k] as number) * 3 + (level >= LEVEL_SEVERE ? 2 : 1)] as number;
-        rows[packed & 0xf]!++;
-        if (packed >>> 4 !== SEND || decimation[k * DECIMATION_STATE] !== 1) {
+        packed = SHED_LOOKUP[route.shedBase + (tab.priority[k] as number) * 6 + (tab.firstPush[k] as number) * 3 + (level >= LEVEL_SEVERE ? 2 : 1)] as number;
+        this.counters.rows[packed & 0xf]!++;
+        if (packed >>> 4 !== SEND || tab.decimation[k * DECIMATION_STATE] !== 1) {
           if (shedSubscriber(this, route, packed >>> 4, k, slot, values, n, now)) continue;
         }
       } else {
         // A clear link: row 1 for every subscription (shed.ts shedDecide), a send; a subscription
         // that was decimating starts afresh.
         clear++;
-        if (decimation[k * DECIMATION_STATE] !== 1) resetDecimation(decimation, k * DECIMATION_STATE);
+        if (tab.decimation[k * DECIMATION_STATE] !== 1) resetDecimation(tab.decimation, k * DECIMATION_STATE);
       }
-      if (sourceDropped[k] === 1) {
+      if (tab.sourceDropped[k] === 1) {
         // The subscriber's own variant, carrying gap (the shared frame goes only to those owed none).
         if (!sendGap(this, route, s, link, k, seq, t, values, n)) continue;
       } else {
         if (frame === null) {
           // The push's one encoding, for the first subscriber that gets it; a time that is no unsigned integer reads as 0.
           const data = this.data;
-          data.open(); // whole already, unless a link threw while the last push was handed on
+          if (data.sealedAt >= 0) data.open(); // whole already, unless a link threw while the last push was handed on
           frame = data.seal(writeSample(data.bytes, data.view, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
         }
-        if (critical) {
+        if (ch.critical) {
           if (!this.critical(s, frame, sharedTag, seq)) continue;
         } else if (s.neverShed.size > 0 || !link.send(frame, sharedTag, seq)) {
           // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
-          counters.egressDrops++;
-          if (route.shedBase === SEGMENTS_SHED_BASE) sourceDropped[k] = 1; // a lost segment is a lost command: say so
+          this.counters.egressDrops++;
+          if (route.shedBase === SEGMENTS_SHED_BASE) tab.sourceDropped[k] = 1; // a lost segment is a lost command: say so
           continue;
         } else s.sentFrames++;
       }
       delivered++;
-      firstPush[k] = 0;
+      tab.firstPush[k] = 0;
       if (gated) {
         // The grant gate's clock (grants.ts consumeGrantSlot): at most one period of credit (g is above 0 here).
-        period = 1000 / g;
-        due += period;
-        nextDue[k] = due < now - period ? now + period : due;
+        // (g becomes the period, in ms: one local fewer, and on XS every local costs at every call.)
+        g = 1000 / g;
+        due += g;
+        nextDue[k] = due < now - g ? now + g : due;
       }
-      if (lastAt >= 0) {
+      if (route.lastAt >= 0) {
         // §10.4 row 8: the values sent (n is at most the channel's fields), for the next conflation test.
         const last = tab.lastValues;
-        const at = lastAt + slot * ch.fieldCount;
+        const at = route.lastAt + slot * ch.fieldCount;
         for (let j = 0; j < n; j++) last[at + j] = values[j] as number;
         tab.lastLen[k] = n;
       }
     }
     this.routing = false;
-    rows[1] = (rows[1] as number) + clear;
-    counters.delivered += delivered;
+    this.counters.rows[1] = (this.counters.rows[1] as number) + clear;
+    this.counters.delivered += delivered;
     // Whole again once every link has copied it: a buffer stays shrunk only while it is handed on (hub/bytes.ts).
     if (frame !== null) this.data.open();
   }

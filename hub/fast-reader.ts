@@ -140,14 +140,9 @@ export class FastReader {
       mHead = m < 0x100 ? 2 : 3;
     }
     p += mHead;
-    const head = 0x80 + m;
-    const block = this.block;
-    const numbers = block.numbers;
-    const f64 = this.f64;
-    const dv = this.dv;
-    const u32 = this.u32;
-    // Too wide to keep: each sample is read into the block's start, for its checks only.
-    const wide = n * m > numbers.length;
+    // The scratch and the block are read through `this` where they are used: on XS a local costs at
+    // every call about what a few reads of a field through it do.
+    const numbers = this.block.numbers;
     let k = 0;
     // x − x is 0 exactly when x is finite (NaN and ±Infinity give NaN): summed over every number
     // after a time, one test at the end tells whether all were.
@@ -177,13 +172,13 @@ export class FastReader {
       for (j = 1; j < m; j++) {
         ib = buf[p] as number;
         if (ib === F64) {
-          u32[HI] = ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number);
-          u32[LO] = ((buf[p + 5] as number) << 24) | ((buf[p + 6] as number) << 16) | ((buf[p + 7] as number) << 8) | (buf[p + 8] as number);
-          v = f64[0] as number;
+          this.u32[HI] = ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number);
+          this.u32[LO] = ((buf[p + 5] as number) << 24) | ((buf[p + 6] as number) << 16) | ((buf[p + 7] as number) << 8) | (buf[p + 8] as number);
+          v = this.f64[0] as number;
           p += 9;
         } else if (ib === F32) {
-          dv.setUint32(0, ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
-          v = dv.getFloat32(0);
+          this.dv.setUint32(0, ((buf[p + 1] as number) << 24) | ((buf[p + 2] as number) << 16) | ((buf[p + 3] as number) << 8) | (buf[p + 4] as number));
+          v = this.dv.getFloat32(0);
           p += 5;
         } else if (ib < 24) {
           v = ib;
@@ -196,14 +191,15 @@ export class FastReader {
         spread += v - v;
       }
       if (++i === n) break;
-      if (wide) k = 0;
-      if (mHead === 1 ? buf[p] !== head : arrayHeadAt(buf, p, end) !== m) return NONE;
+      // Too wide to keep: each sample is read into the block's start, for its checks only.
+      if (n * m > numbers.length) k = 0;
+      if (mHead === 1 ? buf[p] !== 0x80 + m : arrayHeadAt(buf, p, end) !== m) return NONE;
       p += mHead;
     }
     if (p !== end) return NONE;
     this.channelId = ch;
-    block.count = n;
-    block.width = m;
+    this.block.count = n;
+    this.block.width = m;
     this.finite = spread === 0;
     return T_BUNDLE;
   }
