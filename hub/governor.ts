@@ -132,36 +132,33 @@ export class IngressGovernor {
    * `hubScope` false: counted in the hub's window but never refused by it (non-BUNDLE frames).
    */
   admit(slot: number, bytes: number, now: number, hubScope = true): GovernorVerdictCode {
+    // Every client frame comes here: few locals (on XS each costs at every call about what a few
+    // reads of a field do), the arrays read through `this`.
     const hub = this.slots;
-    const n = bytes > 0 ? bytes : 0;
-    const until = this.until;
-    const used = this.used;
-    if (now >= (until[hub] as number)) this.advance(hub, now);
+    if (!(bytes > 0)) bytes = 0;
+    if (now >= (this.until[hub] as number)) this.advance(hub, now);
     let u = 0;
     let after = 0;
-    const session = slot >= 0 && slot < hub;
-    if (session) {
-      if (now >= (until[slot] as number)) this.advance(slot, now);
-      after = (used[slot] as number) + n;
+    if (slot >= 0 && slot < hub) {
+      if (now >= (this.until[slot] as number)) this.advance(slot, now);
+      after = (this.used[slot] as number) + bytes;
       u = after / this.sessionBytesPerS;
-      if (after > this.sessionBytesPerS) return this.reject(REJECT_SESSION, slot, n, now, u);
-    }
-    const hubAfter = (used[hub] as number) + n;
-    const hu = hubAfter / this.hubBytesPerS;
-    if (hubScope && hubAfter > this.hubBytesPerS) return this.reject(REJECT_HUB, hub, n, now, hu);
-    if (hu > u) u = hu;
+      if (after > this.sessionBytesPerS) return this.reject(REJECT_SESSION, slot, bytes, now, u);
+    } else slot = -1; // no session's scope
+    if (hubScope && (this.used[hub] as number) + bytes > this.hubBytesPerS) return this.reject(REJECT_HUB, hub, bytes, now, ((this.used[hub] as number) + bytes) / this.hubBytesPerS);
     // The bytes go into each window's newest slice (a clock that stepped back writes there too).
-    if (session) used[slot] = after;
-    used[hub] = hubAfter;
-    this.bytesAccepted += n;
+    if (slot >= 0) this.used[slot] = after;
+    after = (this.used[hub] as number) + bytes;
+    this.used[hub] = after;
+    if (after / this.hubBytesPerS > u) u = after / this.hubBytesPerS;
+    this.bytesAccepted += bytes;
     this.retryAfterMs = 0;
     this.utilisation = u;
-    const verdicts = this.verdicts;
     if (u >= GOVERNOR_DOWNSAMPLE_RATIO) {
-      verdicts[ACCEPT_DOWNSAMPLE]!++;
+      this.verdicts[ACCEPT_DOWNSAMPLE]!++;
       return ACCEPT_DOWNSAMPLE;
     }
-    verdicts[ACCEPT]!++;
+    this.verdicts[ACCEPT]!++;
     return ACCEPT;
   }
 
@@ -234,24 +231,22 @@ export class IngressGovernor {
     const slice = floor(now / GOVERNOR_SLICE_MS);
     const head = this.head[scope] as number;
     if (!(slice > head)) return;
-    const ring = this.ring;
-    const used = this.used;
     const base = scope * GOVERNOR_SLICES;
-    ring[this.at[scope] as number] = (used[scope] as number) - (this.older[scope] as number);
+    this.ring[this.at[scope] as number] = (this.used[scope] as number) - (this.older[scope] as number);
     let u = 0;
     let i = 0;
-    if (slice - head >= GOVERNOR_SLICES) ring.fill(0, base, base + GOVERNOR_SLICES);
+    if (slice - head >= GOVERNOR_SLICES) this.ring.fill(0, base, base + GOVERNOR_SLICES);
     else {
-      u = used[scope] as number;
+      u = this.used[scope] as number;
       for (let s = head + 1; s <= slice; s++) {
         i = s % GOVERNOR_SLICES;
         if (i < 0) i += GOVERNOR_SLICES;
-        u -= ring[base + i] as number;
-        ring[base + i] = 0;
+        u -= this.ring[base + i] as number;
+        this.ring[base + i] = 0;
       }
       if (!(u > 0)) u = 0;
     }
-    used[scope] = u;
+    this.used[scope] = u;
     // The new newest slice is empty: everything in the window is older.
     this.older[scope] = u;
     this.head[scope] = slice;

@@ -338,47 +338,48 @@ export class Hub {
     // What this sweep makes due (an ESTOP owed, a queue filled) lowers dueAt again through due().
     this.dueAt = Infinity;
     let next = this.expireHandshakes(now);
-    const safetyNext = this.safety.tick(now);
-    if (safetyNext < next) next = safetyNext;
+    let at = this.safety.tick(now); // a time something falls due: the safety's, then each session's
+    if (at < next) next = at;
     let replan = false;
     // On a load sweep the walk moves each ACTIVE session's hand-off mark on and looks for a link
     // keeping up, for the ladder's signals (Load.ladderSignals), as long as nothing it does could
     // change a session it has passed (a close, a park, a send): then Load walks them again.
     const loadDue = now >= this.loadAt;
-    const inspect = this.inspect;
     let quiet = true;
     let keeping = false;
     // Whether a session is owed a GRANT: every re-plan elsewhere announces at once, so the
     // announcement below is needed only after this sweep's own re-plan or for one seen owed here.
     let owed = false;
-    const cfg = this.config;
-    const livenessMs = cfg.livenessTimeoutMs;
-    const STALE = SessionState.STALE;
-    const ACTIVE = SessionState.ACTIVE;
+    const livenessMs = this.config.livenessTimeoutMs;
     const slots = this.slots;
-    for (let i = 0; i < slots.length; i++) {
-      const s = slots[i];
+    // Declared once out here: a block that declares its own makes XS open a scope on every pass.
+    let i = 0;
+    let s: Session | null;
+    let link: Link | null;
+    let level = 0;
+    for (i = 0; i < slots.length; i++) {
+      s = slots[i] as Session | null;
       if (!s) continue;
       if (s.grantOwed) owed = true;
-      if (s.state === STALE) {
-        const at = s.staleSince + cfg.staleTtlMs;
+      if (s.state === SessionState.STALE) {
+        at = s.staleSince + this.config.staleTtlMs;
         if (now >= at) {
           quiet = false;
           this.keeper.close(s, GoodbyeReason.EVICTED);
         } else if (at < next) next = at;
         continue;
       }
-      const link = s.link;
+      link = s.link;
       if (!link) continue;
       // §6.5: a client that has sent nothing for the liveness timeout is treated as gone.
-      const silentAt = s.lastHeard + livenessMs;
-      if (now >= silentAt) {
+      at = s.lastHeard + livenessMs;
+      if (now >= at) {
         quiet = false;
         this.log.event('session-silent', s.id);
         this.keeper.stale(s, false);
         continue;
       }
-      if (silentAt < next) next = silentAt;
+      if (at < next) next = at;
       if (s.neverShed.size > 0) {
         quiet = false;
         if (this.egress.drain(s, now)) {
@@ -389,14 +390,14 @@ export class Hub {
         if (s.neverShed.size > 0) next = now;
       }
       // §10.3: sustained congestion cuts the grants to the throughput; recovery probes upward.
-      const level = link.level;
+      level = link.level;
       if (level !== s.levelSeen || now >= s.budgetAt) {
         s.levelSeen = level;
         if (s.budgetUpdate(level, link.estimate(), this.plan.demandBps(s), now)) replan = true;
         s.budgetAt = s.budgetNextAt(level);
       }
-      const budgetAt = s.budgetAt;
-      if (budgetAt < next) next = budgetAt <= now ? now : budgetAt;
+      at = s.budgetAt;
+      if (at < next) next = at <= now ? now : at;
       if (s.eventsOwed) {
         s.eventsOwed = false;
         const t = this.table;
@@ -409,27 +410,26 @@ export class Hub {
         }
         if (s.eventsOwed) next = now;
       }
-      if (loadDue && s.state === ACTIVE) {
-        const sent = s.sentFrames;
-        if (sent !== s.loadMark) {
-          s.loadMark = sent;
+      if (loadDue && s.state === SessionState.ACTIVE) {
+        if (s.sentFrames !== s.loadMark) {
+          s.loadMark = s.sentFrames;
           s.handedAt = now;
         }
-        if (!keeping) keeping = inspect.keepsUp(s, link, level, now);
+        if (!keeping) keeping = this.inspect.keepsUp(s, link, level, now);
       }
     }
     // docs/operations.md "Health, admission and overload": the hub's own load moves the ladder; a new rung re-plans and announces grants.
     if (loadDue) {
       this.loadAt = now + LOAD_PERIOD_MS;
       const ladder = this.ladder;
-      if (ladder.update(inspect.ladderSignals(now, this.load, quiet ? (keeping ? 1 : 0) : -1), now)) {
+      if (ladder.update(this.inspect.ladderSignals(now, this.load, quiet ? (keeping ? 1 : 0) : -1), now)) {
         replan = true;
         this.egress.levelFloor = ladder.levelFloor;
         // Only a new rung changes it (nothing else writes it).
         this.load.refuseJoins = ladder.refusesJoins;
       }
       if (ladder.parkDue(now)) {
-        const id = parkCandidate(inspect.ladderViews());
+        const id = parkCandidate(this.inspect.ladderViews());
         const s = id > 0 ? this.keeper.byId(id) : undefined;
         if (s) {
           this.log.event('ladder-park', s.id);

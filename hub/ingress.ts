@@ -73,16 +73,14 @@ export class Ingress {
   /** One whole frame from a transport (LinkSink.frame). */
   frame(conn: Conn, bytes: Uint8Array, start: number, end: number): void {
     if (conn.closed) return;
-    const hub = this.hub;
-    const now = hub.clock.now();
+    const now = this.hub.clock.now();
     const s = conn.session;
     try {
       if (bytes[start] === ESTOP_MAGIC) {
         this.estopFrame(conn, bytes, start, end - start, now);
         return;
       }
-      const fast = this.fast;
-      const fastType = fast.read(bytes, start, end);
+      const fastType = this.fast.read(bytes, start, end);
       // The ingress governor, before any decoding (docs/operations.md "Health, admission and
       // overload"; the ESTOP frame is never metered): a session's BUNDLEs meet both byte
       // budgets, its other frames the session's only; a frame before HELLO has no session and
@@ -92,7 +90,7 @@ export class Ingress {
       if (fastType !== NONE && s !== null) {
         // A session's ACK, PING or BUNDLE in canonical form, the frames that come all the time:
         // the same steps as any frame's below, each in its shortest form, the frame read in place.
-        if (hub.governor.admit(s.slot, end - start, now, fastType === FrameType.BUNDLE && s !== hub.owner) >= REJECT_SESSION) {
+        if (this.hub.governor.admit(s.slot, end - start, now, fastType === FrameType.BUNDLE && s !== this.hub.owner) >= REJECT_SESSION) {
           this.ingressRefused(conn, fastType, now);
           return;
         }
@@ -103,12 +101,12 @@ export class Ingress {
         // Heard (see heard()).
         s.lastHeard = now;
         s.priorValid = false;
-        if (s === hub.owner) hub.safety.ownerHeard(now);
+        if (s === this.hub.owner) this.hub.safety.ownerHeard(now);
         if (fastType === FrameType.ACK) {
           const link = s.link;
-          if (link !== null) link.acked(fast.value);
-        } else if (fastType === FrameType.PING) hub.egress.pong(conn, fast.value, wholeMs(now));
-        else this.bundle(conn, s, fast.channelId, fast.block, fast.finite, now);
+          if (link !== null) link.acked(this.fast.value);
+        } else if (fastType === FrameType.PING) this.hub.egress.pong(conn, this.fast.value, wholeMs(now));
+        else this.bundle(conn, s, this.fast.channelId, this.fast.block, this.fast.finite, now);
         return;
       }
       const type = fastType !== NONE ? fastType : s ? peekFrameType(bytes, start, Math.min(end, start + 16)) : -1;
@@ -119,8 +117,8 @@ export class Ingress {
         this.preSessionFlood(conn, bytes, start, end);
         return;
       }
-      const hubScope = !!s && type === FrameType.BUNDLE && s !== hub.owner;
-      if (hub.governor.admit(s ? s.slot : -1, end - start, now, hubScope) >= REJECT_SESSION) {
+      const hubScope = !!s && type === FrameType.BUNDLE && s !== this.hub.owner;
+      if (this.hub.governor.admit(s ? s.slot : -1, end - start, now, hubScope) >= REJECT_SESSION) {
         this.ingressRefused(conn, s ? type : peekFrameType(bytes, start, Math.min(end, start + 16)), now);
         return;
       }
@@ -132,7 +130,7 @@ export class Ingress {
       }
       if (fastType !== NONE) {
         // Before HELLO: a PING is answered, anything else is not ready.
-        if (fastType === FrameType.PING) hub.egress.pong(conn, fast.value, wholeMs(now));
+        if (fastType === FrameType.PING) this.hub.egress.pong(conn, this.fast.value, wholeMs(now));
         else this.malformed(conn, Nack.NOT_READY, fastType, now);
         return;
       }
@@ -150,8 +148,8 @@ export class Ingress {
         return;
       }
       if (!s) {
-        if (f.type === FrameType.HELLO) hub.onHello(conn, f, now);
-        else if (f.type === FrameType.PING) hub.egress.pong(conn, f.t0, wholeMs(now));
+        if (f.type === FrameType.HELLO) this.hub.onHello(conn, f, now);
+        else if (f.type === FrameType.PING) this.hub.egress.pong(conn, f.t0, wholeMs(now));
         // A transport that talks before HELLO counts towards the same misbehaviour limit.
         else this.malformed(conn, Nack.NOT_READY, f.type, now);
         return;
@@ -160,8 +158,8 @@ export class Ingress {
       this.dispatch(conn, s, f, now);
     } catch (e) {
       // A fault in the core must never take the hub down or touch another session.
-      hub.log.event('internal-error', s ? s.id : 0);
-      if (!conn.closed) hub.egress.nackConn(conn, Nack.MALFORMED, undefined);
+      this.hub.log.event('internal-error', s ? s.id : 0);
+      if (!conn.closed) this.hub.egress.nackConn(conn, Nack.MALFORMED, undefined);
     }
   }
 
@@ -274,27 +272,25 @@ export class Ingress {
 
   /** A BUNDLE from a session: `finite` tells whether every number after a sample's time is finite. */
   private bundle(conn: Conn, s: Session, channelId: number, block: SampleBlock, finite: boolean, now: number): void {
-    const hub = this.hub;
     // The session's publication of the channel (a few per session: found by a scan, Session.publication).
     const pubs = s.pubs;
     const count = pubs.length;
     let i = 0;
     while (i < count && (pubs[i] as Publication).ch.id !== channelId) i++;
     if (i === count) {
-      if (!hub.catalog.byId(channelId)) hub.egress.nack(s, Nack.UNKNOWN_CHANNEL, FrameType.BUNDLE, channelId);
+      if (!this.hub.catalog.byId(channelId)) this.hub.egress.nack(s, Nack.UNKNOWN_CHANNEL, FrameType.BUNDLE, channelId);
       else this.bundleRefused(s, Nack.NOT_GRANTED, channelId, now);
       return;
     }
     const pub = pubs[i] as Publication;
     // A sample is [t, one finite number per catalog field]: anything else would reach the robot
     // as a command it cannot read.
-    const ch = pub.ch;
-    if (block.width !== ch.fieldCount + 1 || !finite) {
+    if (block.width !== pub.ch.fieldCount + 1 || !finite) {
       this.malformed(conn, Nack.MALFORMED, FrameType.BUNDLE, now, channelId);
       return;
     }
-    if (ch.motion) {
-      const refusal = hub.latch.latched ? Nack.ESTOP_LATCHED : hub.owner !== s ? Nack.NOT_OWNER : !hub.safety.armedFlag ? Nack.NOT_ARMED : 0;
+    if (pub.ch.motion) {
+      const refusal = this.hub.latch.latched ? Nack.ESTOP_LATCHED : this.hub.owner !== s ? Nack.NOT_OWNER : !this.hub.safety.armedFlag ? Nack.NOT_ARMED : 0;
       if (refusal !== 0) {
         this.bundleRefused(s, refusal, channelId, now);
         return;
@@ -305,11 +301,11 @@ export class Ingress {
       this.rateLimited(s, FrameType.BUNDLE, channelId, undefined, pub.bucket.msUntil(block.count, now), now);
       return;
     }
-    hub.robot.publish(channelId, block);
+    this.hub.robot.publish(channelId, block);
   }
 
   /**
-   * A BUNDLE refused by a hub rule. Bundles stream (up to 50 a second), so their refusals share
+   * A BUNDLE refused by a this.hub rule. Bundles stream (up to 50 a second), so their refusals share
    * the session's RATE_LIMITED throttle: one NACK per bundle would fill the sender's own
    * never-shed queue and park it.
    */
