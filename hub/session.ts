@@ -132,8 +132,8 @@ export function makeRoutes(channels: readonly ChannelInfo[], slots: number): { r
 /**
  * Every subscription of the hub: one row per (channel route, session slot), row = route × slots
  * + slot. A subscription's state lives in typed-array columns sized once from the catalog and
- * the slot count, so that subscribing allocates nothing and a subscription costs 34 bytes of
- * columns. Two lists keep the orders the protocol shows: a channel's subscribers in the order
+ * the slot count, so that subscribing allocates nothing and a subscription costs 32 bytes of
+ * columns (34 with more than 255 slots or routes). Two lists keep the orders the protocol shows: a channel's subscribers in the order
  * they subscribed (the hot path walks them), and a session's channels in the order it subscribed
  * them (its GRANT lists them so). Both are dense, so a walk is a plain indexed loop. The STATE
  * channels' values last sent are here too, `stateFields` (their field counts together) per slot.
@@ -143,11 +143,11 @@ export class SubscriptionTable {
   readonly routes: number;
   readonly slots: number;
   /** Route r's subscribers, as session slots: [r × slots, r × slots + subscriberCount[r]). */
-  readonly subscribers: Uint16Array;
-  readonly subscriberCount: Uint16Array;
+  readonly subscribers: Uint8Array | Uint16Array;
+  readonly subscriberCount: Uint8Array | Uint16Array;
   /** Session slot s's routes, as route indexes: [s × routes, s × routes + routeCount[s]). */
-  readonly subscribed: Uint16Array;
-  readonly routeCount: Uint16Array;
+  readonly subscribed: Uint8Array | Uint16Array;
+  readonly routeCount: Uint8Array | Uint16Array;
   // Per row.
   readonly wishHz: Float64Array;
   readonly grantedHz: Float64Array;
@@ -171,8 +171,11 @@ export class SubscriptionTable {
     this.slots = slots;
     const rows = routes * slots;
     const values = stateFields * slots;
-    // Widest first, so that every column is aligned.
-    const buffer = new ArrayBuffer((3 * rows + values) * 8 + (2 * rows + routes + slots) * 2 + rows * (4 + DECIMATION_STATE));
+    // The lists of slots and of routes and their counts take 8 bits each where that holds them
+    // (fewer than 256 slots, routes). Widest first, so that every column is aligned.
+    const slotsWide = slots > 0xff;
+    const routesWide = routes > 0xff;
+    const buffer = new ArrayBuffer((3 * rows + values) * 8 + (rows + routes) * (slotsWide ? 2 : 1) + (rows + slots) * (routesWide ? 2 : 1) + rows * (4 + DECIMATION_STATE));
     let at = 0;
     const f64 = (n: number): Float64Array => {
       const a = new Float64Array(buffer, at, n);
@@ -193,10 +196,14 @@ export class SubscriptionTable {
     this.grantedHz = f64(rows);
     this.nextDue = f64(rows);
     this.lastValues = f64(values);
-    this.subscribers = u16(rows);
-    this.subscriberCount = u16(routes);
-    this.subscribed = u16(rows);
-    this.routeCount = u16(slots);
+    const subscribers = slotsWide ? u16(rows) : null;
+    const subscriberCount = slotsWide ? u16(routes) : null;
+    const subscribed = routesWide ? u16(rows) : null;
+    const routeCount = routesWide ? u16(slots) : null;
+    this.subscribers = subscribers ?? u8(rows);
+    this.subscriberCount = subscriberCount ?? u8(routes);
+    this.subscribed = subscribed ?? u8(rows);
+    this.routeCount = routeCount ?? u8(slots);
     this.priority = u8(rows);
     this.firstPush = u8(rows);
     this.sourceDropped = u8(rows);
@@ -249,7 +256,7 @@ export class SubscriptionTable {
 }
 
 // Removes `value` from the list list[at, at + count[which]), shifting the rest down.
-function removeFrom(list: Uint16Array, at: number, count: Uint16Array, which: number, value: number): void {
+function removeFrom(list: Uint8Array | Uint16Array, at: number, count: Uint8Array | Uint16Array, which: number, value: number): void {
   const n = count[which] as number;
   let i = 0;
   while (i < n && list[at + i] !== value) i++;
