@@ -143,7 +143,6 @@ export class Egress {
     let g = 0;
     let due = 0;
     let level = 0;
-    let packed = 0;
     // Row 1's count, added to the counters once the loop is done (one local instead of an element, per subscriber).
     let clear = 0;
     let delivered = 0;
@@ -173,10 +172,11 @@ export class Egress {
           level = link.level;
           if (level < this.levelFloor) level = this.levelFloor;
         }
-        packed = SHED_LOOKUP[route.shedBase + (tab.priority[k] as number) * 6 + (tab.firstPush[k] as number) * 3 + (level >= LEVEL_SEVERE ? 2 : 1)] as number;
-        this.counters.rows[packed & 0xf]!++;
-        if (packed >>> 4 !== SEND || tab.decimation[k * DECIMATION_STATE] !== 1) {
-          if (shedSubscriber(this, route, packed >>> 4, k, slot, values, n, now)) continue;
+        // The table's packed entry (its row, its decision above), in `level`: one local fewer.
+        level = SHED_LOOKUP[route.shedBase + (tab.priority[k] as number) * 6 + (tab.firstPush[k] as number) * 3 + (level >= LEVEL_SEVERE ? 2 : 1)] as number;
+        this.counters.rows[level & 0xf]!++;
+        if (level >>> 4 !== SEND || tab.decimation[k * DECIMATION_STATE] !== 1) {
+          if (shedSubscriber(this, route, level >>> 4, k, slot, values, n, now)) continue;
         }
       } else {
         // A clear link: row 1 for every subscription (shed.ts shedDecide), a send; a subscription

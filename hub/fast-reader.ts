@@ -79,12 +79,11 @@ export class FastReader {
   /** Reads buf[start, end): the frame type when it is one of the three in canonical form, else Fast.NONE. */
   read(buf: Uint8Array, start: number, end: number): number {
     if (end - start < 5 || end > buf.length || buf[start + 1] !== K_TYPE) return NONE;
-    const h = buf[start] as number;
-    const type = buf[start + 2] as number;
-    if (h === 0xa3) return type === T_BUNDLE ? this.bundle(buf, start + 3, end) : NONE;
+    if (buf[start] === 0xa3) return buf[start + 2] === T_BUNDLE ? this.bundle(buf, start + 3, end) : NONE;
     // ACK and PING: one key of 24 or more after the type, then an unsigned integer that ends the
     // frame, its head told by its length (uintTo, its common forms inline).
-    if (h !== 0xa2 || buf[start + 3] !== 0x18) return NONE;
+    if (buf[start] !== 0xa2 || buf[start + 3] !== 0x18) return NONE;
+    const type = buf[start + 2] as number;
     if (type === T_ACK ? buf[start + 4] !== K_ACKED : type !== T_PING || buf[start + 4] !== K_T0) return NONE;
     const p = start + 5;
     const len = end - p;

@@ -222,10 +222,9 @@ export class Hub {
    */
   publishSample(channelId: number, t: number, values: Float64Array, count: number): void {
     if (this.observer !== null) this.observer.entered();
-    const r = this.routeIds[channelId];
-    if (r === undefined || r === 0) return;
-    const route = this.routes[r - 1] as ChannelRoute;
-    if (route.events !== null) return;
+    // No route (an id of 0, or none: routes[-1], routes[NaN]) reads undefined; one local only.
+    const route = this.routes[(this.routeIds[channelId] as number) - 1];
+    if (route === undefined || route.events !== null) return;
     this.egress.publishSample(route, t, values, count);
     if (this.deferred) this.afterRouting();
   }

@@ -274,10 +274,9 @@ export class Ingress {
   private bundle(conn: Conn, s: Session, channelId: number, block: SampleBlock, finite: boolean, now: number): void {
     // The session's publication of the channel (a few per session: found by a scan, Session.publication).
     const pubs = s.pubs;
-    const count = pubs.length;
     let i = 0;
-    while (i < count && (pubs[i] as Publication).ch.id !== channelId) i++;
-    if (i === count) {
+    while (i < pubs.length && (pubs[i] as Publication).ch.id !== channelId) i++;
+    if (i === pubs.length) {
       if (!this.hub.catalog.byId(channelId)) this.hub.egress.nack(s, Nack.UNKNOWN_CHANNEL, FrameType.BUNDLE, channelId);
       else this.bundleRefused(s, Nack.NOT_GRANTED, channelId, now);
       return;
