@@ -190,9 +190,9 @@ export class Egress {
       } else {
         if (frame === null) {
           // The push's one encoding, for the first subscriber that gets it; a time that is no unsigned integer reads as 0.
-          const data = this.data;
-          if (data.sealedAt >= 0) data.open(); // whole already, unless a link threw while the last push was handed on
-          frame = data.seal(writeSample(data.bytes, data.view, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
+          // (No local here: a block that declares one makes XS open a scope for it.)
+          if (this.data.sealedAt >= 0) this.data.open(); // whole already, unless a link threw while the last push was handed on
+          frame = this.data.seal(writeSample(this.data.bytes, this.data.view, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
         }
         if (ch.critical) {
           if (!this.critical(s, frame, sharedTag, seq)) continue;

@@ -103,8 +103,7 @@ export class Ingress {
         s.priorValid = false;
         if (s === this.hub.owner) this.hub.safety.ownerHeard(now);
         if (fastType === FrameType.ACK) {
-          const link = s.link;
-          if (link !== null) link.acked(this.fast.value);
+          if (s.link !== null) s.link.acked(this.fast.value);
         } else if (fastType === FrameType.PING) this.hub.egress.pong(conn, this.fast.value, wholeMs(now));
         else this.bundle(conn, s, this.fast.channelId, this.fast.block, this.fast.finite, now);
         return;
