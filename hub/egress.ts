@@ -18,7 +18,7 @@
 import { StagedBytes, SealedBytes } from './bytes.js';
 import { CborWriter } from './cbor.js';
 import { HubCounters } from './counters.js';
-import { dataFrameBytes, FloatProbe, writePong, writeSample } from './fast-frames.js';
+import { dataFrameBytes, FloatProbe, writePong, writeSampleAfter } from './fast-frames.js';
 import { encodeFrame } from './frame-encode.js';
 import { FrameType, type Frame } from './frame-types.js';
 import { utf8ByteLength } from './utf8.js';
@@ -70,6 +70,8 @@ export class Egress {
   levelFloor = 0;
   /** The float scratch of the DATA writers. */
   readonly fp = new FloatProbe();
+  /** The route prefix `data` holds at its start (the last push's). */
+  private prefixed: Uint8Array | null = null;
   private readonly rings: (FrameRing | undefined)[];
   private columns: RingColumns | null = null;
   private readonly neverShedBytes: number;
@@ -192,7 +194,12 @@ export class Egress {
           // The push's one encoding, for the first subscriber that gets it; a time that is no unsigned integer reads as 0.
           // (No local here: a block that declares one makes XS open a scope for it.)
           if (this.data.sealedAt >= 0) this.data.open(); // whole already, unless a link threw while the last push was handed on
-          frame = this.data.seal(writeSample(this.data.bytes, this.data.view, this.fp, route.prefix, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
+          // The buffer keeps the last push's prefix (only the push writes it, and a frame is longer than its prefix).
+          if (this.prefixed !== route.prefix) {
+            this.data.bytes.set(route.prefix);
+            this.prefixed = route.prefix;
+          }
+          frame = this.data.seal(writeSampleAfter(this.data.bytes, this.data.view, this.fp, route.prefix.length, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
         }
         if (ch.critical) {
           if (!this.critical(s, frame, sharedTag, seq)) continue;

@@ -136,7 +136,11 @@ export function writeData(b: Uint8Array, dv: DataView, fp: FloatProbe, prefix: U
  */
 export function writeSample(b: Uint8Array, dv: DataView, fp: FloatProbe, prefix: Uint8Array, seq: number, t: number, values: Float64Array, count: number): number {
   b.set(prefix);
-  let p = prefix.length;
+  return writeSampleAfter(b, dv, fp, prefix.length, seq, t, values, count);
+}
+
+/** writeSample with b[0, p) holding the prefix already (the push's buffer keeps the last route's). */
+export function writeSampleAfter(b: Uint8Array, dv: DataView, fp: FloatProbe, p: number, seq: number, t: number, values: Float64Array, count: number): number {
   // seq and the key of t after it, then t and the key of values: a 16-bit argument, its head and
   // the next key are one 32-bit word (0x19, hi, lo, key).
   if (seq < 0x10000) {
