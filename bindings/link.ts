@@ -486,16 +486,19 @@ export class AckCounter {
   /**
    * When each of the last frames was handed over, by frame number & mask, from [0] (null: none
    * timed: the prototype's null and 0, no own property then; on XS every property costs a heap slot).
+   * A Uint32Array holds whole milliseconds from 0 to 2^32 − 1, as the device's clock reads (half
+   * the bytes of a Float64Array); whoever writes a time that is not one calls `widen` first.
    */
-  declare readonly handedAt: Float64Array | null;
+  declare readonly handedAt: Float64Array | Uint32Array | null;
   declare readonly mask: number;
 
   /**
    * `timedFrames`: how many recent hand-overs to remember for the round trip (0: none timed),
    * rounded up to a power of two. `store`: an array whose first that many numbers the counter
-   * may keep them in, the rest being its owner's (on XS each typed array costs heap slots).
+   * may keep them in, the rest being its owner's (on XS each typed array costs heap slots); a
+   * Uint32Array keeps whole-millisecond times only (see `handedAt`).
    */
-  constructor(timedFrames = 0, store?: Float64Array) {
+  constructor(timedFrames = 0, store?: Float64Array | Uint32Array) {
     const ring = AckCounter.ringOf(timedFrames);
     if (store !== undefined && timedFrames > 0 && store.length < ring) throw new RangeError('AckCounter: the store is too small');
     if (timedFrames > 0) {
@@ -511,17 +514,35 @@ export class AckCounter {
     return ring;
   }
 
+  /**
+   * A time that is not a whole millisecond from 0 to 2^32 − 1 is about to be kept: a Uint32 ring
+   * becomes a Float64Array of its own, its times copied (each exact), so that every time is kept
+   * as it was read. Once only, and never with a clock in whole ms such as the device's.
+   */
+  widen(): void {
+    const h = this.handedAt;
+    if (h === null || h instanceof Float64Array) return;
+    const f = new Float64Array(this.mask + 1);
+    for (let i = 0; i <= this.mask; i++) f[i] = h[i] as number;
+    ownValue(this, 'handedAt', f);
+  }
+
   /** One more frame started at `now`. */
   startedOne(now: number): void {
-    const h = this.handedAt;
-    if (h !== null) h[this.started & this.mask] = now;
+    if (this.handedAt !== null) {
+      if ((now >>> 0) !== now) this.widen();
+      (this.handedAt as Float64Array)[this.started & this.mask] = now;
+    }
     this.started++;
   }
 
   /** `count` more frames started at `now`. */
   startedAt(count: number, now: number): void {
-    const h = this.handedAt;
-    if (h !== null) for (let i = 0; i < count; i++) h[(this.started + i) & this.mask] = now;
+    if (this.handedAt !== null) {
+      if ((now >>> 0) !== now) this.widen();
+      const h = this.handedAt as Float64Array;
+      for (let i = 0; i < count; i++) h[(this.started + i) & this.mask] = now;
+    }
     this.started += count;
   }
 

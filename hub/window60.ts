@@ -124,7 +124,6 @@ export class Window60 {
   private readonly u32: Uint32Array;
   /** Per bucket its histogram: bucket i's bins at [i × bins, (i + 1) × bins). */
   private readonly binCounts: Uint16Array;
-  private readonly bins: number;
   /** The first bound: a duration at or under it, the common case, needs no search. */
   private readonly firstBound: number;
   /** The latest second recorded: its totals are the live* fields and `zeros`. */
@@ -150,7 +149,6 @@ export class Window60 {
   constructor(histogram: Histogram = DURATION_HISTOGRAM, buffer?: ArrayBuffer, at = 0) {
     this.histogram = histogram;
     const bins = histogram.bins;
-    this.bins = bins;
     this.firstBound = histogram.bounds[0] as number;
     const f64 = VIEWS + 2 * V_SIZE;
     const u32 = WINDOW_BUCKETS + 3 * bins;
@@ -210,7 +208,7 @@ export class Window60 {
       for (let s = newest + 1; s < sec; s++) u[bucketOf(s)] = 0;
     } else {
       // Every second held has left the window.
-      u.fill(0, 0, LIVE_BINS + this.bins);
+      u.fill(0, 0, LIVE_BINS + this.histogram.bins);
     }
     this.liveCount = 0;
     this.zeros = 0;
@@ -235,7 +233,7 @@ export class Window60 {
     if (c === 0) return;
     const bc = this.binCounts;
     const bounds = this.histogram.bounds;
-    const base = i * this.bins;
+    const base = i * this.histogram.bins;
     // The bins up to the max's: none above it holds a sample.
     let x = (u[LIVE_BINS] as number) + this.zeros;
     for (let b = 0; ; ) {
@@ -317,7 +315,7 @@ export class Window60 {
       f[k + V_MAX] = 0;
       f[k + V_MAX_AT] = -Infinity;
       const ub = f[k + V_BINS] as number;
-      u.fill(0, ub, ub + this.bins);
+      u.fill(0, ub, ub + this.histogram.bins);
     }
     for (let s = s0; s <= hi; s++) this.add(k, s);
   }
@@ -346,7 +344,7 @@ export class Window60 {
     const bounds = this.histogram.bounds;
     const m = f[MAXES + i] as number;
     const ub = f[k + V_BINS] as number;
-    const base = i * this.bins;
+    const base = i * this.histogram.bins;
     f[k + V_COUNT] = (f[k + V_COUNT] as number) + sign * (u[i] as number);
     for (let b = 0; ; b++) {
       u[ub + b] = (u[ub + b] as number) + sign * (bc[base + b] as number);
@@ -432,7 +430,7 @@ export class Window60 {
     const rank = Math.ceil((count * HEALTH_PERCENTILE) / 100);
     const u = this.u32;
     const ub = f[k + V_BINS] as number;
-    const bins = this.bins;
+    const bins = this.histogram.bins;
     // The newest second's bins as its bucket will hold them: its zeros in bin 0, saturated.
     let x = live ? (u[LIVE_BINS] as number) + zeros : 0;
     let cum = 0;
@@ -484,7 +482,7 @@ export class Window60 {
     this.newest = -Infinity;
     this.liveFrom = this.liveTo = NaN;
     this.liveCount = this.zeros = this.liveSum = this.liveMax = this.earlier = 0;
-    this.u32.fill(0, LIVE_BINS, LIVE_BINS + this.bins);
+    this.u32.fill(0, LIVE_BINS, LIVE_BINS + this.histogram.bins);
     for (let k = VIEWS; k < VIEWS + 2 * V_SIZE; k += V_SIZE) {
       this.f64[k + V_LO] = NaN;
       this.f64[k + V_NEWEST] = NaN;

@@ -20,7 +20,7 @@ import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { Nack } from '../../hub/nack.js';
 import type { Clock, GrantSet, LinkCaps, LinkEstimate, LinkSink, Log } from '../../hub/ports.js';
 import { AckForm, NULL_LOG, Tag, tagChannel, tagType } from '../../hub/ports.js';
-import { AckCounter, ownValue, ESTOP_AHEAD_SLOTS, EstopAhead, MIN_RTT_WINDOW_MS, MinRttFilter, RTT_NUMBERS, RttEstimator, WINDOWED_NUMBERS, sampleBudgetMs, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { AckCounter, ownValue, ESTOP_AHEAD_SLOTS, EstopAhead, MIN_RTT_WINDOW_MS, MinRttFilter, RTT_NUMBERS, RttEstimator, WINDOWED_NUMBERS, sampleBudgetMs, THROUGHPUT_WINDOW_MS, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import {
   FrameReassembler,
   FramingError,
@@ -805,9 +805,9 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   // (A TCP link has none: the prototype's null, and the prototype's NULL_LOG for a link given no
   // log; an own property only otherwise, since on XS every property costs a heap slot.)
   private declare handshake: WsHandshake | null;
-  // The link's numbers, one array over its buffer: the ACK timing ring (AckCounter) from 0, the
-  // refusals' times from REFUSALS_AT, then from `lo` its own (L_*), the queue's, the least RTT's
-  // and the smoothed RTT's.
+  // The link's numbers, one array over its buffer: the refusals' times from 0, then from `lo` its
+  // own (L_*), the queue's, the least RTT's and the smoothed RTT's (the ACK timing ring follows
+  // them in the buffer, as whole ms: AckCounter).
   private readonly num: Float64Array;
   private readonly lo: number;
   // A frame's header, as long as the longest one of the framing (a WebSocket header's 4 bytes, a
@@ -834,19 +834,20 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     this.hub = options.hub;
     if (options.log !== undefined) ownValue(this, 'log', options.log);
     // One buffer for the link's numbers and bytes (on XS every buffer and view costs heap slots):
-    // [its numbers (see `num`) | the queue's meta | the frame header | the inbound parser's bytes].
+    // [its numbers (see `num`) | the ACK ring | the queue's meta | the frame header | the inbound parser's bytes].
+    const lo = REFUSALS;
+    const numbers = lo + LINK_NUMBERS + QUEUE_NUMBERS + WINDOWED_NUMBERS + RTT_NUMBERS;
+    const ringAt = numbers * 8;
     const ring = AckCounter.ringOf(windowFrames);
-    const lo = ring + REFUSALS;
-    const timed = lo + LINK_NUMBERS + QUEUE_NUMBERS + WINDOWED_NUMBERS + RTT_NUMBERS;
     const records = options.maxRecords ?? EgressQueue.defaultRecords(queueBytes);
-    const metaAt = timed * 8;
+    const metaAt = ringAt + ring * 4;
     const hdrAt = metaAt + EgressQueue.metaBytes(queueBytes, records);
     const ws = options.framing === LinkFraming.WS_SERVER;
     const hdrBytes = ws ? WS_MAX_HEADER_BYTES : LENGTH_PREFIX_BYTES;
     const parserAt = hdrAt + hdrBytes;
     const parserBytes = ws ? wsParserBytes(maxFrame) : options.framing === LinkFraming.LENGTH_PREFIX ? maxFrame : 0;
     const mem = new ArrayBuffer(parserAt + parserBytes);
-    const num = new Float64Array(mem, 0, timed);
+    const num = new Float64Array(mem, 0, numbers);
     this.num = num;
     this.lo = lo;
     num[lo + L_CEILING] = options.tierCeiling ?? Tier.maintainer;
@@ -854,8 +855,9 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // The ack lag from which the detector reads it (bindings/detector.ts): below, it says nothing.
     num[lo + L_LAG_HEEDED] = Math.min(options.detector?.ackLagRecoveredFrames ?? ACK_LAG_RECOVERED_FRAMES, options.detector?.ackLagCongestedFrames ?? ACK_LAG_CONGESTED_FRAMES);
     const qo = lo + LINK_NUMBERS;
-    // The ACK ring's numbers come first in `num`; every frame the link starts counts there, the queue's included.
-    this.acks = new AckCounter(windowFrames, num);
+    // Every frame the link starts counts there, the queue's included; its hand-over times in whole
+    // ms, the device clock's resolution (a clock that reads finer gives the counter a ring of its own).
+    this.acks = new AckCounter(windowFrames, new Uint32Array(mem, ringAt, ring));
     this.queue = new EgressQueue(queueBytes, records, options.takeBytes, options.takePool, { buffer: mem, metaAt, numbers: num, numbersAt: qo }, this.acks);
     this.minRtt = new MinRttFilter(MIN_RTT_WINDOW_MS, num, qo + QUEUE_NUMBERS);
     this.rtt = new RttEstimator(num, qo + QUEUE_NUMBERS + WINDOWED_NUMBERS);
@@ -951,42 +953,51 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // waits ahead of it, the window allows a frame, there is room. (Few locals and few calls: on
     // XS each local costs at every call, more than reading a field through `this` a few times,
     // and this runs for every delivery.)
-    const d = this.direct;
-    if (d !== null && this.queue.held === 0 && this.acks.started < this.windowEnd) {
+    if (this.direct !== null && this.queue.held === 0 && this.acks.started < this.windowEnd) {
       const now = this.clock.now();
-      // The frame and its header: a length prefix's 2 bytes, a WebSocket header's 2 or 4, none
-      // for a message. (The frame's length read where needed: as cheap as a local on XS.)
-      const bytes = (this.framing === LENGTH_PREFIX ? 2 : this.framing === WS_SERVER ? (frame.length < 126 ? 2 : 4) : 0) + frame.length;
-      if (d.room() >= bytes) {
-        if (this.framing === LENGTH_PREFIX) {
-          this.hdr2[0] = frame.length >>> 8;
-          this.hdr2[1] = frame.length & 0xff;
-          d.writeFrame(this.hdr2, frame);
-        } else if (this.framing !== WS_SERVER) d.writeFrame(null, frame);
-        else if (frame.length < 126) {
-          this.hdr2[0] = WS_FINAL_BINARY;
-          this.hdr2[1] = frame.length;
-          d.writeFrame(this.hdr2, frame);
-        } else {
-          const hdr = this.hdr;
-          hdr[0] = WS_FINAL_BINARY;
-          hdr[1] = 126;
-          hdr[2] = frame.length >>> 8;
-          hdr[3] = frame.length & 0xff;
-          d.writeFrame(hdr, frame);
-        }
-        // One frame started (its time for the round trip), the queue found empty (a backlog of 0,
-        // §13.5.1), the ack lag told to the detector only where it can matter (§13.5.6).
-        (this.acks.handedAt as Float64Array)[this.acks.started & this.acks.mask] = now;
-        this.acks.started++;
-        // ThroughputEstimator.add, its open window inline.
-        if (now - this.throughput.windowStart < this.throughput.windowMs && now >= this.throughput.windowStart) this.throughput.bytes += bytes;
-        else this.throughput.add(bytes, now);
-        this.movedAt = now;
-        if (this.detector.queue !== 0) this.detector.drained(0, 0, now);
-        if (this.acks.started >= this.lagFrom) this.detector.ackLag(this.acks.started - this.acks.acked, now);
-        return true;
+      // The frame and its header, if the socket has room for both: a length prefix's 2 bytes, a
+      // WebSocket header's 2 or 4, none for a message. (The frame's length read where needed: as
+      // cheap as a local on XS; `bytes` is what the socket took.)
+      let bytes;
+      if (this.framing === LENGTH_PREFIX) {
+        bytes = frame.length + 2;
+        if (this.direct.room() < bytes) return this.enqueue(frame, tag);
+        this.hdr2[0] = frame.length >>> 8;
+        this.hdr2[1] = frame.length & 0xff;
+        this.direct.writeFrame(this.hdr2, frame);
+      } else if (this.framing !== WS_SERVER) {
+        bytes = frame.length;
+        if (this.direct.room() < bytes) return this.enqueue(frame, tag);
+        this.direct.writeFrame(null, frame);
+      } else if (frame.length < 126) {
+        bytes = frame.length + 2;
+        if (this.direct.room() < bytes) return this.enqueue(frame, tag);
+        this.hdr2[0] = WS_FINAL_BINARY;
+        this.hdr2[1] = frame.length;
+        this.direct.writeFrame(this.hdr2, frame);
+      } else {
+        bytes = frame.length + 4;
+        if (this.direct.room() < bytes) return this.enqueue(frame, tag);
+        const hdr = this.hdr;
+        hdr[0] = WS_FINAL_BINARY;
+        hdr[1] = 126;
+        hdr[2] = frame.length >>> 8;
+        hdr[3] = frame.length & 0xff;
+        this.direct.writeFrame(hdr, frame);
       }
+      // One frame started (its time for the round trip), the queue found empty (a backlog of 0,
+      // §13.5.1), the ack lag told to the detector only where it can matter (§13.5.6).
+      // (AckCounter.startedOne inline: a time the Uint32 ring cannot keep widens it first.)
+      if ((now >>> 0) !== now) this.acks.widen();
+      (this.acks.handedAt as Float64Array)[this.acks.started & this.acks.mask] = now;
+      this.acks.started++;
+      // ThroughputEstimator.add, its open window inline (the link's estimator has the default window).
+      if (now - this.throughput.windowStart < THROUGHPUT_WINDOW_MS && now >= this.throughput.windowStart) this.throughput.bytes += bytes;
+      else this.throughput.add(bytes, now);
+      this.movedAt = now;
+      if (this.detector.queue !== 0) this.detector.drained(0, 0, now);
+      if (this.acks.started >= this.lagFrom) this.detector.ackLag(this.acks.started - this.acks.acked, now);
+      return true;
     }
     return this.enqueue(frame, tag);
   }

@@ -219,9 +219,12 @@ export interface WsConsumer extends FrameConsumer {
   control(opcode: number, bytes: Uint8Array, start: number, end: number): void;
 }
 
-/** The bytes a WsFrameParser keeps: the largest message, a control frame's payload and the mask. */
+/** A client frame's masking key (RFC 6455 §5.3). */
+const MASK_BYTES = 4;
+
+/** The bytes a WsFrameParser keeps: the mask, the largest message and a control frame's payload. */
 export function wsParserBytes(maxMessageBytes: number): number {
-  return maxMessageBytes + WS_MAX_CONTROL_PAYLOAD + 4;
+  return MASK_BYTES + maxMessageBytes + WS_MAX_CONTROL_PAYLOAD;
 }
 
 const WS_H0 = 0;
@@ -241,10 +244,10 @@ const WS_FAILED = 5;
  */
 export class WsFrameParser {
   readonly maxMessageBytes: number;
-  // The message and after it a control frame's payload (at maxMessageBytes), then the mask: two
-  // views of one buffer made once.
+  // The mask of the frame being read (at 0, MASK_BYTES of them), the message from MASK_BYTES and
+  // after it a control frame's payload (from MASK_BYTES + maxMessageBytes): one view of one buffer
+  // made once (on XS every view costs heap slots).
   private readonly msg: Uint8Array;
-  private readonly mask: Uint8Array;
   private state = WS_H0;
   private fin = false;
   private opcode = 0;
@@ -268,9 +271,7 @@ export class WsFrameParser {
     const bytes = wsParserBytes(maxMessageBytes);
     if (buffer !== undefined && !(byteOffset >= 0 && byteOffset + bytes <= buffer.byteLength)) throw new RangeError('WsFrameParser: its bytes lie outside the buffer');
     const buf = buffer ?? new ArrayBuffer(bytes);
-    const at = buffer !== undefined ? byteOffset : 0;
-    this.msg = new Uint8Array(buf, at, maxMessageBytes + WS_MAX_CONTROL_PAYLOAD);
-    this.mask = new Uint8Array(buf, at + maxMessageBytes + WS_MAX_CONTROL_PAYLOAD, 4);
+    this.msg = new Uint8Array(buf, buffer !== undefined ? byteOffset : 0, bytes);
   }
 
   get failed(): boolean {
@@ -323,7 +324,7 @@ export class WsFrameParser {
           this.lenDone(out);
         }
       } else if (st === WS_MASK) {
-        this.mask[this.maskAt++] = bytes[i++] as number;
+        this.msg[this.maskAt++] = bytes[i++] as number;
         if (this.maskAt === 4) {
           this.got = 0;
           this.state = WS_PAYLOAD;
@@ -338,12 +339,11 @@ export class WsFrameParser {
       } else if (st === WS_PAYLOAD) {
         const control = this.opcode >= 0x8;
         const dst = this.msg;
-        const base = control ? this.maxMessageBytes : this.msgLen;
+        const base = MASK_BYTES + (control ? this.maxMessageBytes : this.msgLen);
         const want = this.len - this.got;
         const n = end - i < want ? end - i : want;
-        const m = this.mask;
         let g = this.got;
-        for (let k = 0; k < n; k++, g++) dst[base + g] = (bytes[i + k] as number) ^ (m[g & 3] as number);
+        for (let k = 0; k < n; k++, g++) dst[base + g] = (bytes[i + k] as number) ^ (dst[g & 3] as number);
         this.got = g;
         i += n;
         if (g === this.len) this.frameDone(out);
@@ -378,7 +378,7 @@ export class WsFrameParser {
     this.state = WS_H0;
     const op = this.opcode;
     if (op >= 0x8) {
-      const c = this.maxMessageBytes;
+      const c = MASK_BYTES + this.maxMessageBytes;
       out.control(op, this.msg, c, c + this.len);
       return;
     }
@@ -392,7 +392,7 @@ export class WsFrameParser {
     this.msgLen = 0;
     this.inMessage = false;
     this.discarding = false;
-    if (!refused) out.frame(this.msg, 0, n);
+    if (!refused) out.frame(this.msg, MASK_BYTES, MASK_BYTES + n);
   }
 
   private fail(code: FramingErrorCodeValue, why: string): never {

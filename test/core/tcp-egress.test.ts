@@ -1312,4 +1312,76 @@ describe('bindings/link: AckCounter timing ring in a shared array', () => {
     equal(a.rttMs, 65, 'a lag of 7 is within the ring');
     throws(() => new AckCounter(9, new Float64Array(8)), (e) => e instanceof RangeError);
   });
+
+  it('keeps whole-millisecond times in a Uint32 ring, and widens to a Float64 ring of its own at the first other time', () => {
+    const store = new Uint32Array(8 + 2).fill(7);
+    const a = new AckCounter(8, store);
+    equal(a.handedAt, store);
+    a.startedOne(100);
+    a.startedAt(2, 2 ** 32 - 1);
+    ok(a.ack(1, 150));
+    equal(a.rttMs, 50);
+    ok(a.ack(3, 2 ** 32 + 4));
+    equal(a.rttMs, 5, 'the largest whole ms a Uint32 holds');
+    equal(a.handedAt, store, 'whole ms: no ring of its own');
+    a.startedOne(200.25);
+    ok(a.handedAt instanceof Float64Array && a.handedAt !== (store as unknown), 'a time with a fraction: a Float64 ring of its own');
+    deepEqual(Array.from(store.subarray(8)), [7, 7], 'the numbers past the ring are left to the owner');
+    a.startedAt(2, 2 ** 32);
+    a.startedOne(-3);
+    ok(a.ack(5, 2 ** 32 + 10));
+    equal(a.rttMs, 10, 'a time past 2^32 − 1 kept as it was read');
+    equal(a.ack(4, 300), false, 'an ACK further back than the last: nothing new');
+    ok(a.ack(7, 1), 'the frame handed over at −3');
+    equal(a.rttMs, 4);
+    const b = new AckCounter(4, new Uint32Array(4));
+    b.startedAt(3, 10);
+    b.startedOne(NaN);
+    ok(b.handedAt instanceof Float64Array, 'NaN widens it too');
+    ok(b.ack(3, 31));
+    equal(b.rttMs, 21, 'the times before the widening are kept');
+    ok(b.ack(4, 40));
+    ok(Number.isNaN(b.rttMs), 'handed over at NaN: as a Float64 ring reads it');
+  });
+
+  it('TcpLink: a clock that reads fractions of a millisecond times the RTT as exactly as whole ones', () => {
+    const { link, clock } = rig(LinkFraming.LENGTH_PREFIX, { queueBytes: 65536 });
+    const f = data(1);
+    clock.t = 1000;
+    for (let i = 0; i < 3; i++) link.send(f, DATA, 1);
+    equal(pullFrames(link).length, 3);
+    clock.t = 1000.125;
+    for (let i = 0; i < 3; i++) link.send(f, DATA, 1);
+    equal(pullFrames(link).length, 3);
+    clock.t = 1040.5;
+    link.acked(3);
+    equal(link.rtt.rttMs(), 40.5, 'handed over at 1000 (whole, before the ring widened)');
+    clock.t = 1100.25;
+    link.acked(6);
+    equal(link.acks.rttMs, 100.125, 'handed over at 1000.125');
+  });
+
+  it('TcpLink: frames handed straight to the socket at fractions of a millisecond are timed exactly', () => {
+    for (const estop of [false, true]) {
+      const clock = new Clock();
+      const hub = new FakeHub();
+      const socket = { kick(): void {}, close(): void {}, room: () => 65536, writeFrame(): void {} };
+      const link = new TcpLink({ hub, clock, framing: LinkFraming.WS_SERVER, binding: 'ws', queueBytes: MIN_QUEUE_BYTES, sha1: () => new Uint8Array(20) });
+      link.start(socket);
+      const req = new TextEncoder().encode('GET / HTTP/1.1\r\nHost: hub\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+      link.input(req, 0, req.length);
+      link.pull(new Uint8Array(4096), 0, 4096);
+      clock.t = 2000;
+      ok(link.send(data(1), DATA, 1));
+      clock.t = 2000.5;
+      if (estop) link.writeAhead(estopBytes(1));
+      else ok(link.send(data(2), DATA, 2));
+      equal(link.queue.records, 0, 'straight to the socket');
+      clock.t = 2010.75;
+      link.acked(1);
+      equal(link.acks.rttMs, 10.75);
+      link.acked(2);
+      equal(link.acks.rttMs, 10.25, estop ? 'the ESTOP handed over at 2000.5' : 'handed over at 2000.5');
+    }
+  });
 });
