@@ -67,6 +67,13 @@ export const AHEAD_SLOT_BYTES = WS_MAX_HEADER_BYTES + ESTOP_FRAME_BYTES;
 
 // Channels a VALUE record may name: 1..255 (hub/ports.ts tagChannel), indexed directly.
 const CHANNELS = 256;
+// A record's kind (RecordKind, 0..5) in the low 3 bits of its entry, its length above them: 16
+// bits hold lengths up to 8191, 32 bits up to 2^29 − 1 (the largest capacity).
+const KIND_BITS = 3;
+const KINDS = 1 << KIND_BITS;
+const KIND_MASK = KINDS - 1;
+const REC_LENGTH_16 = 0xffff >>> KIND_BITS;
+const REC_LENGTH_32 = 0xffffffff >>> KIND_BITS;
 
 // An EgressQueue's numbers other than the hot ones (num[no + Q_*]): where the gap at the ring's
 // end starts (-1: none), ESTOPs handed over, samples dropped stale, values dropped superseded,
@@ -186,15 +193,15 @@ export class EgressQueue {
   readonly base: number;
   readonly ahead: EstopAhead;
   // What is known of each record, by slot, and per channel, in views of one buffer made once
-  // (EgressQueue.metaBytes; its owner's, or the queue's own): each record's length (16 bits while
-  // the capacity allows); its stamp, which for a VALUE record is its channel and for any other
-  // when it was queued, whole ms modulo 2^32 (ages are taken modulo 2^32 too; only a SAMPLE
-  // record's age is read); each record's kind, by slot from 0, and from `maxRecords` on, per
-  // channel, the slot of its newest VALUE plus one (0: none), so that a newer one supersedes it
-  // in O(1): a byte each while the slots number at most 255.
-  private readonly lens: Uint16Array | Uint32Array;
+  // (EgressQueue.metaBytes; its owner's, or the queue's own): each record's length and kind, as
+  // length × 8 + kind (16 bits while the capacity is under 2^13); its stamp, which for a VALUE
+  // record is its channel and for any other when it was queued, whole ms modulo 2^32 (ages are
+  // taken modulo 2^32 too; only a SAMPLE record's age is read); and per channel, the slot of its
+  // newest VALUE plus one (0: none), so that a newer one supersedes it in O(1): a byte each while
+  // the slots number at most 254.
+  private readonly recs: Uint16Array | Uint32Array;
   private readonly stamps: Uint32Array;
-  private readonly kinds: Uint8Array | Uint16Array;
+  private readonly latest: Uint8Array | Uint16Array;
   private first = 0; // slot of the head record
   /** Records held, the one partly handed over included. */
   count = 0;
@@ -254,9 +261,9 @@ export class EgressQueue {
 
   /** The bytes of what a queue knows of its records (a multiple of 4; see `QueueStore`). */
   static metaBytes(capacity: number, maxRecords: number): number {
-    const lenBytes = capacity <= 0xffff ? 2 : 4;
-    const kindBytes = maxRecords < 0xff ? 1 : 2;
-    const n = maxRecords * (4 + lenBytes) + (maxRecords + CHANNELS) * kindBytes;
+    const recBytes = capacity <= REC_LENGTH_16 ? 2 : 4;
+    const latestBytes = maxRecords < 0xff ? 1 : 2;
+    const n = maxRecords * (4 + recBytes) + CHANNELS * latestBytes;
     return (n + 3) & ~3;
   }
 
@@ -268,7 +275,7 @@ export class EgressQueue {
    * when it hands some straight to the transport (see `starts`).
    */
   constructor(capacity: number, maxRecords: number = EgressQueue.defaultRecords(capacity), takeBytes?: number, pool?: TakePool, store?: QueueStore, starts?: FrameStarts) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('EgressQueue capacity must be an integer ≥ 1');
+    if (!Number.isInteger(capacity) || capacity < 1 || capacity > REC_LENGTH_32) throw new RangeError(`EgressQueue capacity must be an integer in 1..${REC_LENGTH_32}`);
     if (!Number.isInteger(maxRecords) || maxRecords < 1) throw new RangeError('EgressQueue maxRecords must be an integer ≥ 1');
     if (maxRecords > 0x7fff) throw new RangeError('EgressQueue maxRecords must be ≤ 32767');
     const aheadBytes = AHEAD_SLOTS * AHEAD_SLOT_BYTES;
@@ -282,7 +289,7 @@ export class EgressQueue {
     this.mem = region >= 0 ? (pool as TakePool).mem : new StagedBytes(capacity + aheadBytes, take);
     this.base = region >= 0 ? region * (pool as TakePool).regionBytes : 0;
     this.ahead = new EstopAhead(AHEAD_SLOT_BYTES, AHEAD_SLOTS, this.mem.all, this.base + capacity);
-    // A record is at most `capacity` bytes: 16 bits hold its length up to 65535.
+    // A record is at most `capacity` bytes: 16 bits hold its length and kind up to 8191 bytes.
     const metaBytes = EgressQueue.metaBytes(capacity, maxRecords);
     if (store !== undefined && !(store.metaAt % 4 === 0 && store.metaAt >= 0 && store.metaAt + metaBytes <= store.buffer.byteLength)) throw new RangeError('EgressQueue: its meta lies outside the buffer');
     if (store !== undefined && !(store.numbersAt >= 0 && store.numbersAt + QUEUE_NUMBERS <= store.numbers.length)) throw new RangeError('EgressQueue: its numbers lie outside the store');
@@ -297,12 +304,12 @@ export class EgressQueue {
     n[o + Q_BUDGET] = Infinity;
     n[o + Q_REGION] = region;
     let at = store !== undefined ? store.metaAt : QUEUE_NUMBERS * 8;
-    // [stamps (4 per slot) | lens (2 or 4 per slot) | kinds (1 or 2 per slot, then per channel)]: each view aligned.
+    // [stamps (4 per slot) | length and kind (2 or 4 per slot) | newest VALUE per channel (1 or 2 each)]: each view aligned.
     this.stamps = new Uint32Array(m, at, maxRecords);
     at += maxRecords * 4;
-    this.lens = capacity <= 0xffff ? new Uint16Array(m, at, maxRecords) : new Uint32Array(m, at, maxRecords);
-    at += maxRecords * (capacity <= 0xffff ? 2 : 4);
-    this.kinds = maxRecords < 0xff ? new Uint8Array(m, at, maxRecords + CHANNELS) : new Uint16Array(m, at, maxRecords + CHANNELS);
+    this.recs = capacity <= REC_LENGTH_16 ? new Uint16Array(m, at, maxRecords) : new Uint32Array(m, at, maxRecords);
+    at += maxRecords * (capacity <= REC_LENGTH_16 ? 2 : 4);
+    this.latest = maxRecords < 0xff ? new Uint8Array(m, at, CHANNELS) : new Uint16Array(m, at, CHANNELS);
     if (starts !== undefined) ownValue(this, 'starts', starts);
   }
 
@@ -363,22 +370,21 @@ export class EgressQueue {
     if (slot >= this.maxRecords) slot -= this.maxRecords;
     if (kind === RecordKind.VALUE) {
       if (channel > 0 && channel < CHANNELS) {
-        const latest = this.maxRecords + channel;
-        const prev = (this.kinds[latest] as number) - 1;
-        if (prev >= 0 && this.kinds[prev] === RecordKind.VALUE && this.stamps[prev] === channel && !(prev === this.first && this.headDone > 0)) {
+        const prev = (this.latest[channel] as number) - 1;
+        if (prev >= 0 && ((this.recs[prev] as number) & KIND_MASK) === RecordKind.VALUE && this.stamps[prev] === channel && !(prev === this.first && this.headDone > 0)) {
           let offset = prev - this.first;
           if (offset < 0) offset += this.maxRecords;
-          if (offset < this.count) this.kinds[prev] = RecordKind.SUPERSEDED;
+          // The kind's 3 bits: VALUE (4) becomes SUPERSEDED (5).
+          if (offset < this.count) this.recs[prev] = (this.recs[prev] as number) + (RecordKind.SUPERSEDED - RecordKind.VALUE);
         }
-        this.kinds[latest] = slot + 1;
+        this.latest[channel] = slot + 1;
       }
       this.stamps[slot] = channel;
     } else this.stamps[slot] = now >>> 0;
     const all = this.mem.all;
     for (let k = 0; k < hlen; k++) all[at + k] = header[k] as number;
     if (flen > 0) all.set(flen === frame.length ? frame : frame.subarray(0, flen), at + hlen);
-    this.lens[slot] = total;
-    this.kinds[slot] = kind;
+    this.recs[slot] = total * KINDS + kind;
     if (this.count === 0) this.head = place;
     else if (place === 0) this.num[this.no + Q_GAP_AT] = this.tail;
     this.count++;
@@ -437,9 +443,10 @@ export class EgressQueue {
       // fills, and shows a client that stopped reading by its watermark (§13.2, §10.4).
       if (this.headDone === 0 && num[no + Q_BUDGET] !== Infinity && allowance > 0) this.expire(num[no + Q_EXPIRE_AT] as number, num[no + Q_BUDGET] as number);
       if (this.count === 0) break;
-      const kind = this.kinds[this.first] as number;
+      const rec = this.recs[this.first] as number;
+      const kind = rec & KIND_MASK;
       if (this.headDone === 0 && held(kind) && !(allowance > 0)) break;
-      const len = (this.lens[this.first] as number) - this.headDone;
+      const len = (rec >>> KIND_BITS) - this.headDone;
       const k = len < room - p ? len : room - p;
       const from = this.base + this.head + this.headDone;
       all.copyWithin(out + p, from, from + k);
@@ -450,7 +457,7 @@ export class EgressQueue {
       this.headDone += k;
       this.used -= k;
       p += k;
-      if (this.headDone === (this.lens[this.first] as number)) this.shiftHead(true);
+      if (this.headDone === rec >>> KIND_BITS) this.shiftHead(true);
     }
     // Nothing to hand over: the staging area stays whole (a resizable buffer is shrunk only
     // while its view is handed on, hub/bytes.ts).
@@ -482,8 +489,9 @@ export class EgressQueue {
     const no = this.no;
     if (this.headDone === 0 && num[no + Q_BUDGET] !== Infinity && frameStarts > 0) this.expire(num[no + Q_EXPIRE_AT] as number, num[no + Q_BUDGET] as number);
     if (this.count === 0) return 0;
-    if (this.headDone === 0 && held(this.kinds[this.first] as number) && !(frameStarts > 0)) return 0;
-    return (this.lens[this.first] as number) - this.headDone;
+    const rec = this.recs[this.first] as number;
+    if (this.headDone === 0 && held(rec & KIND_MASK) && !(frameStarts > 0)) return 0;
+    return (rec >>> KIND_BITS) - this.headDone;
   }
 
   /**
@@ -504,11 +512,12 @@ export class EgressQueue {
   expire(now: number, budgetMs: number): number {
     let dropped = 0;
     while (this.count > 0 && this.headDone === 0) {
-      const kind = this.kinds[this.first] as number;
+      const rec = this.recs[this.first] as number;
+      const kind = rec & KIND_MASK;
       if (kind === RecordKind.SUPERSEDED) this.num[this.no + Q_CONFLATED] = (this.num[this.no + Q_CONFLATED] as number) + 1;
       else if (kind === RecordKind.SAMPLE && ((now >>> 0) - (this.stamps[this.first] as number)) >>> 0 > budgetMs) dropped++;
       else break;
-      this.used -= this.lens[this.first] as number;
+      this.used -= rec >>> KIND_BITS;
       this.shiftHead(false);
     }
     this.num[this.no + Q_EXPIRED] = (this.num[this.no + Q_EXPIRED] as number) + dropped;
@@ -558,7 +567,7 @@ export class EgressQueue {
 
   // The head record is gone: handed over whole (`out`), or dropped unsent.
   private shiftHead(out: boolean): void {
-    const len = this.lens[this.first] as number;
+    const len = (this.recs[this.first] as number) >>> KIND_BITS;
     this.headDone = 0;
     this.first = this.first + 1 === this.maxRecords ? 0 : this.first + 1;
     this.count--;

@@ -55,6 +55,30 @@ function estopBytes(seq: number): Uint8Array {
 }
 
 describe('tcp egress: EgressQueue', () => {
+  it('keeps each record\'s length and kind together: whole records of the largest length either width holds', () => {
+    for (const capacity of [8191, 8192, 70000]) {
+      const q = new EgressQueue(capacity, 4);
+      const big = rec(capacity - 2, 7);
+      ok(q.push(new Uint8Array([1, 2]), 2, big, big.length, RecordKind.SAMPLE, 5));
+      equal(q.bytes, capacity);
+      equal(q.take(1 << 20, 0), 0, 'a SAMPLE record waits for the ack window');
+      q.setExpiry(5 + SAMPLE_BUDGET_MAX_MS, SAMPLE_BUDGET_MAX_MS);
+      const got = drain(q, 1 << 20, 1);
+      equal(got.length, capacity, `${capacity}: the record whole`);
+      equal(got[capacity - 1], big[big.length - 1]);
+      equal(q.records, 0);
+      ok(q.push(NONE, 0, rec(capacity, 8), capacity, RecordKind.VALUE, 0, 9));
+      equal(q.push(NONE, 0, rec(1, 9), 1, RecordKind.VALUE, 0, 9), false, 'full');
+      equal(drain(q, 1 << 20, 1).length, capacity);
+      const half = capacity >>> 1;
+      ok(q.push(NONE, 0, rec(half, 10), half, RecordKind.VALUE, 0, 9));
+      ok(q.push(NONE, 0, rec(half, 11), half, RecordKind.VALUE, 0, 9));
+      deepEqual(drain(q, 1 << 20, 2), Array.from(rec(half, 11)), 'the older value superseded, dropped unsent');
+      equal(q.conflated, 1);
+    }
+    throws(() => new EgressQueue(2 ** 29), (e) => e instanceof RangeError, 'lengths up to 2^29 − 1');
+  });
+
   it('holds whole records only, bounded by bytes and by count', () => {
     const q = new EgressQueue(64, 4);
     const h = new Uint8Array([0xaa, 0xbb]);
