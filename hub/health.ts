@@ -4,8 +4,8 @@
 // credentials, tokens or payloads, no per-client labels (a link row carries its slot index and a
 // binding code, nothing else). The operators' detailed endpoint is gated here too (OperatorGate).
 //
-// Memory, fixed at construction: HealthMetrics holds four Window60 in one buffer (3,328 B each,
-// window60.ts).
+// Memory, fixed at construction: HealthMetrics holds four Window60 in one buffer (3,312 B each
+// for the two read at two spans, 3,184 B for the two read at one: window60.ts).
 
 import { ADMISSION_LOOP_DELAY_MS, ADMISSION_REASON_NAMES, ADMISSION_WINDOW_S, type Admission, type AdmissionSignals } from './admission.js';
 import type { AckLagSummary } from './acklag.js';
@@ -134,12 +134,15 @@ export class HealthMetrics {
     this.tickPeriodMs = tickPeriodMs > 0 ? tickPeriodMs : 0;
     this.period = tickPeriodMs > 0 ? tickPeriodMs : NaN;
     // The four windows lie end to end in one buffer (on XS a buffer costs heap slots of its own).
-    const w = windowBytes(histogram);
-    const buffer = new ArrayBuffer(4 * w);
-    this.loopDelay = new Window60(histogram, buffer, 0);
-    this.tick = new Window60(histogram, buffer, w);
-    this.intentEcho = new Window60(histogram, buffer, 2 * w);
-    this.egressWait = new Window60(histogram, buffer, 3 * w);
+    // Loop delay and tick are read at the admission view and the report's, the other two at the
+    // report's only: they keep one view (window60.ts).
+    const two = windowBytes(histogram, 2);
+    const one = windowBytes(histogram, 1);
+    const buffer = new ArrayBuffer(2 * two + 2 * one);
+    this.loopDelay = new Window60(histogram, buffer, 0, 2);
+    this.tick = new Window60(histogram, buffer, two, 2);
+    this.intentEcho = new Window60(histogram, buffer, 2 * two, 1);
+    this.egressWait = new Window60(histogram, buffer, 2 * two + one, 1);
   }
 
   /**

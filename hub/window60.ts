@@ -11,11 +11,12 @@
 // it: no timer, no sweep, nothing allocated per sample. A record is a few field writes; a view
 // moves its totals on by the seconds that entered and left it (Window60).
 //
-// Memory, fixed at construction: per Window60 3,324 B of one ArrayBuffer, its own or its owner's
+// Memory, fixed at construction: per Window60 3,312 B of one ArrayBuffer, its own or its owner's
 // (on XS every typed array is a view and a buffer of several heap slots each): 60 sums and
-// maxes and two views' totals (Float64, 1,104 B), 60 counts and the bins of the newest second and
-// of the two views (Uint32, 420 B) and 60 × 15 Uint16 bins (1,800 B). The bounds are the
-// histogram's own frozen array, shared by every window; no bucket keeps the second it holds.
+// maxes and two views' totals (Float64, 1,088 B), 60 counts and the bins of the newest second and
+// of the two views (Uint32, 420 B) and 60 × 15 Uint16 bins (1,800 B); 3,184 B for a window that
+// keeps one view. The bounds are the histogram's own frozen array, shared by every window; no
+// bucket keeps the second it holds.
 
 /** Reference 001: sixty one-second buckets. */
 export const WINDOW_BUCKETS = 60;
@@ -73,9 +74,9 @@ export interface DurationSummary {
   readonly p95: number;
 }
 
-/** The bytes of one Window60, rounded up to 8: windows can lie end to end in one buffer. */
-export function windowBytes(h: Histogram): number {
-  return ((VIEWS + 2 * V_SIZE) * 8 + (WINDOW_BUCKETS + 3 * h.bins) * 4 + WINDOW_BUCKETS * h.bins * 2 + 7) & ~7;
+/** The bytes of one Window60 keeping `views` views (1 or 2), rounded up to 8: windows can lie end to end in one buffer. */
+export function windowBytes(h: Histogram, views = 2): number {
+  return ((VIEWS + views * V_SIZE) * 8 + (WINDOW_BUCKETS + (1 + views) * h.bins) * 4 + WINDOW_BUCKETS * h.bins * 2 + 7) & ~7;
 }
 
 function bucketOf(second: number): number {
@@ -85,21 +86,21 @@ function bucketOf(second: number): number {
 
 /** A bucket's count saturates here (Uint32). */
 const COUNT_SATURATION = 0xffffffff;
-// The Float64Array: the buckets' sums at [0, 60), their maxes at [60, 120), then the two views.
+// The Float64Array: the buckets' sums at [0, 60), their maxes at [60, 120), then the views (1 or 2).
 const MAXES = WINDOW_BUCKETS;
 const VIEWS = 2 * WINDOW_BUCKETS;
 // A view's totals: its span (first), the completed seconds [lo, hi] it holds, their count, their
-// max, the newest of them holding it (−Infinity: none), where its bins start in the Uint32Array,
-// and the second and newest second it was last brought up to date at.
+// max, the newest of them holding it (−Infinity: none), and the second and newest second it was
+// last brought up to date at. (Its bins in the Uint32Array follow the newest second's: the first
+// view's, then the second's.)
 const V_LO = 1;
 const V_HI = 2;
 const V_COUNT = 3;
 const V_MAX = 4;
 const V_MAX_AT = 5;
-const V_BINS = 6;
-const V_CUR = 7;
-const V_NEWEST = 8;
-const V_SIZE = 9;
+const V_CUR = 6;
+const V_NEWEST = 7;
+const V_SIZE = 8;
 // The Uint32Array: the buckets' counts at [0, 60), the newest second's bins, then each view's.
 const LIVE_BINS = WINDOW_BUCKETS;
 
@@ -145,23 +146,24 @@ export class Window60 {
   /** The count of the view p95Over read last. */
   viewCount = 0;
 
-  /** Its windowBytes at `at` (8-aligned) of `buffer` when given (windows can share one), else a buffer of its own. */
-  constructor(histogram: Histogram = DURATION_HISTOGRAM, buffer?: ArrayBuffer, at = 0) {
+  /**
+   * Its windowBytes(histogram, views) at `at` (8-aligned) of `buffer` when given (windows can share
+   * one), else a buffer of its own. `views`: the spans it keeps totals of, 2 or 1 (for a window read
+   * at one span); a span not kept is added up afresh when read, to the same result.
+   */
+  constructor(histogram: Histogram = DURATION_HISTOGRAM, buffer?: ArrayBuffer, at = 0, views = 2) {
+    if (views !== 1 && views !== 2) throw new RangeError('Window60 keeps 1 or 2 views');
     this.histogram = histogram;
     const bins = histogram.bins;
     this.firstBound = histogram.bounds[0] as number;
-    const f64 = VIEWS + 2 * V_SIZE;
-    const u32 = WINDOW_BUCKETS + 3 * bins;
-    const b = buffer ?? new ArrayBuffer(windowBytes(histogram));
+    const f64 = VIEWS + views * V_SIZE;
+    const u32 = WINDOW_BUCKETS + (1 + views) * bins;
+    const b = buffer ?? new ArrayBuffer(windowBytes(histogram, views));
     const f = new Float64Array(b, at, f64);
     this.f64 = f;
     this.u32 = new Uint32Array(b, at + f64 * 8, u32);
     this.binCounts = new Uint16Array(b, at + f64 * 8 + u32 * 4, WINDOW_BUCKETS * bins);
-    for (let v = 0; v < 2; v++) {
-      f[VIEWS + v * V_SIZE + V_LO] = NaN;
-      f[VIEWS + v * V_SIZE + V_NEWEST] = NaN;
-      f[VIEWS + v * V_SIZE + V_BINS] = LIVE_BINS + (1 + v) * bins;
-    }
+    for (let k = VIEWS; k < f64; k += V_SIZE) f[k + V_LO] = f[k + V_NEWEST] = NaN;
   }
 
   /** Samples recorded since construction (not windowed). */
@@ -260,9 +262,9 @@ export class Window60 {
     const f = this.f64;
     let k = VIEWS;
     if (f[k] !== n) {
-      k = VIEWS + V_SIZE;
+      // With two views, the other one, or the one not read last; with one, itself.
+      if (f.length > VIEWS + V_SIZE) k = f[VIEWS + V_SIZE] === n ? VIEWS + V_SIZE : this.lastView === VIEWS ? VIEWS + V_SIZE : VIEWS;
       if (f[k] !== n) {
-        k = this.lastView === VIEWS ? VIEWS + V_SIZE : VIEWS;
         f[k] = n;
         f[k + V_LO] = NaN;
       }
@@ -314,8 +316,9 @@ export class Window60 {
       f[k + V_COUNT] = 0;
       f[k + V_MAX] = 0;
       f[k + V_MAX_AT] = -Infinity;
-      const ub = f[k + V_BINS] as number;
-      u.fill(0, ub, ub + this.histogram.bins);
+      const bins = this.histogram.bins;
+      const ub = k === VIEWS ? LIVE_BINS + bins : LIVE_BINS + 2 * bins;
+      u.fill(0, ub, ub + bins);
     }
     for (let s = s0; s <= hi; s++) this.add(k, s);
   }
@@ -343,8 +346,9 @@ export class Window60 {
     const bc = this.binCounts;
     const bounds = this.histogram.bounds;
     const m = f[MAXES + i] as number;
-    const ub = f[k + V_BINS] as number;
-    const base = i * this.histogram.bins;
+    const bins = this.histogram.bins;
+    const ub = k === VIEWS ? LIVE_BINS + bins : LIVE_BINS + 2 * bins;
+    const base = i * bins;
     f[k + V_COUNT] = (f[k + V_COUNT] as number) + sign * (u[i] as number);
     for (let b = 0; ; b++) {
       u[ub + b] = (u[ub + b] as number) + sign * (bc[base + b] as number);
@@ -429,8 +433,8 @@ export class Window60 {
     if (count === 0) return 0;
     const rank = Math.ceil((count * HEALTH_PERCENTILE) / 100);
     const u = this.u32;
-    const ub = f[k + V_BINS] as number;
     const bins = this.histogram.bins;
+    const ub = k === VIEWS ? LIVE_BINS + bins : LIVE_BINS + 2 * bins;
     // The newest second's bins as its bucket will hold them: its zeros in bin 0, saturated.
     let x = live ? (u[LIVE_BINS] as number) + zeros : 0;
     let cum = 0;
@@ -483,10 +487,7 @@ export class Window60 {
     this.liveFrom = this.liveTo = NaN;
     this.liveCount = this.zeros = this.liveSum = this.liveMax = this.earlier = 0;
     this.u32.fill(0, LIVE_BINS, LIVE_BINS + this.histogram.bins);
-    for (let k = VIEWS; k < VIEWS + 2 * V_SIZE; k += V_SIZE) {
-      this.f64[k + V_LO] = NaN;
-      this.f64[k + V_NEWEST] = NaN;
-    }
+    for (let k = VIEWS; k < this.f64.length; k += V_SIZE) this.f64[k + V_LO] = this.f64[k + V_NEWEST] = NaN;
   }
 }
 

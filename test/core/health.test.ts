@@ -398,6 +398,33 @@ describe('hub/health: the cheap paths read as the plain ones', () => {
     );
   });
 
+  it('a window keeping one view reads as one keeping two, at any span (health keeps one for the windows read at one span)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(step, fc.constantFrom(10, 60, 60, 3, 1)), { minLength: 1, maxLength: 200, size: 'large' }), (steps) => {
+        const one = new Window60(DURATION_HISTOGRAM, undefined, 0, 1);
+        const two = new Window60();
+        let t = 50_000;
+        for (const [o, s] of steps) {
+          t += o.dt;
+          one.record(o.v, t);
+          two.record(o.v, t);
+          const now = t + (o.view === 1 ? o.at : 0);
+          if (one.p95Over(now, s) !== two.p95Over(now, s) || one.viewCount !== two.viewCount || one.maxOver(now, s) !== two.maxOver(now, s)) return false;
+          if (one.sumOver(now, s) !== two.sumOver(now, s) || one.countOver(now, s) !== two.countOver(now, s) || one.clearsInMs(now, s, 5) !== two.clearsInMs(now, s, 5)) return false;
+          if (o.view === 3) {
+            one.clear();
+            two.clear();
+          }
+        }
+        return true;
+      }),
+      { numRuns: runs(200, 10) },
+    );
+    equal(windowBytes(DURATION_HISTOGRAM, 1) % 8, 0);
+    ok(windowBytes(DURATION_HISTOGRAM, 1) < windowBytes(DURATION_HISTOGRAM));
+    throws(() => new Window60(DURATION_HISTOGRAM, undefined, 0, 3), (e) => e instanceof RangeError);
+  });
+
   it('windows lying end to end in one buffer read as windows of their own', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(step, fc.integer({ min: 0, max: 2 })), { minLength: 1, maxLength: 200, size: 'large' }), (steps) => {
