@@ -4,8 +4,8 @@
 // credentials, tokens or payloads, no per-client labels (a link row carries its slot index and a
 // binding code, nothing else). The operators' detailed endpoint is gated here too (OperatorGate).
 //
-// Memory, fixed at construction: HealthMetrics holds four Window60 in one buffer (3,312 B each
-// for the two read at two spans, 3,184 B for the two read at one: window60.ts).
+// Memory, fixed at construction: HealthMetrics holds four Window60 in one buffer (3,192 B each
+// for the two read at two spans, 3,064 B for the two read at one: window60.ts).
 
 import { ADMISSION_LOOP_DELAY_MS, ADMISSION_REASON_NAMES, ADMISSION_WINDOW_S, type Admission, type AdmissionSignals } from './admission.js';
 import type { AckLagSummary } from './acklag.js';

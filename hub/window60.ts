@@ -11,12 +11,11 @@
 // it: no timer, no sweep, nothing allocated per sample. A record is a few field writes; a view
 // moves its totals on by the seconds that entered and left it (Window60).
 //
-// Memory, fixed at construction: per Window60 3,312 B of one ArrayBuffer, its own or its owner's
-// (on XS every typed array is a view and a buffer of several heap slots each): 60 sums and
-// maxes and two views' totals (Float64, 1,088 B), 60 counts and the bins of the newest second and
-// of the two views (Uint32, 420 B) and 60 × 15 Uint16 bins (1,800 B); 3,184 B for a window that
-// keeps one view. The bounds are the histogram's own frozen array, shared by every window; no
-// bucket keeps the second it holds.
+// Memory, fixed at construction: per Window60 3,192 B of one ArrayBuffer, its own or its owner's
+// (on XS every typed array is a view and a buffer of several heap slots each): 60 sums and maxes
+// and two views' totals (Float64, 1,088 B), the bins of the newest second and of the two views
+// (Uint32, 180 B), 60 counts and 60 × 15 bins (Uint16, 1,920 B); 3,064 B keeping one view. The
+// bounds are the histogram's frozen array, shared by every window; no bucket keeps its second.
 
 /** Reference 001: sixty one-second buckets. */
 export const WINDOW_BUCKETS = 60;
@@ -76,7 +75,7 @@ export interface DurationSummary {
 
 /** The bytes of one Window60 keeping `views` views (1 or 2), rounded up to 8: windows can lie end to end in one buffer. */
 export function windowBytes(h: Histogram, views = 2): number {
-  return ((VIEWS + views * V_SIZE) * 8 + (WINDOW_BUCKETS + (1 + views) * h.bins) * 4 + WINDOW_BUCKETS * h.bins * 2 + 7) & ~7;
+  return ((VIEWS + views * V_SIZE) * 8 + (1 + views) * h.bins * 4 + (BINS_AT + WINDOW_BUCKETS * h.bins) * 2 + 7) & ~7;
 }
 
 function bucketOf(second: number): number {
@@ -101,8 +100,8 @@ const V_MAX_AT = 5;
 const V_CUR = 6;
 const V_NEWEST = 7;
 const V_SIZE = 8;
-// The Uint32Array: the buckets' counts at [0, 60), the newest second's bins, then each view's.
-const LIVE_BINS = WINDOW_BUCKETS;
+// The Uint16Array: the buckets' counts at [0, 60), then bucket i's bins from BINS_AT + i × bins.
+const BINS_AT = WINDOW_BUCKETS;
 
 /**
  * Sixty one-second buckets of one duration, each with its count, sum, max and histogram.
@@ -119,12 +118,11 @@ const LIVE_BINS = WINDOW_BUCKETS;
  */
 export class Window60 {
   readonly histogram: Histogram;
-  /** Sums, maxes and the two views' totals (see VIEWS). */
+  /** Sums, maxes and the views' totals (see VIEWS); the newest second's and the views' bins. */
   private readonly f64: Float64Array;
-  /** Counts, the newest second's bins and the two views' bins (see LIVE_BINS). */
   private readonly u32: Uint32Array;
-  /** Per bucket its histogram: bucket i's bins at [i × bins, (i + 1) × bins). */
-  private readonly binCounts: Uint16Array;
+  /** Per bucket its count, then its histogram (see BINS_AT); a Uint32Array of its own after a count over 0xffff (store). */
+  private binCounts: Uint16Array | Uint32Array;
   /** The first bound: a duration at or under it, the common case, needs no search. */
   private readonly firstBound: number;
   /** The latest second recorded: its totals are the live* fields and `zeros`. */
@@ -133,7 +131,7 @@ export class Window60 {
   liveFrom = NaN;
   /** @internal */ liveTo = NaN;
   /** @internal */ zeros = 0;
-  // The newest second's samples over 0: their count, sum and max (its bins: LIVE_BINS).
+  // The newest second's samples over 0: their count, sum and max (its bins: u32 from 0).
   private liveCount = 0;
   private liveSum = 0;
   private liveMax = 0;
@@ -157,12 +155,12 @@ export class Window60 {
     const bins = histogram.bins;
     this.firstBound = histogram.bounds[0] as number;
     const f64 = VIEWS + views * V_SIZE;
-    const u32 = WINDOW_BUCKETS + (1 + views) * bins;
+    const u32 = (1 + views) * bins;
     const b = buffer ?? new ArrayBuffer(windowBytes(histogram, views));
     const f = new Float64Array(b, at, f64);
     this.f64 = f;
     this.u32 = new Uint32Array(b, at + f64 * 8, u32);
-    this.binCounts = new Uint16Array(b, at + f64 * 8 + u32 * 4, WINDOW_BUCKETS * bins);
+    this.binCounts = new Uint16Array(b, at + f64 * 8 + u32 * 4, BINS_AT + WINDOW_BUCKETS * bins);
     for (let k = VIEWS; k < f64; k += V_SIZE) f[k + V_LO] = f[k + V_NEWEST] = NaN;
   }
 
@@ -192,7 +190,7 @@ export class Window60 {
       bin = 1;
       while (bin < bounds.length && value > (bounds[bin] as number)) bin++;
     }
-    this.u32[LIVE_BINS + bin]!++;
+    this.u32[bin]!++;
   }
 
   // Makes `now`'s second the newest (storing the newest one and emptying the buckets of the
@@ -207,10 +205,11 @@ export class Window60 {
     this.earlier += this.liveCount + this.zeros;
     if (sec - newest < WINDOW_BUCKETS) {
       this.store(newest);
-      for (let s = newest + 1; s < sec; s++) u[bucketOf(s)] = 0;
+      for (let s = newest + 1; s < sec; s++) this.binCounts[bucketOf(s)] = 0;
     } else {
       // Every second held has left the window.
-      u.fill(0, 0, LIVE_BINS + this.histogram.bins);
+      this.binCounts.fill(0, 0, WINDOW_BUCKETS);
+      u.fill(0, 0, this.histogram.bins);
     }
     this.liveCount = 0;
     this.zeros = 0;
@@ -229,20 +228,22 @@ export class Window60 {
     const f = this.f64;
     const c = this.liveCount + this.zeros;
     const m = this.liveMax;
-    u[i] = c < COUNT_SATURATION ? c : COUNT_SATURATION;
+    // A count over 0xffff (a host's test, never the device): counts and bins to a Uint32Array, once.
+    if (c > 0xffff && !(this.binCounts instanceof Uint32Array)) this.binCounts = Uint32Array.from(this.binCounts);
+    const bc = this.binCounts;
+    bc[i] = c < COUNT_SATURATION ? c : COUNT_SATURATION;
     f[i] = this.liveSum;
     f[MAXES + i] = m;
     if (c === 0) return;
-    const bc = this.binCounts;
     const bounds = this.histogram.bounds;
-    const base = i * this.histogram.bins;
+    const base = BINS_AT + i * this.histogram.bins;
     // The bins up to the max's: none above it holds a sample.
-    let x = (u[LIVE_BINS] as number) + this.zeros;
+    let x = (u[0] as number) + this.zeros;
     for (let b = 0; ; ) {
       bc[base + b] = x < BIN_SATURATION ? x : BIN_SATURATION;
-      u[LIVE_BINS + b] = 0;
+      u[b] = 0;
       if (b === bounds.length || m <= (bounds[b] as number)) break;
-      x = u[LIVE_BINS + ++b] as number;
+      x = u[++b] as number;
     }
   }
 
@@ -294,7 +295,7 @@ export class Window60 {
     f[k + V_HI] = hi;
     const intact = from <= to && from > this.newest - WINDOW_BUCKETS;
     if (intact && (lo === from || lo === from + 1) && (hi === to || hi === to + 1)) {
-      if (lo > from && u[bucketOf(from)] !== 0) {
+      if (lo > from && this.binCounts[bucketOf(from)] !== 0) {
         this.bucket(k, bucketOf(from), -1);
         if (f[k + V_MAX_AT] === from) this.maxOf(k, lo, to);
       }
@@ -305,8 +306,9 @@ export class Window60 {
     if (intact && from <= hi && to >= lo && (lo > from ? lo - from : from - lo) + (hi > to ? hi - to : to - hi) <= hi - lo) {
       const keepLo = lo > from ? lo : from;
       const keepHi = hi < to ? hi : to;
-      for (let s = from; s < keepLo; s++) if (u[bucketOf(s)] !== 0) this.bucket(k, bucketOf(s), -1);
-      for (let s = keepHi + 1; s <= to; s++) if (u[bucketOf(s)] !== 0) this.bucket(k, bucketOf(s), -1);
+      const bc = this.binCounts;
+      for (let s = from; s < keepLo; s++) if (bc[bucketOf(s)] !== 0) this.bucket(k, bucketOf(s), -1);
+      for (let s = keepHi + 1; s <= to; s++) if (bc[bucketOf(s)] !== 0) this.bucket(k, bucketOf(s), -1);
       const maxAt = f[k + V_MAX_AT] as number;
       // The newest second holding the max left: the max of those that stay.
       if (maxAt < keepLo || maxAt > keepHi) this.maxOf(k, keepLo, keepHi);
@@ -317,7 +319,7 @@ export class Window60 {
       f[k + V_MAX] = 0;
       f[k + V_MAX_AT] = -Infinity;
       const bins = this.histogram.bins;
-      const ub = k === VIEWS ? LIVE_BINS + bins : LIVE_BINS + 2 * bins;
+      const ub = k === VIEWS ? bins : 2 * bins;
       u.fill(0, ub, ub + bins);
     }
     for (let s = s0; s <= hi; s++) this.add(k, s);
@@ -327,7 +329,7 @@ export class Window60 {
   // (the view's max is held by its newest second holding it).
   private add(k: number, s: number): void {
     const i = bucketOf(s);
-    if (this.u32[i] === 0) return;
+    if (this.binCounts[i] === 0) return;
     this.bucket(k, i, 1);
     const f = this.f64;
     const m = f[MAXES + i] as number;
@@ -347,9 +349,9 @@ export class Window60 {
     const bounds = this.histogram.bounds;
     const m = f[MAXES + i] as number;
     const bins = this.histogram.bins;
-    const ub = k === VIEWS ? LIVE_BINS + bins : LIVE_BINS + 2 * bins;
-    const base = i * bins;
-    f[k + V_COUNT] = (f[k + V_COUNT] as number) + sign * (u[i] as number);
+    const ub = k === VIEWS ? bins : 2 * bins;
+    const base = BINS_AT + i * bins;
+    f[k + V_COUNT] = (f[k + V_COUNT] as number) + sign * (bc[i] as number);
     for (let b = 0; ; b++) {
       u[ub + b] = (u[ub + b] as number) + sign * (bc[base + b] as number);
       if (b === bounds.length || m <= (bounds[b] as number)) break;
@@ -363,7 +365,7 @@ export class Window60 {
     let maxAt = -Infinity;
     for (let s = s0; s <= s1; s++) {
       const i = bucketOf(s);
-      if (this.u32[i] !== 0 && (f[MAXES + i] as number) >= max) {
+      if (this.binCounts[i] !== 0 && (f[MAXES + i] as number) >= max) {
         max = f[MAXES + i] as number;
         maxAt = s;
       }
@@ -394,7 +396,7 @@ export class Window60 {
   }
 
   private sumOf(s: number): number {
-    return s === this.newest ? this.liveSum : (this.u32[bucketOf(s)] as number) > 0 ? (this.f64[bucketOf(s)] as number) : 0;
+    return s === this.newest ? this.liveSum : (this.binCounts[bucketOf(s)] as number) > 0 ? (this.f64[bucketOf(s)] as number) : 0;
   }
 
   /** The largest sample in the view; 0 when it is empty. */
@@ -434,9 +436,9 @@ export class Window60 {
     const rank = Math.ceil((count * HEALTH_PERCENTILE) / 100);
     const u = this.u32;
     const bins = this.histogram.bins;
-    const ub = k === VIEWS ? LIVE_BINS + bins : LIVE_BINS + 2 * bins;
+    const ub = k === VIEWS ? bins : 2 * bins;
     // The newest second's bins as its bucket will hold them: its zeros in bin 0, saturated.
-    let x = live ? (u[LIVE_BINS] as number) + zeros : 0;
+    let x = live ? (u[0] as number) + zeros : 0;
     let cum = 0;
     for (let b = 0; ; ) {
       cum += (u[ub + b] as number) + (x < BIN_SATURATION ? x : BIN_SATURATION);
@@ -446,7 +448,7 @@ export class Window60 {
         return upper < max ? upper : max;
       }
       if (++b === bins) break;
-      x = live ? (u[LIVE_BINS + b] as number) : 0;
+      x = live ? (u[b] as number) : 0;
     }
     // Saturated bins: the rank lies beyond what they hold; the max is the safe answer.
     return max;
@@ -464,7 +466,7 @@ export class Window60 {
       const s = cur - k;
       if (s > newest || s <= newest - WINDOW_BUCKETS) continue;
       const i = bucketOf(s);
-      const c = s === newest ? this.liveCount + this.zeros : (this.u32[i] as number);
+      const c = s === newest ? this.liveCount + this.zeros : (this.binCounts[i] as number);
       const m = s === newest ? this.liveMax : (this.f64[MAXES + i] as number);
       if (c > 0 && m > limit) return (s + n) * BUCKET_MS - now;
     }
@@ -486,7 +488,7 @@ export class Window60 {
     this.newest = -Infinity;
     this.liveFrom = this.liveTo = NaN;
     this.liveCount = this.zeros = this.liveSum = this.liveMax = this.earlier = 0;
-    this.u32.fill(0, LIVE_BINS, LIVE_BINS + this.histogram.bins);
+    this.u32.fill(0, 0, this.histogram.bins);
     for (let k = VIEWS; k < this.f64.length; k += V_SIZE) this.f64[k + V_LO] = this.f64[k + V_NEWEST] = NaN;
   }
 }

@@ -358,6 +358,30 @@ describe('hub/health: conservative p95', () => {
     equal(w.countOver(1000), BIN_SATURATION + 10 + 5000);
     // The (0, 1] bin holds 65535 of 65545: the rank lies beyond what the bins hold.
     equal(w.p95Over(1000), 40);
+    // Stored in its bucket once the next second begins: the count is kept whole (past a Uint16's).
+    w.record(3, 2000);
+    equal(w.countOver(2000), BIN_SATURATION + 10 + 5000 + 1);
+    equal(w.countOver(2000, 1), 1);
+    equal(w.p95Over(2000), 40);
+    equal(w.maxOver(2000), 40);
+    equal(w.meanOver(2000), (0.5 * (BIN_SATURATION + 10) + 40 * 5000 + 3) / (BIN_SATURATION + 10 + 5000 + 1));
+    equal(w.clearsInMs(2000, 60, 39), 59_000);
+    // In a buffer shared with others: the counts move to memory of the window's own, the others keep theirs.
+    const buffer = new ArrayBuffer(2 * windowBytes(DURATION_HISTOGRAM));
+    const a = new Window60(DURATION_HISTOGRAM, buffer, 0);
+    const b = new Window60(DURATION_HISTOGRAM, buffer, windowBytes(DURATION_HISTOGRAM));
+    for (let i = 0; i < 70_000; i++) a.record(2, 1000);
+    b.record(7, 1000);
+    a.record(1, 1500);
+    a.record(1, 2000);
+    b.record(7, 2000);
+    equal(a.countOver(2000), 70_002);
+    equal(a.countOver(2000, 1), 1);
+    equal(a.p95Over(2000), 2, 'the (1, 2] bin saturated at 65,535 of 70,002: the max');
+    equal(b.countOver(2000), 2);
+    equal(b.p95Over(2000), 7);
+    a.record(1, 70_000);
+    equal(a.countOver(70_000), 1, 'the widened counts age out as before');
   });
 });
 
