@@ -4,8 +4,8 @@
 // credentials, tokens or payloads, no per-client labels (a link row carries its slot index and a
 // binding code, nothing else). The operators' detailed endpoint is gated here too (OperatorGate).
 //
-// Memory, fixed at construction: HealthMetrics holds four Window60 in one buffer (3,192 B each
-// for the two read at two spans, 3,064 B for the two read at one: window60.ts).
+// Memory, fixed at construction: HealthMetrics holds four Window60 in one buffer (window60.ts):
+// loop delay and tick 3,192 B each (2,232 B ticked every 4 ms or more), the other two 3,064 B.
 
 import { ADMISSION_LOOP_DELAY_MS, ADMISSION_REASON_NAMES, ADMISSION_WINDOW_S, type Admission, type AdmissionSignals } from './admission.js';
 import type { AckLagSummary } from './acklag.js';
@@ -16,6 +16,8 @@ import { WindowCounter } from './limits.js';
 import { DURATION_HISTOGRAM, WINDOW_BUCKETS, Window60, windowBytes, type Histogram } from './window60.js';
 
 export const METRICS_VERSION = 1;
+/** A tick period from which the loop-delay and tick windows count in bytes: at most 250 ticks a second. */
+const TICKS_COUNTED_IN_BYTES_MS = 4;
 
 /** Everything admission and the ladder read, filled once per tick (one object, reused). */
 export interface HubLoad extends AdmissionSignals, LadderSignals {
@@ -135,12 +137,15 @@ export class HealthMetrics {
     this.period = tickPeriodMs > 0 ? tickPeriodMs : NaN;
     // The four windows lie end to end in one buffer (on XS a buffer costs heap slots of its own).
     // Loop delay and tick are read at the admission view and the report's, the other two at the
-    // report's only: they keep one view (window60.ts).
-    const two = windowBytes(histogram, 2);
+    // report's only: they keep one view (window60.ts). Loop delay and tick record one sample a
+    // tick: ticked every 4 ms or more (the device's tick_ms 10), a second holds at most 250, and
+    // they count in bytes (a host that ticks faster widens them at its first fuller second).
+    const c = this.tickPeriodMs >= TICKS_COUNTED_IN_BYTES_MS ? 1 : 2;
+    const two = windowBytes(histogram, 2, c);
     const one = windowBytes(histogram, 1);
     const buffer = new ArrayBuffer(2 * two + 2 * one);
-    this.loopDelay = new Window60(histogram, buffer, 0, 2);
-    this.tick = new Window60(histogram, buffer, two, 2);
+    this.loopDelay = new Window60(histogram, buffer, 0, 2, c);
+    this.tick = new Window60(histogram, buffer, two, 2, c);
     this.intentEcho = new Window60(histogram, buffer, 2 * two, 1);
     this.egressWait = new Window60(histogram, buffer, 2 * two + one, 1);
   }

@@ -14,8 +14,8 @@
 // Memory, fixed at construction: per Window60 3,192 B of one ArrayBuffer, its own or its owner's
 // (on XS every typed array is a view and a buffer of several heap slots each): 60 sums and maxes
 // and two views' totals (Float64, 1,088 B), the bins of the newest second and of the two views
-// (Uint32, 180 B), 60 counts and 60 × 15 bins (Uint16, 1,920 B); 3,064 B keeping one view. The
-// bounds are the histogram's frozen array, shared by every window; no bucket keeps its second.
+// (Uint32, 180 B), 60 counts and 60 × 15 bins (Uint16, 1,920 B; as Uint8 960 B, 2,232 B in all);
+// 128 B less keeping one view. The bounds are the histogram's, shared; no bucket keeps its second.
 
 /** Reference 001: sixty one-second buckets. */
 export const WINDOW_BUCKETS = 60;
@@ -42,9 +42,7 @@ export class Histogram {
   constructor(bounds: readonly number[]) {
     for (let i = 0; i < bounds.length; i++) {
       const b = bounds[i] as number;
-      if (!(b > 0 && b < Infinity) || (i > 0 && !(b > (bounds[i - 1] as number)))) {
-        throw new RangeError('Histogram bounds must be finite, positive and strictly ascending');
-      }
+      if (!(b > 0 && b < Infinity) || (i > 0 && !(b > (bounds[i - 1] as number)))) throw new RangeError('Histogram bounds must be finite, positive and strictly ascending');
     }
     this.bounds = Object.freeze(bounds.slice());
     this.bins = bounds.length + 1;
@@ -73,9 +71,9 @@ export interface DurationSummary {
   readonly p95: number;
 }
 
-/** The bytes of one Window60 keeping `views` views (1 or 2), rounded up to 8: windows can lie end to end in one buffer. */
-export function windowBytes(h: Histogram, views = 2): number {
-  return ((VIEWS + views * V_SIZE) * 8 + (1 + views) * h.bins * 4 + (BINS_AT + WINDOW_BUCKETS * h.bins) * 2 + 7) & ~7;
+/** The bytes of one Window60 (its `views` and `countBytes`, see its constructor), rounded up to 8: windows can lie end to end in one buffer. */
+export function windowBytes(h: Histogram, views = 2, countBytes = 2): number {
+  return ((VIEWS + views * V_SIZE) * 8 + (1 + views) * h.bins * 4 + (BINS_AT + WINDOW_BUCKETS * h.bins) * countBytes + 7) & ~7;
 }
 
 function bucketOf(second: number): number {
@@ -100,7 +98,7 @@ const V_MAX_AT = 5;
 const V_CUR = 6;
 const V_NEWEST = 7;
 const V_SIZE = 8;
-// The Uint16Array: the buckets' counts at [0, 60), then bucket i's bins from BINS_AT + i × bins.
+// binCounts: the buckets' counts at [0, 60), then bucket i's bins from BINS_AT + i × bins.
 const BINS_AT = WINDOW_BUCKETS;
 
 /**
@@ -112,17 +110,17 @@ const BINS_AT = WINDOW_BUCKETS;
  * changes: no bucket holds a second that has left the window, none needs a stamp of its second.
  *
  * A view of S seconds is the newest second, when in it, and its completed seconds, whose totals
- * (count, max, bins) are kept for the two spans read last and moved a second at a time. A
- * bucket's bins above its max's are empty: only those up to it are read or stored. The sum is
- * added up when asked (the report), in the order that fixes its rounding.
+ * (count, max, bins) are kept for the spans read last and moved a second at a time. Bins above a
+ * bucket's max's are empty: only those up to it are read or stored. The sum is added up when
+ * asked (the report), in the order that fixes its rounding.
  */
 export class Window60 {
   readonly histogram: Histogram;
   /** Sums, maxes and the views' totals (see VIEWS); the newest second's and the views' bins. */
   private readonly f64: Float64Array;
   private readonly u32: Uint32Array;
-  /** Per bucket its count, then its histogram (see BINS_AT); a Uint32Array of its own after a count over 0xffff (store). */
-  private binCounts: Uint16Array | Uint32Array;
+  /** Per bucket its count, then its histogram (see BINS_AT); an array of its own, wider, after a count it cannot hold (store). */
+  private binCounts: Uint8Array | Uint16Array | Uint32Array;
   /** The first bound: a duration at or under it, the common case, needs no search. */
   private readonly firstBound: number;
   /** The latest second recorded: its totals are the live* fields and `zeros`. */
@@ -145,22 +143,24 @@ export class Window60 {
   viewCount = 0;
 
   /**
-   * Its windowBytes(histogram, views) at `at` (8-aligned) of `buffer` when given (windows can share
-   * one), else a buffer of its own. `views`: the spans it keeps totals of, 2 or 1 (for a window read
-   * at one span); a span not kept is added up afresh when read, to the same result.
+   * Its windowBytes(histogram, views, countBytes) at `at` (8-aligned) of `buffer` when given, else
+   * a buffer of its own. `views`: the spans it keeps totals of, 2 or 1 (a span not kept is added up
+   * afresh, to the same result). `countBytes`: 1 for a window recording at most 255 samples a
+   * second (one a tick, ticks ≥ 4 ms apart), else 2; a count that does not fit widens them (store).
    */
-  constructor(histogram: Histogram = DURATION_HISTOGRAM, buffer?: ArrayBuffer, at = 0, views = 2) {
+  constructor(histogram: Histogram = DURATION_HISTOGRAM, buffer?: ArrayBuffer, at = 0, views = 2, countBytes = 2) {
     if (views !== 1 && views !== 2) throw new RangeError('Window60 keeps 1 or 2 views');
+    if (countBytes !== 1 && countBytes !== 2) throw new RangeError('Window60 counts in 1 or 2 bytes');
     this.histogram = histogram;
     const bins = histogram.bins;
     this.firstBound = histogram.bounds[0] as number;
     const f64 = VIEWS + views * V_SIZE;
     const u32 = (1 + views) * bins;
-    const b = buffer ?? new ArrayBuffer(windowBytes(histogram, views));
+    const b = buffer ?? new ArrayBuffer(windowBytes(histogram, views, countBytes));
     const f = new Float64Array(b, at, f64);
     this.f64 = f;
     this.u32 = new Uint32Array(b, at + f64 * 8, u32);
-    this.binCounts = new Uint16Array(b, at + f64 * 8 + u32 * 4, BINS_AT + WINDOW_BUCKETS * bins);
+    this.binCounts = new (countBytes === 1 ? Uint8Array : Uint16Array)(b, at + f64 * 8 + u32 * 4, BINS_AT + WINDOW_BUCKETS * bins);
     for (let k = VIEWS; k < f64; k += V_SIZE) f[k + V_LO] = f[k + V_NEWEST] = NaN;
   }
 
@@ -228,8 +228,8 @@ export class Window60 {
     const f = this.f64;
     const c = this.liveCount + this.zeros;
     const m = this.liveMax;
-    // A count over 0xffff (a host's test, never the device): counts and bins to a Uint32Array, once.
-    if (c > 0xffff && !(this.binCounts instanceof Uint32Array)) this.binCounts = Uint32Array.from(this.binCounts);
+    // A count wider than the counts (no bin exceeds it): all to a wider array of the window's own (never on the device).
+    if (c > 0xff && (c > 0xffff ? !(this.binCounts instanceof Uint32Array) : this.binCounts instanceof Uint8Array)) this.binCounts = c > 0xffff ? Uint32Array.from(this.binCounts) : Uint16Array.from(this.binCounts);
     const bc = this.binCounts;
     bc[i] = c < COUNT_SATURATION ? c : COUNT_SATURATION;
     f[i] = this.liveSum;

@@ -449,6 +449,49 @@ describe('hub/health: the cheap paths read as the plain ones', () => {
     throws(() => new Window60(DURATION_HISTOGRAM, undefined, 0, 3), (e) => e instanceof RangeError);
   });
 
+  it('a window counting in bytes reads as one counting in 16 bits, past 255 samples a second too (it widens)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(step, fc.constantFrom(10, 60, 3), fc.constantFrom(0, 0, 0, 1, 120, 300)), { minLength: 1, maxLength: 120, size: 'large' }), (steps) => {
+        const nb = windowBytes(DURATION_HISTOGRAM, 2, 1);
+        const buffer = new ArrayBuffer(nb + windowBytes(DURATION_HISTOGRAM));
+        const narrow = new Window60(DURATION_HISTOGRAM, buffer, 0, 2, 1);
+        const after = new Window60(DURATION_HISTOGRAM, buffer, nb);
+        const wide = new Window60();
+        const alone = new Window60();
+        let t = 50_000;
+        for (const [o, s, burst] of steps) {
+          t += o.dt;
+          for (let i = 0; i <= burst; i++) {
+            narrow.record(o.v, t);
+            wide.record(o.v, t);
+          }
+          after.record(o.v + 1, t);
+          alone.record(o.v + 1, t);
+          const now = t + (o.view === 1 ? o.at : 0);
+          for (const [a, b] of [[narrow, wide], [after, alone]] as const) {
+            if (a.p95Over(now, s) !== b.p95Over(now, s) || a.maxOver(now, s) !== b.maxOver(now, s) || a.countOver(now, s) !== b.countOver(now, s)) return false;
+            if (a.sumOver(now, s) !== b.sumOver(now, s) || a.clearsInMs(now, s, 5) !== b.clearsInMs(now, s, 5) || a.total !== b.total) return false;
+          }
+        }
+        return true;
+      }),
+      { numRuns: runs(100, 5) },
+    );
+    equal(windowBytes(DURATION_HISTOGRAM, 2, 1), windowBytes(DURATION_HISTOGRAM) - 960, 'a byte a count and a bin');
+    throws(() => new Window60(DURATION_HISTOGRAM, undefined, 0, 2, 4), (e) => e instanceof RangeError);
+    // Past 65,535 too: from bytes to 32 bits at once.
+    const w = new Window60(DURATION_HISTOGRAM, undefined, 0, 2, 1);
+    const v = new Window60();
+    for (const x of [w, v]) {
+      for (let i = 0; i < BIN_SATURATION + 10; i++) x.record(i % 3 === 0 ? 0.5 : 30, 1000);
+      x.record(3, 2000);
+    }
+    equal(w.countOver(2000), BIN_SATURATION + 11);
+    equal(w.p95Over(2000), v.p95Over(2000));
+    equal(w.p95Over(2000, 1), 3);
+    equal(w.meanOver(2000), v.meanOver(2000));
+  });
+
   it('windows lying end to end in one buffer read as windows of their own', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(step, fc.integer({ min: 0, max: 2 })), { minLength: 1, maxLength: 200, size: 'large' }), (steps) => {
