@@ -5,7 +5,7 @@
 // binding code, nothing else). The operators' detailed endpoint is gated here too (OperatorGate).
 //
 // Memory, fixed at construction: HealthMetrics holds four Window60 in one buffer (window60.ts):
-// loop delay and tick 3,192 B each (2,232 B ticked every 4 ms or more), the other two 3,064 B.
+// loop delay and tick 2,712 B each (1,752 B ticked every 4 ms or more), the other two 2,584 B.
 
 import { ADMISSION_LOOP_DELAY_MS, ADMISSION_REASON_NAMES, ADMISSION_WINDOW_S, type Admission, type AdmissionSignals } from './admission.js';
 import type { AckLagSummary } from './acklag.js';

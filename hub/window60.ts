@@ -11,11 +11,11 @@
 // it: no timer, no sweep, nothing allocated per sample. A record is a few field writes; a view
 // moves its totals on by the seconds that entered and left it (Window60).
 //
-// Memory, fixed at construction: per Window60 3,192 B of one ArrayBuffer, its own or its owner's
-// (on XS every typed array is a view and a buffer of several heap slots each): 60 sums and maxes
-// and two views' totals (Float64, 1,088 B), the bins of the newest second and of the two views
-// (Uint32, 180 B), 60 counts and 60 × 15 bins (Uint16, 1,920 B; as Uint8 960 B, 2,232 B in all);
-// 128 B less keeping one view. The bounds are the histogram's, shared; no bucket keeps its second.
+// Memory, fixed at construction: per Window60 2,712 B of one ArrayBuffer, its own or its owner's
+// (on XS every typed array is a view and a buffer of several heap slots each): two views' totals
+// (Float64, 128 B), 60 sums and maxes and the bins of the newest second and the views (Float32,
+// 660 B), 60 counts and 60 × 15 bins (Uint16, 1,920 B; as Uint8 960 B, 1,752 B in all); 128 B
+// less keeping one view. The bounds are the histogram's, shared; no bucket keeps its second.
 
 /** Reference 001: sixty one-second buckets. */
 export const WINDOW_BUCKETS = 60;
@@ -73,7 +73,7 @@ export interface DurationSummary {
 
 /** The bytes of one Window60 (its `views` and `countBytes`, see its constructor), rounded up to 8: windows can lie end to end in one buffer. */
 export function windowBytes(h: Histogram, views = 2, countBytes = 2): number {
-  return ((VIEWS + views * V_SIZE) * 8 + (1 + views) * h.bins * 4 + (BINS_AT + WINDOW_BUCKETS * h.bins) * countBytes + 7) & ~7;
+  return (views * V_SIZE * 8 + (LIVE + (1 + views) * h.bins) * 4 + (BINS_AT + WINDOW_BUCKETS * h.bins) * countBytes + 7) & ~7;
 }
 
 function bucketOf(second: number): number {
@@ -83,13 +83,13 @@ function bucketOf(second: number): number {
 
 /** A bucket's count saturates here (Uint32). */
 const COUNT_SATURATION = 0xffffffff;
-// The Float64Array: the buckets' sums at [0, 60), their maxes at [60, 120), then the views (1 or 2).
+// The Float64Array: the views (1 or 2). `f32`: the buckets' sums at [0, 60), their maxes from MAXES, the newest second's bins from LIVE, then each view's (counts below 2^24: exact; past 0xffff they read as saturated).
 const MAXES = WINDOW_BUCKETS;
-const VIEWS = 2 * WINDOW_BUCKETS;
+const LIVE = 2 * WINDOW_BUCKETS;
+const VIEWS = 0;
 // A view's totals: its span (first), the completed seconds [lo, hi] it holds, their count, their
 // max, the newest of them holding it (−Infinity: none), and the second and newest second it was
-// last brought up to date at. (Its bins in the Uint32Array follow the newest second's: the first
-// view's, then the second's.)
+// last brought up to date at. (Its bins in f32 follow the newest second's.)
 const V_LO = 1;
 const V_HI = 2;
 const V_COUNT = 3;
@@ -116,20 +116,18 @@ const BINS_AT = WINDOW_BUCKETS;
  */
 export class Window60 {
   readonly histogram: Histogram;
-  /** Sums, maxes and the views' totals (see VIEWS); the newest second's and the views' bins. */
+  /** The views' totals; the sums, maxes and bins (see LIVE): Float32 while each sum and max is exactly one (whole-ms durations are), then a Float64Array of its own (store). */
   private readonly f64: Float64Array;
-  private readonly u32: Uint32Array;
+  private f32: Float32Array | Float64Array;
   /** Per bucket its count, then its histogram (see BINS_AT); an array of its own, wider, after a count it cannot hold (store). */
   private binCounts: Uint8Array | Uint16Array | Uint32Array;
-  /** The first bound: a duration at or under it, the common case, needs no search. */
-  private readonly firstBound: number;
   /** The latest second recorded: its totals are the live* fields and `zeros`. */
   private newest = -Infinity;
   /** @internal The newest second's times, [liveFrom, liveTo), and its samples counted as 0: a value ≤ 0 recorded at such a time may be counted here in place of `record` (HealthMetrics.tickSpan). */
   liveFrom = NaN;
   /** @internal */ liveTo = NaN;
   /** @internal */ zeros = 0;
-  // The newest second's samples over 0: their count, sum and max (its bins: u32 from 0).
+  // The newest second's samples over 0: their count, sum and max (its bins: f32 from LIVE).
   private liveCount = 0;
   private liveSum = 0;
   private liveMax = 0;
@@ -153,14 +151,13 @@ export class Window60 {
     if (countBytes !== 1 && countBytes !== 2) throw new RangeError('Window60 counts in 1 or 2 bytes');
     this.histogram = histogram;
     const bins = histogram.bins;
-    this.firstBound = histogram.bounds[0] as number;
-    const f64 = VIEWS + views * V_SIZE;
-    const u32 = (1 + views) * bins;
+    const f64 = views * V_SIZE;
+    const f32 = LIVE + (1 + views) * bins;
     const b = buffer ?? new ArrayBuffer(windowBytes(histogram, views, countBytes));
     const f = new Float64Array(b, at, f64);
     this.f64 = f;
-    this.u32 = new Uint32Array(b, at + f64 * 8, u32);
-    this.binCounts = new (countBytes === 1 ? Uint8Array : Uint16Array)(b, at + f64 * 8 + u32 * 4, BINS_AT + WINDOW_BUCKETS * bins);
+    this.f32 = new Float32Array(b, at + f64 * 8, f32);
+    this.binCounts = new (countBytes === 1 ? Uint8Array : Uint16Array)(b, at + f64 * 8 + f32 * 4, BINS_AT + WINDOW_BUCKETS * bins);
     for (let k = VIEWS; k < f64; k += V_SIZE) f[k + V_LO] = f[k + V_NEWEST] = NaN;
   }
 
@@ -185,12 +182,12 @@ export class Window60 {
     this.liveSum += value;
     if (value > this.liveMax) this.liveMax = value;
     let bin = 0;
-    if (value > this.firstBound) {
+    if (value > (this.histogram.bounds[0] as number)) {
       const bounds = this.histogram.bounds;
       bin = 1;
       while (bin < bounds.length && value > (bounds[bin] as number)) bin++;
     }
-    this.u32[bin]!++;
+    this.f32[LIVE + bin]!++;
   }
 
   // Makes `now`'s second the newest (storing the newest one and emptying the buckets of the
@@ -201,7 +198,6 @@ export class Window60 {
     const sec = Math.floor(now / BUCKET_MS);
     const newest = this.newest;
     if (sec <= newest) return true;
-    const u = this.u32;
     this.earlier += this.liveCount + this.zeros;
     if (sec - newest < WINDOW_BUCKETS) {
       this.store(newest);
@@ -209,7 +205,7 @@ export class Window60 {
     } else {
       // Every second held has left the window.
       this.binCounts.fill(0, 0, WINDOW_BUCKETS);
-      u.fill(0, 0, this.histogram.bins);
+      this.f32.fill(0, LIVE, LIVE + this.histogram.bins);
     }
     this.liveCount = 0;
     this.zeros = 0;
@@ -224,26 +220,30 @@ export class Window60 {
   // The newest second into its bucket, its bins emptied for the next.
   private store(sec: number): void {
     const i = bucketOf(sec);
-    const u = this.u32;
-    const f = this.f64;
     const c = this.liveCount + this.zeros;
     const m = this.liveMax;
-    // A count wider than the counts (no bin exceeds it): all to a wider array of the window's own (never on the device).
+    // A count wider than the counts (no bin exceeds it), a sum or max no Float32: to a wider array of its own (never on the device).
     if (c > 0xff && (c > 0xffff ? !(this.binCounts instanceof Uint32Array) : this.binCounts instanceof Uint8Array)) this.binCounts = c > 0xffff ? Uint32Array.from(this.binCounts) : Uint16Array.from(this.binCounts);
     const bc = this.binCounts;
     bc[i] = c < COUNT_SATURATION ? c : COUNT_SATURATION;
-    f[i] = this.liveSum;
-    f[MAXES + i] = m;
+    let u = this.f32;
+    u[i] = this.liveSum;
+    u[MAXES + i] = m;
+    if ((u[i] !== this.liveSum || u[MAXES + i] !== m) && u instanceof Float32Array) {
+      u = this.f32 = Float64Array.from(u);
+      u[i] = this.liveSum;
+      u[MAXES + i] = m;
+    }
     if (c === 0) return;
     const bounds = this.histogram.bounds;
     const base = BINS_AT + i * this.histogram.bins;
     // The bins up to the max's: none above it holds a sample.
-    let x = (u[0] as number) + this.zeros;
+    let x = (u[LIVE] as number) + this.zeros;
     for (let b = 0; ; ) {
       bc[base + b] = x < BIN_SATURATION ? x : BIN_SATURATION;
-      u[b] = 0;
+      u[LIVE + b] = 0;
       if (b === bounds.length || m <= (bounds[b] as number)) break;
-      x = u[++b] as number;
+      x = u[LIVE + ++b] as number;
     }
   }
 
@@ -288,7 +288,7 @@ export class Window60 {
   // are all still in the window, else afresh.
   private move(k: number, lo: number, hi: number): void {
     const f = this.f64;
-    const u = this.u32;
+    const u = this.f32;
     const from = f[k + V_LO] as number;
     const to = f[k + V_HI] as number;
     f[k + V_LO] = lo;
@@ -319,7 +319,7 @@ export class Window60 {
       f[k + V_MAX] = 0;
       f[k + V_MAX_AT] = -Infinity;
       const bins = this.histogram.bins;
-      const ub = k === VIEWS ? bins : 2 * bins;
+      const ub = k === VIEWS ? LIVE + bins : LIVE + 2 * bins;
       u.fill(0, ub, ub + bins);
     }
     for (let s = s0; s <= hi; s++) this.add(k, s);
@@ -332,7 +332,7 @@ export class Window60 {
     if (this.binCounts[i] === 0) return;
     this.bucket(k, i, 1);
     const f = this.f64;
-    const m = f[MAXES + i] as number;
+    const m = this.f32[MAXES + i] as number;
     const max = f[k + V_MAX] as number;
     if (m > max || (m === max && s > (f[k + V_MAX_AT] as number))) {
       f[k + V_MAX] = m;
@@ -344,12 +344,12 @@ export class Window60 {
   // up to its max's, none above holding a sample.
   private bucket(k: number, i: number, sign: number): void {
     const f = this.f64;
-    const u = this.u32;
+    const u = this.f32;
     const bc = this.binCounts;
     const bounds = this.histogram.bounds;
-    const m = f[MAXES + i] as number;
+    const m = this.f32[MAXES + i] as number;
     const bins = this.histogram.bins;
-    const ub = k === VIEWS ? bins : 2 * bins;
+    const ub = k === VIEWS ? LIVE + bins : LIVE + 2 * bins;
     const base = BINS_AT + i * bins;
     f[k + V_COUNT] = (f[k + V_COUNT] as number) + sign * (bc[i] as number);
     for (let b = 0; ; b++) {
@@ -365,8 +365,8 @@ export class Window60 {
     let maxAt = -Infinity;
     for (let s = s0; s <= s1; s++) {
       const i = bucketOf(s);
-      if (this.binCounts[i] !== 0 && (f[MAXES + i] as number) >= max) {
-        max = f[MAXES + i] as number;
+      if (this.binCounts[i] !== 0 && (this.f32[MAXES + i] as number) >= max) {
+        max = this.f32[MAXES + i] as number;
         maxAt = s;
       }
     }
@@ -396,7 +396,7 @@ export class Window60 {
   }
 
   private sumOf(s: number): number {
-    return s === this.newest ? this.liveSum : (this.binCounts[bucketOf(s)] as number) > 0 ? (this.f64[bucketOf(s)] as number) : 0;
+    return s === this.newest ? this.liveSum : (this.binCounts[bucketOf(s)] as number) > 0 ? (this.f32[bucketOf(s)] as number) : 0;
   }
 
   /** The largest sample in the view; 0 when it is empty. */
@@ -434,11 +434,11 @@ export class Window60 {
     this.viewCount = count;
     if (count === 0) return 0;
     const rank = Math.ceil((count * HEALTH_PERCENTILE) / 100);
-    const u = this.u32;
+    const u = this.f32;
     const bins = this.histogram.bins;
-    const ub = k === VIEWS ? bins : 2 * bins;
+    const ub = k === VIEWS ? LIVE + bins : LIVE + 2 * bins;
     // The newest second's bins as its bucket will hold them: its zeros in bin 0, saturated.
-    let x = live ? (u[0] as number) + zeros : 0;
+    let x = live ? (u[LIVE] as number) + zeros : 0;
     let cum = 0;
     for (let b = 0; ; ) {
       cum += (u[ub + b] as number) + (x < BIN_SATURATION ? x : BIN_SATURATION);
@@ -448,7 +448,7 @@ export class Window60 {
         return upper < max ? upper : max;
       }
       if (++b === bins) break;
-      x = live ? (u[b] as number) : 0;
+      x = live ? (u[LIVE + b] as number) : 0;
     }
     // Saturated bins: the rank lies beyond what they hold; the max is the safe answer.
     return max;
@@ -467,7 +467,7 @@ export class Window60 {
       if (s > newest || s <= newest - WINDOW_BUCKETS) continue;
       const i = bucketOf(s);
       const c = s === newest ? this.liveCount + this.zeros : (this.binCounts[i] as number);
-      const m = s === newest ? this.liveMax : (this.f64[MAXES + i] as number);
+      const m = s === newest ? this.liveMax : (this.f32[MAXES + i] as number);
       if (c > 0 && m > limit) return (s + n) * BUCKET_MS - now;
     }
     return 0;
@@ -488,7 +488,7 @@ export class Window60 {
     this.newest = -Infinity;
     this.liveFrom = this.liveTo = NaN;
     this.liveCount = this.zeros = this.liveSum = this.liveMax = this.earlier = 0;
-    this.u32.fill(0, 0, this.histogram.bins);
+    this.f32.fill(0, LIVE, LIVE + this.histogram.bins);
     for (let k = VIEWS; k < this.f64.length; k += V_SIZE) this.f64[k + V_LO] = this.f64[k + V_NEWEST] = NaN;
   }
 }

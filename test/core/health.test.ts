@@ -492,6 +492,30 @@ describe('hub/health: the cheap paths read as the plain ones', () => {
     equal(w.meanOver(2000), v.meanOver(2000));
   });
 
+  it('sums and maxes read exactly whether or not a Float32 holds them (a window widens at the first that does not)', () => {
+    const w = new Window60();
+    w.record(5, 1000);
+    w.record(4.5, 1000);
+    for (let i = 0; i < 4001; i++) w.record(4999, 2000);
+    w.record(0.1, 3000);
+    w.record(1e-300, 3500);
+    w.record(7, 4000);
+    equal(w.sumOver(4000, 60), 5 + 4.5 + 4001 * 4999 + 0.1 + 1e-300 + 7);
+    equal(w.sumOver(4000, 3), 4001 * 4999 + 0.1 + 1e-300 + 7);
+    equal(w.sumOver(4000, 2), 0.1 + 1e-300 + 7);
+    equal(w.maxOver(4000, 2), 7);
+    equal(w.maxOver(4000, 60), 4999);
+    equal(w.clearsInMs(4000, 3, 5000), 0);
+    equal(w.clearsInMs(4000, 3, 4998), 1000, 'the second at 2000 leaves a 3-second view at 5000');
+    equal(w.clearsInMs(4000, 2, 7), 0);
+    const v = new Window60();
+    v.record(1 / 3, 1000);
+    v.record(2, 2000);
+    equal(v.maxOver(2000), 2);
+    equal(v.sumOver(2000), 1 / 3 + 2);
+    equal(v.p95Over(2000, 2), 2);
+  });
+
   it('windows lying end to end in one buffer read as windows of their own', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(step, fc.integer({ min: 0, max: 2 })), { minLength: 1, maxLength: 200, size: 'large' }), (steps) => {
