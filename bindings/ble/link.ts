@@ -92,10 +92,9 @@ export class BleLink implements ReassemblySink, BindingLink {
   readonly acks = new AckCounter();
   readonly reassembler: Reassembler;
   readonly detector: WatermarkDetector;
-  /** BleLinkCounters. */
+  /** BleLinkCounters (deliveredBytes: a getter). */
   refusedSends = 0;
   unconfirmed = 0;
-  deliveredBytes = 0;
   /** §10.2 link estimate: frame bytes the stack reported sent. */
   readonly throughput: ThroughputEstimator;
   private readonly transport: BleTransport;
@@ -108,6 +107,9 @@ export class BleLink implements ReassemblySink, BindingLink {
   private sink: LinkSink | null = null;
   private shutDown = false;
   private subscribedOn: boolean;
+  // A frame shorter than this may go straight out (send): capacityBytes + 1 while the client is
+  // subscribed and the link open, else 0.
+  private directBelow: number;
   private pumping = false;
   // The fragment size in use, and the transport's maximum write it was taken from.
   private size: number;
@@ -115,11 +117,16 @@ export class BleLink implements ReassemblySink, BindingLink {
   private flightSince = 0;
   private retryAt = 0;
   private judgedAt = -Infinity;
+  // The detector's judgements as of the link's last judgement when the detector then had no
+  // deadline ahead (quietUntil Infinity: only an input moves that), else NaN. While the detector's
+  // count equals it, the level stands.
+  private judgementsSeen = NaN;
   private lvl = 0;
   private sampled = 0;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
-  // Completed bytes not yet handed to the estimator, and the start of its window (`carried`).
-  private carriedBytes = 0;
+  // The completed bytes (the queue's completedBytes) handed to the estimator so far, and the start
+  // of its window (`carried`).
+  private handedBytes = 0;
   private windowFrom: number;
   // Stalled time (bindings/link.ts DrainClock): when the stack last took a notification, or a
   // backlog began.
@@ -164,6 +171,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.dueAfterMs = this.notifyTimeoutMs - 1;
     this.ceiling = options.tierCeiling ?? Tier.observer;
     this.subscribedOn = subscribed;
+    this.directBelow = subscribed ? this.queue.capacityBytes + 1 : 0;
     this.mw = transport.maximumWrite();
     this.size = fragmentSize(this.mw);
     // The link is its reassembler's sink (frame, refuse): no closures of its own to keep.
@@ -203,6 +211,11 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** The link's counters: the link itself. */
   get counters(): BleLinkCounters {
     return this;
+  }
+
+  /** Frame bytes the transport has completed (BleLinkCounters). */
+  get deliveredBytes(): number {
+    return this.queue.completedBytes;
   }
 
   /** True once the transport is gone, whichever side closed it. */
@@ -246,33 +259,32 @@ export class BleLink implements ReassemblySink, BindingLink {
 
   /** The notification in flight completed: status 0 sent, anything else failed. */
   notified(status: number): void {
+    // (Nothing is in flight once the link is shut: shut() clears the queue. Few locals: this runs
+    // for every notification.)
     const q = this.queue;
-    // (Nothing is in flight once the link is shut: shut() clears the queue.)
     if (!q.inFlight) return;
     const now = this.clock.now();
     if (status === 0) {
       // A service time no longer than the longest in its bucket changes nothing there.
-      const v = now - this.flightSince;
-      if (v > this.serviceCur || now - this.serviceStart >= SERVICE_HALF_MS) this.serviceSample(v, now);
-      const bytes = q.complete();
-      if (bytes > 0) {
-        this.movedAt = now;
-        this.deliveredBytes += bytes;
-        // ThroughputEstimator.add: within its window only the sum moves (see carried).
-        if (now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom) this.carriedBytes += bytes;
-        else this.carried(bytes, now);
-      }
+      if (now - this.flightSince > this.serviceCur || now - this.serviceStart >= SERVICE_HALF_MS) this.serviceSample(now - this.flightSince, now);
+      // NotifyQueue.complete, inline (a notification carries at least one byte of a frame, so
+      // `delivered`'s test is left out).
+      q.inFlight = false;
+      q.flight = 0;
+      q.vacant = q.held === 0;
+      q.completed++;
+      q.completedBytes += q.flightCarried;
+      this.movedAt = now;
+      // ThroughputEstimator.add: within its window only the sum moves (see carried).
+      if (!(now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom)) this.carried(now);
     } else {
-      q.done(false);
+      this.queue.done(false);
       this.retryLater(now);
     }
     // Nothing waits: the pump would only take the fragment size again, which counts nothing
     // while nothing is queued (see tick); what is handed out next takes it first.
-    if (q.vacant && !this.pumping) {
-      this.sampled = 0;
-      return;
-    }
-    this.pump();
+    if (q.vacant && !this.pumping) this.sampled = 0;
+    else this.pump();
   }
 
   /**
@@ -288,6 +300,7 @@ export class BleLink implements ReassemblySink, BindingLink {
   subscribed(on: boolean): void {
     if (this.shutDown) return;
     this.subscribedOn = on;
+    this.directBelow = on ? this.queue.capacityBytes + 1 : 0;
     if (on) this.pump();
   }
 
@@ -352,40 +365,44 @@ export class BleLink implements ReassemblySink, BindingLink {
     return !this.shutDown && this.queue.fits(length, this.size);
   }
 
-  send(frame: Uint8Array, tag: number, _seq: number): boolean {
+  // The core's sequence number is not the link's concern: the implementation leaves it unnamed
+  // (on XS every parameter costs at every call).
+  send(frame: Uint8Array, tag: number, seq: number): boolean;
+  send(frame: Uint8Array, tag: number): boolean {
+    // Nothing queued, ahead or in flight: a frame of one fragment goes straight out. The queue
+    // would take it whatever the fragment size (it is empty), and the pump would take the size
+    // again first: so it is taken here. (Few locals: on XS each costs at every call, more than
+    // reading a field a few times, and this runs for every delivery.)
+    if (this.queue.vacant && !this.pumping && frame.length > 0 && frame.length < this.directBelow) {
+      const mw = this.transport.maximumWrite();
+      if (mw !== this.mw) this.resize(mw);
+      if (frame.length < this.size) {
+        // What pushing it and pumping would do, with one copy instead of two. A backlog starts
+        // (stalledMs) and is taken at once.
+        const now = this.clock.now();
+        this.movedAt = now;
+        this.pumping = true;
+        this.flightSince = now;
+        if (now + this.dueAfterMs < this.dueAt) this.dueAt = now + this.dueAfterMs;
+        if (!this.queue.notifyWhole(frame, this.transport) && this.queue.inFlight) {
+          this.queue.done(false);
+          this.retryLater(now);
+        }
+        if (this.queue.inFlight && this.queue.frames === 0 && !this.shutDown) {
+          // The pump's end: the queue is empty, so the take left nothing (ratio 0); take()'s
+          // test first, to leave out working out what it found.
+          this.pumping = false;
+          this.sampled = 0;
+          if (this.signalZero && now < this.detector.quietUntil) this.takeOwedAt = now;
+          else this.take(this.foundWhole(frame.length), 0, now);
+        } else this.drainFrom(this.foundWhole(frame.length));
+        return true;
+      }
+    }
     if (this.shutDown) return false;
     const now = this.clock.now();
     const q = this.queue;
     const length = frame.length;
-    // Nothing queued, ahead or in flight: a frame of one fragment goes straight out. The queue
-    // would take it whatever the fragment size (it is empty), and the pump would take the size
-    // again first: so it is taken here.
-    if (q.vacant && this.subscribedOn && !this.pumping && length >= 1 && length <= q.capacityBytes) {
-      const mw = this.transport.maximumWrite();
-      if (mw !== this.mw) this.resize(mw);
-      if (length < this.size) {
-        // What pushing it and pumping would do, with one copy instead of two. A backlog starts
-        // (stalledMs) and is taken at once.
-        this.movedAt = now;
-        this.pumping = true;
-        this.flightSince = now;
-        const due = now + this.dueAfterMs;
-        if (due < this.dueAt) this.dueAt = due;
-        if (!q.notifyWhole(frame, this.transport) && q.inFlight) {
-          q.done(false);
-          this.retryLater(now);
-        }
-        if (q.inFlight && q.frames === 0 && !this.shutDown) {
-          // The pump's end: the queue is empty, so the take left nothing (ratio 0); take()'s
-          // test first, to leave out working out what it found.
-          this.pumping = false;
-          if (this.signalZero && now < this.detector.quietUntil) this.takeOwedAt = now;
-          else this.take(this.foundWhole(length), 0, now);
-          this.sampled = 0;
-        } else this.drainFrom(this.foundWhole(length));
-        return true;
-      }
-    }
     const empty = q.frames === 0 && !q.retryPending;
     // A notification queue holds a few frames: STATE values are not conflated here (§13.6).
     if (!q.push(frame, length, this.size, now, (tag & Tag.SAMPLE) !== 0)) {
@@ -411,7 +428,14 @@ export class BleLink implements ReassemblySink, BindingLink {
 
   /** The §10.3 level, judged once per instant. */
   get level(): number {
-    const now = this.clock.now();
+    // No deadline ahead and no input since: the level stands whatever the (monotonic) clock
+    // reads, and the clock is not asked (the core reads this once per delivery).
+    if (this.detector.judgements === this.judgementsSeen) return this.lvl;
+    return this.levelAt(this.clock.now());
+  }
+
+  /** `level` when the detector has a deadline ahead or input since the link last judged it. */
+  private levelAt(now: number): number {
     if (now !== this.judgedAt) {
       // Until the detector's next deadline, and with no input since, its level stands.
       if (this.fed || !(now < this.detector.quietUntil)) this.judge(now);
@@ -445,7 +469,7 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** Throughput from the completions; no round trip is timed at this layer (rttMs 0, unknown). */
   estimate(): LinkEstimate {
     const now = this.clock.now();
-    if (this.carriedBytes > 0) this.handCarried();
+    if (this.queue.completedBytes > this.handedBytes) this.handCarried(this.queue.completedBytes);
     this.est.throughputBps = this.throughput.bps(now);
     // The estimator's roll: its window starts again at `now` once it has closed, or when the clock stepped back.
     if (now - this.windowFrom >= THROUGHPUT_WINDOW_MS || now < this.windowFrom) this.windowFrom = now;
@@ -496,6 +520,8 @@ export class BleLink implements ReassemblySink, BindingLink {
     const d = this.detector;
     // Before its next deadline the detector's tick finds nothing new (its own test, without the call).
     if (!(now < d.quietUntil)) d.tick(now);
+    // Judged with no deadline ahead: until the detector's next input the level stands (`level`).
+    this.judgementsSeen = d.quietUntil === Infinity ? d.judgements : NaN;
     const l = d.level();
     if (l !== this.lvl) {
       this.lvl = l;
@@ -505,6 +531,7 @@ export class BleLink implements ReassemblySink, BindingLink {
 
   private shut(): void {
     this.shutDown = true;
+    this.directBelow = 0;
     this.dueAt = -Infinity;
     this.queue.clear();
     this.reassembler.reset();
@@ -621,31 +648,34 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (at < this.dueAt) this.dueAt = at;
   }
 
+  /** A notification of `bytes` frame bytes completed at `now` (the queue counted it). */
   private delivered(bytes: number, now: number): void {
     if (bytes <= 0) return;
     this.movedAt = now;
-    this.deliveredBytes += bytes;
-    if (now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom) this.carriedBytes += bytes;
-    else this.carried(bytes, now);
+    if (!(now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom)) this.carried(now);
   }
 
   /**
-   * `bytes` completed at `now`, after the estimator's window (or with the clock stepped back), into
-   * the estimator. A completion within its window only adds to the window's sum there
-   * (ThroughputEstimator.add): the link keeps that sum in `carriedBytes` and hands it over in one
-   * add, dated in the same window, just before the estimator next looks at the clock (here, and
-   * `estimate`). `windowFrom` follows the estimator's window start as its roll moves it: this add
-   * rolls it, to `now`.
+   * The notification just completed at `now`, after the estimator's window (or with the clock
+   * stepped back), into the estimator. A completion within its window only adds to the window's
+   * sum there (ThroughputEstimator.add): the link leaves that sum in the queue's completedBytes
+   * (less `handedBytes`) and hands it over in one add, dated in the same window, just before the
+   * estimator next looks at the clock (here, and `estimate`). `windowFrom` follows the
+   * estimator's window start as its roll moves it: this add rolls it, to `now`.
    */
-  private carried(bytes: number, now: number): void {
-    if (this.carriedBytes > 0) this.handCarried();
+  private carried(now: number): void {
+    const total = this.queue.completedBytes;
+    const bytes = this.queue.flightCarried;
+    if (total - bytes > this.handedBytes) this.handCarried(total - bytes);
     this.throughput.add(bytes, now);
+    this.handedBytes = total;
     this.windowFrom = now;
   }
 
-  private handCarried(): void {
-    this.throughput.add(this.carriedBytes, this.windowFrom);
-    this.carriedBytes = 0;
+  /** The completed bytes up to `total` that the estimator has not had, in its current window. */
+  private handCarried(total: number): void {
+    this.throughput.add(total - this.handedBytes, this.windowFrom);
+    this.handedBytes = total;
   }
 
   /** One notification's service time: bindings/link.ts WindowedMax.sample, and the budget from it. */

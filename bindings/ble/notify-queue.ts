@@ -99,7 +99,8 @@ export interface NotifyQueueCounters {
  *
  * The state the link reads on every event (`frames`, `held`, `vacant`, `inFlight`,
  * `retryPending`) is kept in plain fields rather than getters: on XS a getter costs a call, a
- * field a load. Only the queue writes them.
+ * field a load. Only the queue writes them, but for `complete`, which the link's completion
+ * (BleLink.notified) does inline: a call per notification saved.
  */
 export class NotifyQueue {
   readonly capacityNotifications: number;
@@ -107,6 +108,8 @@ export class NotifyQueue {
   readonly maxFrames: number;
   /** NotifyQueueCounters (handedOut: a getter). */
   completed = 0;
+  /** Frame bytes the notifications completed carried (the link's deliveredBytes). */
+  completedBytes = 0;
   failures = 0;
   estops = 0;
   estopsDropped = 0;
@@ -163,8 +166,10 @@ export class NotifyQueue {
   private headCounter = 0;
   private pendingN = 0; // notifications still to hand out for the queued frames, counted at countedAt
   private counter = FRAGMENT_COUNTER_MASK;
-  private flight = 0; // length of the notification in `out`; 0: none
-  private flightCarried = 0;
+  /** @internal The length of the notification in `out`; 0: none. */
+  flight = 0;
+  /** @internal The frame bytes the notification in flight carries (or the last one did, once it completed). */
+  flightCarried = 0;
   // Notifications in flight when the queue was cleared (handedOut).
   private clearedInFlight = 0;
 
@@ -402,29 +407,25 @@ export class NotifyQueue {
    * when the transport threw (the notification is still in flight then: the caller fails it).
    */
   notifyWhole(frame: Uint8Array, transport: { notify(value: Uint8Array, length: number): void }): boolean {
-    const length = frame.length;
-    const n = length + FRAGMENT_HEADER_BYTES;
-    const rab = this.rab;
-    rab.resize(this.outAt + n);
+    // (No locals: on XS each costs at every call, more than reading a field again.)
+    this.flight = frame.length + FRAGMENT_HEADER_BYTES;
+    this.flightCarried = frame.length;
+    this.rab.resize(this.outAt + this.flight);
     // The message counter it goes under (nextCounter); no later fragment needs it as headCounter.
-    const c = (this.counter + 1) & FRAGMENT_COUNTER_MASK;
-    this.counter = c;
-    const out = this.out;
-    out[0] = ONLY_HEADER | c;
-    out.set(frame, FRAGMENT_HEADER_BYTES);
+    this.counter = (this.counter + 1) & FRAGMENT_COUNTER_MASK;
+    this.out[0] = ONLY_HEADER | this.counter;
+    this.out.set(frame, FRAGMENT_HEADER_BYTES);
     this.framesStarted++;
-    this.flight = n;
-    this.flightCarried = length;
     this.inFlight = true;
     this.vacant = false;
-    let ok = true;
     try {
-      transport.notify(out, n);
+      transport.notify(this.out, this.flight);
     } catch {
-      ok = false;
+      this.rab.resize(this.outAt + FRAGMENT_MAX_BYTES);
+      return false;
     }
-    rab.resize(this.outAt + FRAGMENT_MAX_BYTES);
-    return ok;
+    this.rab.resize(this.outAt + FRAGMENT_MAX_BYTES);
+    return true;
   }
 
   /**
@@ -443,15 +444,18 @@ export class NotifyQueue {
     return this.complete();
   }
 
-  /** done(true): the notification in flight was sent. Returns the frame bytes it carried. */
+  /**
+   * done(true): the notification in flight was sent. Returns the frame bytes it carried.
+   * (BleLink.notified does the same inline.)
+   */
   complete(): number {
     if (!this.inFlight) return 0;
     this.inFlight = false;
-    const carried = this.flightCarried;
     this.flight = 0;
     this.vacant = this.held === 0;
     this.completed++;
-    return carried;
+    this.completedBytes += this.flightCarried;
+    return this.flightCarried;
   }
 
   /**
