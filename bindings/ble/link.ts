@@ -9,8 +9,11 @@ import { AckCounter, MIN_RTT_WINDOW_MS, SAMPLE_BUDGET_MAX_MS, THROUGHPUT_WINDOW_
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { Tier } from '../../catalog/schema.js';
 import { AckForm, Tag, type Clock, type GrantSet, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
-import { fragmentSize, HUB_REASSEMBLY, Reassembler, type ReassemblyLimits, type ReassemblySink } from './fragment.js';
+import { FRAGMENT_COUNTER_MASK, FRAGMENT_HEADER_BYTES, FRAGMENT_MAX_BYTES, FragmentPosition, fragmentSize, header, HUB_REASSEMBLY, Reassembler, type ReassemblyLimits, type ReassemblySink } from './fragment.js';
 import { ESTOP_AHEAD_SLOTS, NotifyQueue, type NotifyQueueOptions } from './notify-queue.js';
+
+// An ONLY fragment's header without the message counter (fragment.ts `header`).
+const ONLY_HEADER = header(FragmentPosition.ONLY, 0);
 
 /** What the link needs of the connection underneath. */
 export interface BleTransport {
@@ -122,6 +125,7 @@ export class BleLink implements ReassemblySink, BindingLink {
   // count equals it, the level stands.
   private judgementsSeen = NaN;
   private lvl = 0;
+  // The queue's fill as the pump last sampled it (0 whenever the queue is vacant).
   private sampled = 0;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
   // The completed bytes (the queue's completedBytes) handed to the estimator so far, and the start
@@ -282,9 +286,10 @@ export class BleLink implements ReassemblySink, BindingLink {
       this.retryLater(now);
     }
     // Nothing waits: the pump would only take the fragment size again, which counts nothing
-    // while nothing is queued (see tick); what is handed out next takes it first.
-    if (q.vacant && !this.pumping) this.sampled = 0;
-    else this.pump();
+    // while nothing is queued (see tick), and what is handed out next takes it first; and it
+    // would sample the fill at 0, which `sampled` is whenever the queue is vacant (the pump that
+    // handed out the last of what was queued found it so, and a direct send leaves it so).
+    if (!q.vacant || this.pumping) this.pump();
   }
 
   /**
@@ -321,7 +326,8 @@ export class BleLink implements ReassemblySink, BindingLink {
    * is sent or completed next takes the size again first): it is not asked.
    */
   tick(now: number = this.clock.now()): void {
-    if (now < this.dueAt && !this.fed && now < this.detector.quietUntil && (this.queue.fill === 0 || this.transport.maximumWrite() === this.mw)) return;
+    // (No input since and no deadline ahead is the detector's judgements unchanged, as `level` reads them.)
+    if (now < this.dueAt && (this.detector.judgements === this.judgementsSeen || (!this.fed && now < this.detector.quietUntil)) && (this.queue.fill === 0 || this.transport.maximumWrite() === this.mw)) return;
     if (this.shutDown) return;
     this.reassembler.tick(now);
     const q = this.queue;
@@ -380,19 +386,34 @@ export class BleLink implements ReassemblySink, BindingLink {
         // What pushing it and pumping would do, with one copy instead of two. A backlog starts
         // (stalledMs) and is taken at once.
         const now = this.clock.now();
+        const q = this.queue;
         this.movedAt = now;
         this.pumping = true;
         this.flightSince = now;
         if (now + this.dueAfterMs < this.dueAt) this.dueAt = now + this.dueAfterMs;
-        if (!this.queue.notifyWhole(frame, this.transport) && this.queue.inFlight) {
-          this.queue.done(false);
-          this.retryLater(now);
+        // NotifyQueue.notifyWhole, inline: one ONLY notification in the notification area, under
+        // the next message counter (no later fragment needs it as headCounter).
+        q.flight = frame.length + FRAGMENT_HEADER_BYTES;
+        q.flightCarried = frame.length;
+        q.rab.resize(q.outAt + q.flight);
+        q.counter = (q.counter + 1) & FRAGMENT_COUNTER_MASK;
+        q.out[0] = ONLY_HEADER | q.counter;
+        q.out.set(frame, FRAGMENT_HEADER_BYTES);
+        q.framesStarted++;
+        q.inFlight = true;
+        q.vacant = false;
+        try {
+          this.transport.notify(q.out, q.flight);
+        } catch {
+          q.rab.resize(q.outAt + FRAGMENT_MAX_BYTES);
+          this.failedWhole(frame.length, now);
+          return true;
         }
-        if (this.queue.inFlight && this.queue.frames === 0 && !this.shutDown) {
-          // The pump's end: the queue is empty, so the take left nothing (ratio 0); take()'s
-          // test first, to leave out working out what it found.
+        q.rab.resize(q.outAt + FRAGMENT_MAX_BYTES);
+        if (q.inFlight && q.frames === 0 && !this.shutDown) {
+          // The pump's end: the queue is empty, so the take left nothing (ratio 0: `sampled`
+          // already is); take()'s test first, to leave out working out what it found.
           this.pumping = false;
-          this.sampled = 0;
           if (this.signalZero && now < this.detector.quietUntil) this.takeOwedAt = now;
           else this.take(this.foundWhole(frame.length), 0, now);
         } else this.drainFrom(this.foundWhole(frame.length));
@@ -417,6 +438,15 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (empty) this.movedAt = now;
     this.pump();
     return true;
+  }
+
+  /** `send`'s direct hand-out of a frame of `length` bytes at `now` threw: the notification failed, as the pump fails one. */
+  private failedWhole(length: number, now: number): void {
+    if (this.queue.inFlight) {
+      this.queue.done(false);
+      this.retryLater(now);
+    }
+    this.drainFrom(this.foundWhole(length));
   }
 
   /** §10.4, §11.2: the ESTOP frame goes right after the notification in flight. */
@@ -664,11 +694,10 @@ export class BleLink implements ReassemblySink, BindingLink {
    * estimator's window start as its roll moves it: this add rolls it, to `now`.
    */
   private carried(now: number): void {
-    const total = this.queue.completedBytes;
-    const bytes = this.queue.flightCarried;
-    if (total - bytes > this.handedBytes) this.handCarried(total - bytes);
-    this.throughput.add(bytes, now);
-    this.handedBytes = total;
+    // The sum first, as an add within its window would (no roll): to the estimator's field.
+    this.throughput.bytes += this.queue.completedBytes - this.queue.flightCarried - this.handedBytes;
+    this.throughput.add(this.queue.flightCarried, now);
+    this.handedBytes = this.queue.completedBytes;
     this.windowFrom = now;
   }
 

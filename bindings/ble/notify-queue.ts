@@ -130,7 +130,7 @@ export class NotifyQueue {
   frames = 0;
   /** Frames and ESTOP frames waiting to be handed out (the notification in flight not counted). */
   held = 0;
-  /** Nothing waits and nothing is in flight (or waits to be retried): `handOutWhole` may be used. */
+  /** Nothing waits and nothing is in flight (or waits to be retried): the link may send a frame straight out. */
   vacant = true;
   /** A notification is with the transport and not yet completed. */
   inFlight = false;
@@ -147,10 +147,16 @@ export class NotifyQueue {
    * gone), else Infinity: `stale` is now − frontQueuedAt > budgetMs.
    */
   frontQueuedAt = Infinity;
-  // Frames, each contiguous in storage (`all` from 0; one that does not fit before the end goes to the front).
-  private readonly rab: ResizableArrayBuffer;
-  // Where the notification area begins in `all`, and the length `out` has now.
-  private readonly outAt: number;
+  /**
+   * @internal The queue's one buffer. Frames are each contiguous in its storage (`all` from 0; one
+   * that does not fit before the end goes to the front). BleLink's direct send (a frame of one fragment while the
+   * queue is vacant) writes its notification into the notification area itself, under the next
+   * `counter`, and shrinks and restores the buffer around the transport's notify as `notifyNext` does.
+   */
+  readonly rab: ResizableArrayBuffer;
+  /** @internal Where the notification area begins in `all`. */
+  readonly outAt: number;
+  // The length `out` has now.
   private outLength = FRAGMENT_MAX_BYTES;
   private readonly ahead: EstopAhead;
   // Per frame slot: its length at [slot], and at [maxFrames + slot] where it starts (bits 15–0)
@@ -165,7 +171,8 @@ export class NotifyQueue {
   private sent = 0; // bytes of the head frame already handed out
   private headCounter = 0;
   private pendingN = 0; // notifications still to hand out for the queued frames, counted at countedAt
-  private counter = FRAGMENT_COUNTER_MASK;
+  /** @internal The last message counter taken. */
+  counter = FRAGMENT_COUNTER_MASK;
   /** @internal The length of the notification in `out`; 0: none. */
   flight = 0;
   /** @internal The frame bytes the notification in flight carries (or the last one did, once it completed). */
@@ -397,35 +404,6 @@ export class NotifyQueue {
       this.outLength = FRAGMENT_MAX_BYTES;
     }
     return ok ? n : -n;
-  }
-
-  /**
-   * Hands `frame` out at once to `transport` as one ONLY notification, without queueing it: the
-   * frame a queue would take and cut into exactly this (one copy instead of two), then `release`.
-   * Only while nothing is queued, written ahead or in flight (so `out` is whole), and for a frame
-   * of 1 to `capacityBytes` bytes that fits one fragment; the caller makes sure. Returns false
-   * when the transport threw (the notification is still in flight then: the caller fails it).
-   */
-  notifyWhole(frame: Uint8Array, transport: { notify(value: Uint8Array, length: number): void }): boolean {
-    // (No locals: on XS each costs at every call, more than reading a field again.)
-    this.flight = frame.length + FRAGMENT_HEADER_BYTES;
-    this.flightCarried = frame.length;
-    this.rab.resize(this.outAt + this.flight);
-    // The message counter it goes under (nextCounter); no later fragment needs it as headCounter.
-    this.counter = (this.counter + 1) & FRAGMENT_COUNTER_MASK;
-    this.out[0] = ONLY_HEADER | this.counter;
-    this.out.set(frame, FRAGMENT_HEADER_BYTES);
-    this.framesStarted++;
-    this.inFlight = true;
-    this.vacant = false;
-    try {
-      transport.notify(this.out, this.flight);
-    } catch {
-      this.rab.resize(this.outAt + FRAGMENT_MAX_BYTES);
-      return false;
-    }
-    this.rab.resize(this.outAt + FRAGMENT_MAX_BYTES);
-    return true;
   }
 
   /**
