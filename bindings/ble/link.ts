@@ -254,11 +254,9 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** One GATT write from the client: one fragment, value[start, end). */
   written(value: Uint8Array, start: number, end: number): void {
     if (this.shutDown) return;
-    const r = this.reassembler;
-    r.push(value, start, end, this.clock.now());
-    // A partial frame begun: its timeout is the tick's to watch.
-    const due = r.expiresAt - 1;
-    if (due < this.dueAt) this.dueAt = due;
+    this.reassembler.push(value, start, end, this.clock.now());
+    // A partial frame begun: its timeout is the tick's to watch. (No locals: this runs for every write.)
+    if (this.reassembler.expiresAt - 1 < this.dueAt) this.dueAt = this.reassembler.expiresAt - 1;
   }
 
   /** The notification in flight completed: status 0 sent, anything else failed. */
