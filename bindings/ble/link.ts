@@ -640,7 +640,7 @@ export class BleLink implements ReassemblySink, BindingLink {
       if (now === this.takeOwedAt) this.repayTake(now);
       this.detector.queued(r, now);
       this.signalZero = false;
-      this.fed = true;
+      this.heard();
     }
     this.sampled = r;
   }
@@ -661,7 +661,19 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (now === this.takeOwedAt) this.repayTake(now);
     d.drained(found, after, now);
     this.signalZero = !(after > 0);
-    this.fed = true;
+    this.heard();
+  }
+
+  /**
+   * The detector judged a queue input (`queued`, `drained`). A level it left where the link last
+   * reported it needs no judgement of the link's (`fed`): what one would find at a later instant,
+   * the tick and `level` find from the detector's deadline alone. The link compares it here, and
+   * when the detector then has no deadline ahead, `level` reads the judgements it has seen.
+   */
+  private heard(): void {
+    const d = this.detector;
+    if (d.level() !== this.lvl) this.fed = true;
+    else if (!this.fed) this.judgementsSeen = d.quietUntil === Infinity ? d.judgements : NaN;
   }
 
   private repayTake(now: number): void {
