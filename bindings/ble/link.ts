@@ -95,9 +95,10 @@ export class BleLink implements ReassemblySink, BindingLink {
   readonly acks = new AckCounter();
   readonly reassembler: Reassembler;
   readonly detector: WatermarkDetector;
-  /** BleLinkCounters (deliveredBytes: a getter). */
+  /** BleLinkCounters. */
   refusedSends = 0;
   unconfirmed = 0;
+  deliveredBytes = 0;
   /** §10.2 link estimate: frame bytes the stack reported sent. */
   readonly throughput: ThroughputEstimator;
   private readonly transport: BleTransport;
@@ -109,9 +110,8 @@ export class BleLink implements ReassemblySink, BindingLink {
   private ceiling: number;
   private sink: LinkSink | null = null;
   private shutDown = false;
-  private subscribedOn: boolean;
-  // A frame shorter than this may go straight out (send): capacityBytes + 1 while the client is
-  // subscribed and the link open, else 0.
+  // Whether notifications may go, and how long a frame may go straight out (send): capacityBytes + 1
+  // (frames shorter than that) while the client is subscribed and the link open, else 0.
   private directBelow: number;
   private pumping = false;
   // The fragment size in use, and the transport's maximum write it was taken from.
@@ -128,7 +128,7 @@ export class BleLink implements ReassemblySink, BindingLink {
   // The queue's fill as the pump last sampled it (0 whenever the queue is vacant).
   private sampled = 0;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
-  // The completed bytes (the queue's completedBytes) handed to the estimator so far, and the start
+  // The delivered bytes handed to the estimator so far, and the start
   // of its window (`carried`).
   private handedBytes = 0;
   private windowFrom: number;
@@ -174,7 +174,6 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.notifyTimeoutMs = options.notifyTimeoutMs ?? BLE_NOTIFY_TIMEOUT_MS;
     this.dueAfterMs = this.notifyTimeoutMs - 1;
     this.ceiling = options.tierCeiling ?? Tier.observer;
-    this.subscribedOn = subscribed;
     this.directBelow = subscribed ? this.queue.capacityBytes + 1 : 0;
     this.mw = transport.maximumWrite();
     this.size = fragmentSize(this.mw);
@@ -215,11 +214,6 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** The link's counters: the link itself. */
   get counters(): BleLinkCounters {
     return this;
-  }
-
-  /** Frame bytes the transport has completed (BleLinkCounters). */
-  get deliveredBytes(): number {
-    return this.queue.completedBytes;
   }
 
   /** True once the transport is gone, whichever side closed it. */
@@ -275,7 +269,7 @@ export class BleLink implements ReassemblySink, BindingLink {
       q.flight = 0;
       q.vacant = q.held === 0;
       q.completed++;
-      q.completedBytes += q.flightCarried;
+      this.deliveredBytes += q.flightCarried;
       this.movedAt = now;
       // ThroughputEstimator.add: within its window only the sum moves (see carried).
       if (!(now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom)) this.carried(now);
@@ -302,7 +296,6 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** The client enabled (true) or disabled notifications on the notify characteristic. */
   subscribed(on: boolean): void {
     if (this.shutDown) return;
-    this.subscribedOn = on;
     this.directBelow = on ? this.queue.capacityBytes + 1 : 0;
     if (on) this.pump();
   }
@@ -497,7 +490,7 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** Throughput from the completions; no round trip is timed at this layer (rttMs 0, unknown). */
   estimate(): LinkEstimate {
     const now = this.clock.now();
-    if (this.queue.completedBytes > this.handedBytes) this.handCarried(this.queue.completedBytes);
+    if (this.deliveredBytes > this.handedBytes) this.handCarried(this.deliveredBytes);
     this.est.throughputBps = this.throughput.bps(now);
     // The estimator's roll: its window starts again at `now` once it has closed, or when the clock stepped back.
     if (now - this.windowFrom >= THROUGHPUT_WINDOW_MS || now < this.windowFrom) this.windowFrom = now;
@@ -597,7 +590,7 @@ export class BleLink implements ReassemblySink, BindingLink {
         if (mw !== this.mw) this.resize(mw);
       }
       // §13.5.1: the signal is the depth the link finds when it hands out a notification.
-      while (!this.shutDown && this.subscribedOn && !q.inFlight) {
+      while (this.directBelow !== 0 && !q.inFlight) {
         const now = this.clock.now();
         if (q.retryPending && now < this.retryAt) break;
         const size = this.size;
@@ -688,26 +681,27 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (at < this.dueAt) this.dueAt = at;
   }
 
-  /** A notification of `bytes` frame bytes completed at `now` (the queue counted it). */
+  /** A notification of `bytes` frame bytes completed at `now`. */
   private delivered(bytes: number, now: number): void {
     if (bytes <= 0) return;
     this.movedAt = now;
+    this.deliveredBytes += bytes;
     if (!(now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom)) this.carried(now);
   }
 
   /**
    * The notification just completed at `now`, after the estimator's window (or with the clock
    * stepped back), into the estimator. A completion within its window only adds to the window's
-   * sum there (ThroughputEstimator.add): the link leaves that sum in the queue's completedBytes
+   * sum there (ThroughputEstimator.add): the link leaves that sum in deliveredBytes
    * (less `handedBytes`) and hands it over in one add, dated in the same window, just before the
    * estimator next looks at the clock (here, and `estimate`). `windowFrom` follows the
    * estimator's window start as its roll moves it: this add rolls it, to `now`.
    */
   private carried(now: number): void {
     // The sum first, as an add within its window would (no roll): to the estimator's field.
-    this.throughput.bytes += this.queue.completedBytes - this.queue.flightCarried - this.handedBytes;
+    this.throughput.bytes += this.deliveredBytes - this.queue.flightCarried - this.handedBytes;
     this.throughput.add(this.queue.flightCarried, now);
-    this.handedBytes = this.queue.completedBytes;
+    this.handedBytes = this.deliveredBytes;
     this.windowFrom = now;
   }
 

@@ -108,8 +108,6 @@ export class NotifyQueue {
   readonly maxFrames: number;
   /** NotifyQueueCounters (handedOut: a getter). */
   completed = 0;
-  /** Frame bytes the notifications completed carried (the link's deliveredBytes). */
-  completedBytes = 0;
   failures = 0;
   estops = 0;
   estopsDropped = 0;
@@ -432,7 +430,6 @@ export class NotifyQueue {
     this.flight = 0;
     this.vacant = this.held === 0;
     this.completed++;
-    this.completedBytes += this.flightCarried;
     return this.flightCarried;
   }
 
