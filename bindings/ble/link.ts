@@ -5,7 +5,7 @@
 // this one implementation on both.
 
 import { WatermarkDetector } from '../detector.js';
-import { AckCounter, MIN_RTT_WINDOW_MS, SAMPLE_BUDGET_MAX_MS, THROUGHPUT_WINDOW_MS, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
+import { AckCounter, MIN_RTT_WINDOW_MS, ownValue, SAMPLE_BUDGET_MAX_MS, THROUGHPUT_WINDOW_MS, ThroughputEstimator, type BindingLink, type HubAttach } from '../link.js';
 import { ESTOP_FRAME_BYTES } from '../../hub/estop-frame.js';
 import { Tier } from '../../catalog/schema.js';
 import { AckForm, Tag, type Clock, type GrantSet, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
@@ -103,10 +103,12 @@ export class BleLink implements ReassemblySink, BindingLink {
   readonly throughput: ThroughputEstimator;
   private readonly transport: BleTransport;
   private readonly clock: Clock;
-  private readonly retryMs: number;
-  private readonly notifyTimeoutMs: number;
-  // A hand-out's timeout is the tick's to watch from this long after it (1 ms early, see dueAt).
-  private readonly dueAfterMs: number;
+  // The retry pause and the completion timeout, and from how long after a hand-out its timeout is
+  // the tick's to watch (1 ms early, see dueAt): the prototype's defaults unless given otherwise
+  // (an own property each only then: on XS every property costs a heap slot).
+  private declare readonly retryMs: number;
+  private declare readonly notifyTimeoutMs: number;
+  private declare readonly dueAfterMs: number;
   private ceiling: number;
   private sink: LinkSink | null = null;
   private shutDown = false;
@@ -170,9 +172,11 @@ export class BleLink implements ReassemblySink, BindingLink {
     const ahead = this.queue.aheadSlots;
     // Links of the same caps share one frozen object.
     this.caps = mtu === BLE_CAPS.mtu && ahead === BLE_CAPS.writeAheadSlots ? BLE_CAPS : Object.freeze({ binding: 'ble', broadcast: false, datagram: false, mtu, writeAheadSlots: ahead, ackForm: AckForm.STREAM });
-    this.retryMs = options.retryMs ?? BLE_NOTIFY_RETRY_MS;
-    this.notifyTimeoutMs = options.notifyTimeoutMs ?? BLE_NOTIFY_TIMEOUT_MS;
-    this.dueAfterMs = this.notifyTimeoutMs - 1;
+    if (options.retryMs !== undefined && options.retryMs !== BLE_NOTIFY_RETRY_MS) ownValue(this, 'retryMs', options.retryMs);
+    if (options.notifyTimeoutMs !== undefined && options.notifyTimeoutMs !== BLE_NOTIFY_TIMEOUT_MS) {
+      ownValue(this, 'notifyTimeoutMs', options.notifyTimeoutMs);
+      ownValue(this, 'dueAfterMs', options.notifyTimeoutMs - 1);
+    }
     this.ceiling = options.tierCeiling ?? Tier.observer;
     this.directBelow = subscribed ? this.queue.capacityBytes + 1 : 0;
     this.mw = transport.maximumWrite();
@@ -728,3 +732,5 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.budgetMs = b < BLE_SAMPLE_BUDGET_FLOOR_MS ? BLE_SAMPLE_BUDGET_FLOOR_MS : b < SAMPLE_BUDGET_MAX_MS ? b : SAMPLE_BUDGET_MAX_MS;
   }
 }
+
+Object.assign(BleLink.prototype, { retryMs: BLE_NOTIFY_RETRY_MS, notifyTimeoutMs: BLE_NOTIFY_TIMEOUT_MS, dueAfterMs: BLE_NOTIFY_TIMEOUT_MS - 1 });
