@@ -405,7 +405,8 @@ export class BleLink implements ReassemblySink, BindingLink {
           return true;
         }
         q.rab.resize(q.outAt + FRAGMENT_MAX_BYTES);
-        if (q.inFlight && q.frames === 0 && !this.shutDown) {
+        // (A link shut meanwhile has nothing in flight: shut() clears the queue.)
+        if (q.inFlight && q.frames === 0) {
           // The pump's end: the queue is empty, so the take left nothing (ratio 0: `sampled`
           // already is); take()'s test first, to leave out working out what it found.
           this.pumping = false;
