@@ -130,8 +130,7 @@ export class BleLink implements ReassemblySink, BindingLink {
   // The queue's fill as the pump last sampled it (0 whenever the queue is vacant).
   private sampled = 0;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
-  // The delivered bytes handed to the estimator so far, and the start
-  // of its window (`carried`).
+  // The delivered bytes handed to the estimator so far, and the start of its window (`carried`).
   private handedBytes = 0;
   private windowFrom: number;
   // Stalled time (bindings/link.ts DrainClock): when the stack last took a notification, or a

@@ -147,9 +147,10 @@ export class NotifyQueue {
   frontQueuedAt = Infinity;
   /**
    * @internal The queue's one buffer. Frames are each contiguous in its storage (`all` from 0; one
-   * that does not fit before the end goes to the front). BleLink's direct send (a frame of one fragment while the
-   * queue is vacant) writes its notification into the notification area itself, under the next
-   * `counter`, and shrinks and restores the buffer around the transport's notify as `notifyNext` does.
+   * that does not fit before the end goes to the front). BleLink's direct send (a frame of one
+   * fragment while the queue is vacant) writes its notification into the notification area
+   * itself, under the next `counter`, and shrinks and restores the buffer around the transport's
+   * notify as `notifyNext` does.
    */
   readonly rab: ResizableArrayBuffer;
   /** @internal Where the notification area begins in `all`. */
