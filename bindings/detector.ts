@@ -133,7 +133,8 @@ export abstract class LevelMachine {
   /** The level, as of the last step. */
   protected lvl: number = LEVEL_CLEAR;
   private began: number;
-  private last: number;
+  // The latest time seen (clamp; the watermark's fast paths read it themselves).
+  protected last: number;
   // When each condition's run began as the runs stood before the instant `at` (NaN: not going
   // then), which every sample at `at` starts again from. The runs the last step left follow from
   // these and its conditions (`stepped`): a run it met goes on from its start before `at`, or
@@ -353,30 +354,36 @@ export class WatermarkDetector extends LevelMachine implements CongestionDetecto
 
   /**
    * Frames joined the queue: its occupancy is `ratio` at `now`. The signal rises to it; it never
-   * falls here, because what the last take left behind is judged at the next take.
+   * falls here, because what the last take left behind is judged at the next take. Returns the
+   * level.
    */
-  queued(ratio: number, now: number): void {
+  queued(ratio: number, now: number): number {
     const old = this.queue;
     if (ratio > old || ratio !== ratio) this.queue = ratio;
     const q = this.queue;
     // Below the recovery threshold before and after, the signal meets the conditions of the last
-    // judgement (unheld) before any of its windows can close: judging changes nothing.
-    if (q < RECOVERED_WATERMARK && q >= 0 && old < RECOVERED_WATERMARK && old >= 0 && now < this.quietUntil && now >= this.judgedAt && this.judgedAt >= this.staleUntil && this.clamp(now) === now) {
+    // judgement (unheld) before any of its windows can close: judging changes nothing (`now` not
+    // before the latest time seen: clamp would leave it as it is).
+    if (q < RECOVERED_WATERMARK && q >= 0 && old < RECOVERED_WATERMARK && old >= 0 && now < this.quietUntil && now >= this.judgedAt && this.judgedAt >= this.staleUntil && now >= this.last) {
+      this.last = now;
       this.judgedAt = now;
       this.judgements++;
-      return;
+      return this.lvl;
     }
     this.judge(now);
+    return this.lvl;
   }
 
   /**
    * The link took from its queue at `now` (a transmission opportunity): it found `before` and
    * left `after`. The signal is `before`, the backlog the link found waiting, until the next take;
    * several takes at one instant are one opportunity and keep the highest. A take that empties
-   * the queue leaves no backlog: the signal is 0.
+   * the queue leaves no backlog: the signal is 0. Returns the level.
    */
-  drained(before: number, after: number, now: number): void {
-    const t = this.clamp(now);
+  drained(before: number, after: number, now: number): number {
+    // clamp, inline.
+    if (now > this.last) this.last = now;
+    const t = this.last;
     const found = this.turnedAway && before < SATURATED_SIGNAL ? SATURATED_SIGNAL : before;
     this.turnedAway = false;
     const old = this.queue;
@@ -388,9 +395,10 @@ export class WatermarkDetector extends LevelMachine implements CongestionDetecto
     if (q < RECOVERED_WATERMARK && q >= 0 && old < RECOVERED_WATERMARK && old >= 0 && t < this.quietUntil && t >= this.judgedAt && this.judgedAt >= this.staleUntil) {
       this.judgedAt = t;
       this.judgements++;
-      return;
+      return this.lvl;
     }
     this.judge(t);
+    return this.lvl;
   }
 
   /**

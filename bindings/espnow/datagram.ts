@@ -216,6 +216,13 @@ export class FrameQueue {
   private head = 0;
   private tail = 0;
   private gapAt = -1;
+  /**
+   * @internal Whether the head frame lies in the datagram area already, as packInto would write
+   * it there ([length][frame] from HEADER_BYTES), and not in the ring (pushPacked). Its place in
+   * the ring is kept all the same (head, tail and the gap count it as if it were there), so that
+   * what the queue takes and refuses is what it would be with the frame in the ring.
+   */
+  pre = false;
 
   /**
    * `extraWords` after the frames' lengths in `lens` and `tailBytes` at the end of its buffer
@@ -278,6 +285,37 @@ export class FrameQueue {
     return true;
   }
 
+  /**
+   * push into an empty queue, the frame written straight into the datagram area as the first of
+   * the next datagram (packInto then leaves it where it is), for an owner with nothing else to
+   * write there before that datagram is packed (Egress.packable says when); a frame that would
+   * not fit a datagram is pushed as push does.
+   */
+  pushPacked(frame: Uint8Array, tag: number): boolean {
+    const length = frame.length;
+    if (this.nFrames !== 0 || !(length > 0) || length > MAX_DATAGRAM_FRAME || length > this.capacityBytes || this.capacityFrames === 0) return this.push(frame, tag);
+    const at = this.capacityBytes + HEADER_BYTES;
+    const mem = this.mem;
+    mem[at] = length;
+    mem.set(frame, at + 1);
+    this.head = 0;
+    this.lens[0] = length;
+    this.tags[0] = tag;
+    this.nFrames = 1;
+    this.nBytes = length;
+    this.tail = length;
+    this.pre = true;
+    return true;
+  }
+
+  /** @internal The head frame pushPacked left in the datagram area goes to its place in the ring, before anything else is written there. */
+  unpack(): void {
+    if (!this.pre) return;
+    this.pre = false;
+    const at = this.capacityBytes + HEADER_BYTES + 1;
+    this.mem.copyWithin(this.head, at, at + (this.lens[this.headFrame] as number));
+  }
+
   /** Length of the k-th frame from the head (0 is the oldest). */
   lengthAt(k: number): number {
     return this.lens[this.slot(k)] as number;
@@ -290,6 +328,7 @@ export class FrameQueue {
 
   /** Copies the k-th frame into mem[at…] (the datagram area): one native copy. */
   copyFrame(k: number, at: number): void {
+    this.unpack();
     const cap = this.capacityFrames;
     let f = this.headFrame;
     let from = this.head;
@@ -309,6 +348,12 @@ export class FrameQueue {
    * Nothing is consumed (shift does that).
    */
   packInto(p: number, max: number, stageAt: number): number {
+    // A head frame already in the datagram area is where this would write it only from HEADER_BYTES.
+    let pre = this.pre;
+    if (pre && p !== HEADER_BYTES) {
+      this.unpack();
+      pre = false;
+    }
     const n = this.nFrames;
     const mem = this.mem;
     const lens = this.lens;
@@ -320,8 +365,11 @@ export class FrameQueue {
     while (k < n) {
       const len = lens[f] as number;
       if (p + 1 + len > max) break;
-      mem[at] = len;
-      mem.copyWithin(at + 1, from, from + len);
+      if (pre) pre = false;
+      else {
+        mem[at] = len;
+        mem.copyWithin(at + 1, from, from + len);
+      }
       if (((this.tags[f] as number) & CRITICAL) !== 0) {
         mem.copyWithin(s, at, at + 1 + len);
         s += 1 + len;
@@ -344,6 +392,7 @@ export class FrameQueue {
 
   /** Drops the `frames` oldest frames. */
   shift(frames: number): void {
+    if (frames > 0) this.pre = false;
     if (frames >= this.nFrames) {
       // All of them: the queue is empty, as the loop would leave it (clear).
       this.head = this.tail = this.headFrame = this.nFrames = this.nBytes = 0;
@@ -369,6 +418,7 @@ export class FrameQueue {
   clear(): void {
     this.head = this.tail = this.headFrame = this.nFrames = this.nBytes = 0;
     this.gapAt = -1;
+    this.pre = false;
   }
 
   private slot(k: number): number {
@@ -472,8 +522,14 @@ export class Egress {
   // queue's `staged`).
   private pTaken = 0;
   private pFrames = 0;
-  /** What the datagram last committed holds (COMMITTED_*): which of its frames survive a failure. */
-  private committed = COMMITTED_PLAIN;
+  /**
+   * @internal What the datagram last committed holds (COMMITTED_*): which of its frames survive a
+   * failure. While it is a plain one (0) and nothing is `hot`, nothing but the queue's frames is
+   * written into the datagram area before the next pack, and a frame for an empty queue may be
+   * written there at once (FrameQueue.pushPacked): a failure of a plain datagram reads only what
+   * was staged, and pack builds an ESTOP datagram or a resend only while `hot`.
+   */
+  committed = COMMITTED_PLAIN;
   /** The attempt number of the datagram last committed (0: first transmission of its frames). */
   committedGen = 0;
   /** The sequence number of the datagram last committed. */
@@ -576,6 +632,8 @@ export class Egress {
       return end === start ? 0 : end;
     }
     this.pTaken = this.pFrames = 0;
+    // What is built here goes where a frame pushed into the datagram area lies.
+    q.unpack();
     const mem = q.mem;
     const r = this.nextResend();
     if (r !== 0) {

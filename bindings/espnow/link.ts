@@ -662,7 +662,10 @@ export class EspNowBinding implements RadioHandler {
     const now = this.clock.now();
     const ql = link.queueLevel;
     const empty = q.nBytes === 0;
-    if (!q.push(frame, tag)) {
+    const e = link.egress;
+    // Into an empty queue of a stream whose datagram area is free (its datagram in the air, if
+    // any, plain): the frame is written where packing its datagram would copy it to.
+    if (!(empty && !e.hot && e.committed === 0 ? q.pushPacked(frame, tag) : q.push(frame, tag))) {
       ql.refused(now);
       this.fed(link, ql.level(), ql.quietUntil);
       return false;
@@ -671,9 +674,8 @@ export class EspNowBinding implements RadioHandler {
       link.movedAt = now;
       this.queuedMask |= 1 << link.index;
     }
-    ql.queued(q.nBytes / q.capacityBytes, now);
     // fed(), inline.
-    if (ql.level() !== link.lvl) {
+    if (ql.queued(q.nBytes / q.capacityBytes, now) !== link.lvl) {
       link.dirty = true;
       this.wakeAt = -Infinity;
     } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
@@ -911,9 +913,8 @@ export class EspNowBinding implements RadioHandler {
     if (link !== null) {
       link.movedAt = now;
       const ql = link.queueLevel;
-      ql.drained(found, left / cap, now);
       // fed(), inline.
-      if (ql.level() !== link.lvl) {
+      if (ql.drained(found, left / cap, now) !== link.lvl) {
         link.dirty = true;
         this.wakeAt = -Infinity;
       } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;

@@ -300,6 +300,53 @@ describe('bindings/espnow: datagram packing', () => {
     }
   });
 
+  it('a frame written into the datagram area as it is queued (pushPacked) packs, resends and refuses as one queued in the ring', () => {
+    // Two streams fed alike: one queues every frame in its ring, the other as the binding does
+    // (into an empty queue whose datagram area is free, straight into it). Every datagram, every
+    // refusal and every resend must be the same, ESTOP frames written ahead and failures between.
+    const rnd = new Mulberry32(7);
+    const cases = runs(200, 40);
+    for (let k = 0; k < cases; k++) {
+      const a = new Egress(600, 8);
+      const b = new Egress(600, 8);
+      let estops = 0;
+      let packed = 0;
+      for (let step = 0; step < 200; step++) {
+        const x = rnd.next();
+        if (x < 0.5) {
+          const len = 1 + Math.floor(rnd.next() * MAX_DATAGRAM_FRAME);
+          const f = new Uint8Array(len);
+          for (let j = 0; j < len; j++) f[j] = (step * 17 + j) & 0xff;
+          const tag = rnd.next() < 0.3 ? tagOf(FrameType.DATA, Tag.CRITICAL, SAFETY.id) : SAMPLE_TAG;
+          const q = b.queue;
+          if (q.frames === 0 && !b.hot && b.committed === 0) packed++;
+          const okA = a.queue.push(f, tag);
+          const okB = q.frames === 0 && !b.hot && b.committed === 0 ? q.pushPacked(f, tag) : q.push(f, tag);
+          equal(okB, okA, `case ${k} step ${step}: taken alike`);
+        } else if (x < 0.55) {
+          const f = estop(estops++);
+          a.writeAhead(f);
+          b.writeAhead(f);
+        } else {
+          const la = a.pack(HEADER_BYTES);
+          const lb = b.pack(HEADER_BYTES);
+          equal(lb, la, `case ${k} step ${step}: datagram length`);
+          if (la === 0) continue;
+          equal(b.packedSeq(), a.packedSeq());
+          equal(hex(b.datagram.subarray(HEADER_BYTES, lb)), hex(a.datagram.subarray(HEADER_BYTES, la)), `case ${k} step ${step}: datagram`);
+          if (rnd.next() < 0.2) continue; // the radio refused it: nothing consumed
+          equal(b.commit(), a.commit());
+          if (rnd.next() < 0.3) {
+            a.failed(a.datagram, HEADER_BYTES, la);
+            b.failed(b.datagram, HEADER_BYTES, lb);
+          }
+        }
+        deepEqual([b.queue.frames, b.queue.bytes, b.abandoned, b.urgent()], [a.queue.frames, a.queue.bytes, a.abandoned, a.urgent()]);
+      }
+      ok(packed > 0, 'some frames went into the datagram area');
+    }
+  });
+
   it('the queue is bounded in bytes and frames and refuses, never overwrites; it wraps its ring, frames kept whole', () => {
     const q = new FrameQueue(100, 4);
     ok(q.push(new Uint8Array(60).fill(1), 1));
