@@ -209,13 +209,17 @@ export class FrameQueue {
   /** @internal The lengths, then the owner's `extraWords` from [capacityFrames]. */
   readonly lens: Uint16Array;
   private readonly tags: Uint32Array;
-  private headFrame = 0;
+  /** @internal The ring's state (Egress.commit empties it inline). */
+  headFrame = 0;
   /** @internal Frames and bytes queued (`frames`, `bytes`), read as fields by the binding's scheduler. */
   nFrames = 0;
   nBytes = 0;
-  private head = 0;
-  private tail = 0;
-  private gapAt = -1;
+  /** @internal */
+  head = 0;
+  /** @internal */
+  tail = 0;
+  /** @internal */
+  gapAt = -1;
   /**
    * @internal Whether the head frame lies in the datagram area already, as packInto would write
    * it there ([length][frame] from HEADER_BYTES), and not in the ring (pushPacked). Its place in
@@ -386,7 +390,10 @@ export class FrameQueue {
     return p;
   }
 
-  /** @internal The frames the last packInto took, and the bytes it staged. */
+  /**
+   * @internal The frames the last packInto took (what commit consumes: an owner that packs
+   * something else sets it to 0), and the bytes it staged.
+   */
   packed = 0;
   staged = 0;
 
@@ -416,7 +423,7 @@ export class FrameQueue {
   }
 
   clear(): void {
-    this.head = this.tail = this.headFrame = this.nFrames = this.nBytes = 0;
+    this.head = this.tail = this.headFrame = this.nFrames = this.nBytes = this.packed = 0;
     this.gapAt = -1;
     this.pre = false;
   }
@@ -465,7 +472,8 @@ const RESEND_PLAIN = 2;
 // What the datagram last committed holds (Egress.committed): frames of which only those staged
 // must survive a failure; a resend's, every one of which must; ESTOP frames (an ESTOP datagram
 // holds nothing else), every one of which must.
-const COMMITTED_PLAIN = 0;
+/** @internal Egress.committed of a plain datagram (what may be pushed into the datagram area after it). */
+export const COMMITTED_PLAIN = 0;
 const COMMITTED_RESEND = 1;
 const COMMITTED_ESTOP = 2;
 // Where the resends keep their frames in the queue's memory, from the end of its ring: after the
@@ -473,6 +481,11 @@ const COMMITTED_ESTOP = 2;
 const OWED_OFFSET = DATAGRAM_MAX_BYTES + ESTOPS_ROOM;
 const ESTOP_RESEND_OFFSET = OWED_OFFSET + ESTOP_FRAME_BYTES;
 const RESEND_OFFSET = ESTOP_RESEND_OFFSET + ESTOP_RESEND_BYTES;
+/**
+ * Where, from the end of its ring, a stream's queue stages the frames of the datagram being
+ * packed that must survive a failure (FrameQueue.packInto's `stageAt`, as Egress.pack gives it).
+ */
+export const PLAIN_STAGE_OFFSET = RESEND_OFFSET;
 // Each resend's numbers, in the words after the queue's frame lengths: its frames' bytes (0: none
 // owed), its number, the attempt it is on (all below 65536: a resend holds at most a datagram).
 const W_ESTOP = 0;
@@ -518,10 +531,9 @@ export class Egress {
    */
   hot = false;
   // What the last pack took, consumed by commit: a resend (−RESEND_ESTOP, −RESEND_PLAIN) or that
-  // many ESTOP frames (0: neither); queued frames (the bytes of those staged for a resend are the
-  // queue's `staged`).
+  // many ESTOP frames (0: neither); queued frames are the queue's `packed` (the bytes of those
+  // staged for a resend its `staged`).
   private pTaken = 0;
-  private pFrames = 0;
   /**
    * @internal What the datagram last committed holds (COMMITTED_*): which of its frames survive a
    * failure. While it is a plain one (0) and nothing is `hot`, nothing but the queue's frames is
@@ -628,10 +640,9 @@ export class Egress {
     // commit and clear end `hot`, and both forget what was packed).
     if (!this.hot) {
       const end = q.packInto(start, DATAGRAM_MAX_BYTES, dg + RESEND_OFFSET);
-      this.pFrames = q.packed;
       return end === start ? 0 : end;
     }
-    this.pTaken = this.pFrames = 0;
+    this.pTaken = q.packed = 0;
     // What is built here goes where a frame pushed into the datagram area lies.
     q.unpack();
     const mem = q.mem;
@@ -660,13 +671,8 @@ export class Egress {
       p += 1 + n;
       e++;
     }
-    let frames = 0;
-    if (e === 0) {
-      p = q.packInto(p, max, dg + RESEND_OFFSET);
-      frames = q.packed;
-    }
+    if (e === 0) p = q.packInto(p, max, dg + RESEND_OFFSET);
     this.pTaken = e;
-    this.pFrames = frames;
     return p === start ? 0 : p;
   }
 
@@ -725,10 +731,16 @@ export class Egress {
     }
     // The ESTOP frames of an ESTOP datagram survive; of the queue's frames, those pack staged.
     this.committed = r > 0 ? COMMITTED_ESTOP : COMMITTED_PLAIN;
-    const pf = this.pFrames;
+    const q = this.queue;
+    const pf = q.packed;
     if (pf > 0) {
-      this.queue.shift(pf);
-      this.pFrames = 0;
+      q.packed = 0;
+      // shift, inline when it empties the queue (a datagram nearly always takes all there is).
+      if (pf >= q.nFrames) {
+        q.head = q.tail = q.headFrame = q.nFrames = q.nBytes = 0;
+        q.gapAt = -1;
+        q.pre = false;
+      } else q.shift(pf);
     }
     this.committedGen = 0;
     const seq = this.seq;
@@ -824,7 +836,7 @@ export class Egress {
     this.estops.clear();
     const q = this.queue;
     q.lens[q.capacityFrames + W_ESTOP + W_BYTES] = q.lens[q.capacityFrames + W_PLAIN + W_BYTES] = 0;
-    this.pTaken = this.pFrames = 0;
+    this.pTaken = 0;
     this.hot = false;
   }
 }

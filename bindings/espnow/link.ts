@@ -42,6 +42,8 @@ import {
   EGRESS_WORDS,
   egressTailAt,
   parseBitmapAck,
+  PLAIN_STAGE_OFFSET,
+  COMMITTED_PLAIN,
   seqSeen,
 } from './datagram.js';
 import { PairingTable, type EspNowPairing } from './pairing.js';
@@ -337,9 +339,43 @@ export class EspNowLink implements Link, LinkEstimate {
     return !this.closed && length <= MAX_DATAGRAM_FRAME && this.egress.queue.canPush(length) && this.owner.broadcastRoom(length, false);
   }
 
+  /**
+   * A frame the core hands the link (true when it was taken). With every stream idle and the
+   * radio free, the frame is the next datagram whatever the order of service: it goes out
+   * straight from the caller's buffer, as the scheduler would have sent it had it been queued
+   * first (the watermark sees it queued and taken). Otherwise it joins the queue, or (§13.5.5) is
+   * turned away, which reads as a full queue: the room found once, as the binding's route does.
+   */
   send(frame: Uint8Array, tag: number, seq: number): boolean {
-    if (this.closed || frame.length > MAX_DATAGRAM_FRAME) return false;
-    return this.owner.offer(this, frame, tag, seq);
+    const length = frame.length;
+    if (this.closed || length > MAX_DATAGRAM_FRAME) return false;
+    const o = this.owner;
+    if (o.segment !== null) return o.offerSegment(this, frame, tag, seq);
+    const q = this.egress.queue;
+    if (o.dry && !o.txBusy && !o.radioWait && length > 0 && length <= q.capacityBytes && q.capacityFrames > 0) return o.direct(this, frame, tag);
+    const now = o.clock.now();
+    const ql = this.queueLevel;
+    const empty = q.nBytes === 0;
+    const e = this.egress;
+    // Into an empty queue of a stream whose datagram area is free (its datagram in the air, if
+    // any, plain): the frame is written where packing its datagram would copy it to.
+    if (!(empty && !e.hot && e.committed === COMMITTED_PLAIN ? q.pushPacked(frame, tag) : q.push(frame, tag))) {
+      ql.refused(now);
+      o.fed(this, ql.level(), ql.quietUntil);
+      return false;
+    }
+    if (empty) {
+      this.movedAt = now;
+      o.queuedMask |= 1 << this.index;
+    }
+    // fed(), inline.
+    if (ql.queued(q.nBytes / q.capacityBytes, now) !== this.lvl) {
+      this.dirty = true;
+      o.wakeAt = -Infinity;
+    } else if (ql.quietUntil < o.wakeAt) o.wakeAt = ql.quietUntil;
+    o.dry = false;
+    if (!o.txBusy && !o.radioWait) o.pump();
+    return true;
   }
 
   /** ESP-NOW peers acknowledge by bitmap (§13.3), which the binding reads itself: a stream ACK says nothing here. */
@@ -484,27 +520,32 @@ export class EspNowBinding implements RadioHandler {
   // The one datagram in flight: its stream's datagram area holds it; its stream (a link, or the
   // broadcast stream), its length, when it left.
   private txLen = 0;
-  private txBusy = false;
+  /** @internal */
+  txBusy = false;
   private txLink: EspNowLink | null = null;
   private txAt = 0;
   // The radio said BUSY or NO_MEM: wait for its next status or the next tick.
-  private radioWait = false;
+  /** @internal */
+  radioWait = false;
   // The slot of the stream served last (the broadcast stream: the slot count).
   private rrAfter = -1;
   // Which streams wait, a bit per slot (the broadcast stream's is bit `slots`): with queued
   // frames, and urgent (an ESTOP or a resend owed). The scheduler picks the next stream in turn
   // from these in a few operations instead of asking every stream.
-  private queuedMask = 0;
+  /** @internal */
+  queuedMask = 0;
   private urgentMask = 0;
   // Every stream was found with nothing waiting, and nothing has been queued, written ahead or
   // owed a resend since: the scheduler has nothing to look for, and a frame offered to a free
-  // radio goes straight into a datagram of its own (offer).
-  private dry = true;
+  // radio goes straight into a datagram of its own (EspNowLink.send).
+  /** @internal */
+  dry = true;
   // No open link was heard later than this: before silenceMs past it, no peer can be silent.
   private oldestHeard = Infinity;
   // Before this instant no detector is due for a tick and no link needs judging: the earliest
   // of their `quietUntil` as fed (an input can only bring one nearer), −∞ once a link is dirty.
-  private wakeAt = -Infinity;
+  /** @internal */
+  wakeAt = -Infinity;
 
   constructor(options: EspNowOptions) {
     this.clock = options.clock;
@@ -644,48 +685,8 @@ export class EspNowBinding implements RadioHandler {
     } else if (quietUntil < this.wakeAt) this.wakeAt = quietUntil;
   }
 
-  /**
-   * @internal A frame the core handed `link` (it fits a datagram), with its tag and push
-   * sequence: true when it was taken. With every stream idle and the radio free, the frame is the
-   * next datagram whatever the order of service: it goes out straight from the caller's buffer,
-   * as pump would have sent it had it been queued first (the watermark sees it queued and taken).
-   */
-  offer(link: EspNowLink, frame: Uint8Array, tag: number, seq: number): boolean {
-    const q = link.egress.queue;
-    if (this.segment !== null) return this.offerSegment(link, frame, tag, seq);
-    if (this.dry && !this.txBusy && !this.radioWait) {
-      const length = frame.length;
-      if (length > 0 && length <= q.capacityBytes && q.capacityFrames > 0) return this.direct(link, frame, tag);
-    }
-    // What route does for a unicast binding, the room found once: the frame joins the queue, or
-    // (§13.5.5) it is turned away, which reads as a full queue.
-    const now = this.clock.now();
-    const ql = link.queueLevel;
-    const empty = q.nBytes === 0;
-    const e = link.egress;
-    // Into an empty queue of a stream whose datagram area is free (its datagram in the air, if
-    // any, plain): the frame is written where packing its datagram would copy it to.
-    if (!(empty && !e.hot && e.committed === 0 ? q.pushPacked(frame, tag) : q.push(frame, tag))) {
-      ql.refused(now);
-      this.fed(link, ql.level(), ql.quietUntil);
-      return false;
-    }
-    if (empty) {
-      link.movedAt = now;
-      this.queuedMask |= 1 << link.index;
-    }
-    // fed(), inline.
-    if (ql.queued(q.nBytes / q.capacityBytes, now) !== link.lvl) {
-      link.dirty = true;
-      this.wakeAt = -Infinity;
-    } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
-    this.dry = false;
-    if (!this.txBusy && !this.radioWait) this.pump();
-    return true;
-  }
-
-  // offer on a broadcast segment.
-  private offerSegment(link: EspNowLink, frame: Uint8Array, tag: number, seq: number): boolean {
+  /** @internal EspNowLink.send on a broadcast segment. */
+  offerSegment(link: EspNowLink, frame: Uint8Array, tag: number, seq: number): boolean {
     const length = frame.length;
     const q = link.egress.queue;
     // §13.5.5: a frame turned away reads as a full queue.
@@ -702,8 +703,8 @@ export class EspNowBinding implements RadioHandler {
     return true;
   }
 
-  // offer with every stream idle and the radio free: the frame is the next datagram.
-  private direct(link: EspNowLink, frame: Uint8Array, tag: number): boolean {
+  /** @internal EspNowLink.send with every stream idle and the radio free: the frame is the next datagram. */
+  direct(link: EspNowLink, frame: Uint8Array, tag: number): boolean {
     const e = link.egress;
     const q = e.queue;
     const length = frame.length;
@@ -879,9 +880,15 @@ export class EspNowBinding implements RadioHandler {
       while (link.index !== pick && i > 0) link = open[--i] as EspNowLink;
     }
     const e = link !== null ? link.egress : (this.bcast as Egress);
-    const len = e.pack(HEADER_BYTES);
-    if (len === 0) return;
     const q = e.queue;
+    // Egress.pack; plain traffic (nothing `hot`) straight from the queue.
+    let len: number;
+    if (e.hot) len = e.pack(HEADER_BYTES);
+    else {
+      len = q.packInto(HEADER_BYTES, DATAGRAM_MAX_BYTES, q.capacityBytes + PLAIN_STAGE_OFFSET);
+      if (len === HEADER_BYTES) len = 0;
+    }
+    if (len === 0) return;
     const tx = q.datagram;
     // The header (writeHeader's three bytes); plain traffic is numbered from the stream's next.
     const number = e.hot ? e.packedSeq() : e.seq;
@@ -974,8 +981,17 @@ export class EspNowBinding implements RadioHandler {
         const latency = now - this.txAt;
         const rtt = c[COL_RTT] as number;
         c[COL_RTT] = rtt === 0 ? latency : rtt + RTT_GAIN * (latency - rtt);
-        if (ok) meterAdd(c, payload, now);
-        else {
+        if (ok) {
+          // meterAdd, inline.
+          const id = Math.floor(now / METER_BUCKET_MS);
+          const b = COL_METER + (id % METER_BUCKETS);
+          const got = c[b] as number;
+          if (got === id) c[b + METER_BUCKETS] = (c[b + METER_BUCKETS] as number) + payload;
+          else if (got < id) {
+            c[b] = id;
+            c[b + METER_BUCKETS] = payload;
+          }
+        } else {
           this.counters.datagramsFailed++;
           const e = link.egress;
           e.failed(e.queue.datagram, HEADER_BYTES, this.txLen);
