@@ -147,7 +147,7 @@ export abstract class LevelMachine {
   private saturated = NaN;
   // The conditions of the last step, and when a window of them can next close (Infinity: none
   // can).
-  private stepped = -1;
+  protected stepped = -1;
   protected nextAt = -Infinity;
 
   constructor(now: number) {
@@ -903,11 +903,21 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     // The same rate before a window closes: the machine would take the same conditions and
     // change nothing (its own first case), so it is not asked.
     if (r !== this.rate || !(t < this.nextAt)) {
+      let c = this.cond;
       if (r !== this.rate) {
         this.rate = r;
-        this.cond = classify(r, LOSS_THRESHOLDS);
+        // classify(r, LOSS_THRESHOLDS), inline.
+        c = 0;
+        if (r > CONGESTED_LOSS) c |= ABOVE_CONGESTED;
+        if (r < CONGESTED_LOSS) c |= BELOW_CONGESTED;
+        if (r < RECOVERED_LOSS) c |= BELOW_RECOVERED;
+        if (r > SEVERE_LOSS) c |= ABOVE_SEVERE;
+        if (r >= SATURATED_SIGNAL) c |= SATURATED;
+        this.cond = c;
       }
-      this.step(this.cond, t);
+      // The machine's first case (the conditions it last took, before a window of them closes), inline.
+      if (c === this.stepped && t < this.nextAt && t >= this.last) this.last = t;
+      else this.step(c, t);
     }
     // Quiet until a datagram times out, the window rolls (the next bucket) or a level window closes.
     let q = (newest + 1) * LOSS_BUCKET_MS;

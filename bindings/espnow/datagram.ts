@@ -707,7 +707,11 @@ export class Egress {
     return seq;
   }
 
-  /** Consumes what the last pack took; returns the sequence number that datagram carries. */
+  /**
+   * Consumes what the last pack took; returns the sequence number that datagram carries. (The
+   * binding's scheduler does what this does after a plain pack, inline: bindings/espnow/link.ts
+   * pump.)
+   */
   commit(): number {
     const r = this.pTaken;
     if (r < 0) {

@@ -882,8 +882,9 @@ export class EspNowBinding implements RadioHandler {
     const e = link !== null ? link.egress : (this.bcast as Egress);
     const q = e.queue;
     // Egress.pack; plain traffic (nothing `hot`) straight from the queue.
+    const plain = !e.hot;
     let len: number;
-    if (e.hot) len = e.pack(HEADER_BYTES);
+    if (!plain) len = e.pack(HEADER_BYTES);
     else {
       len = q.packInto(HEADER_BYTES, DATAGRAM_MAX_BYTES, q.capacityBytes + PLAIN_STAGE_OFFSET);
       if (len === HEADER_BYTES) len = 0;
@@ -891,7 +892,7 @@ export class EspNowBinding implements RadioHandler {
     if (len === 0) return;
     const tx = q.datagram;
     // The header (writeHeader's three bytes); plain traffic is numbered from the stream's next.
-    const number = e.hot ? e.packedSeq() : e.seq;
+    const number = plain ? e.seq : e.packedSeq();
     tx[0] = link !== null ? DATAGRAM_HEADER_BYTE : DATAGRAM_HEADER_BYTE | DatagramFlag.BROADCAST;
     tx[1] = number >>> 8;
     tx[2] = number & 0xff;
@@ -909,7 +910,24 @@ export class EspNowBinding implements RadioHandler {
     // §13.5.1: the watermark is the backlog this datagram found queued.
     const cap = q.capacityBytes;
     const found = q.nBytes / cap;
-    const seq = e.commit();
+    let seq: number;
+    if (plain) {
+      // Egress.commit of what a plain pack took, inline: the queue's frames it packed.
+      e.committed = COMMITTED_PLAIN;
+      const pf = q.packed;
+      if (pf > 0) {
+        q.packed = 0;
+        if (pf >= q.nFrames) {
+          q.head = q.tail = q.headFrame = q.nFrames = q.nBytes = 0;
+          q.gapAt = -1;
+          q.pre = false;
+        } else q.shift(pf);
+      }
+      e.committedGen = 0;
+      seq = e.seq;
+      e.committedSeq = seq;
+      e.seq = (seq + 1) & 0xffff;
+    } else seq = e.commit();
     const left = q.nBytes;
     if (left === 0) {
       this.queuedMask &= ~(1 << pick);
