@@ -359,6 +359,20 @@ export class FrameQueue {
       pre = false;
     }
     const n = this.nFrames;
+    if (pre && n === 1) {
+      // The one frame, in the datagram area already (what the loop below does with it).
+      const f = this.headFrame;
+      const len = this.lens[f] as number;
+      if (p + 1 + len <= max) {
+        if (((this.tags[f] as number) & CRITICAL) !== 0) {
+          const at = this.capacityBytes + p;
+          this.mem.copyWithin(stageAt, at, at + 1 + len);
+          this.staged = 1 + len;
+        } else this.staged = 0;
+        this.packed = 1;
+        return p + 1 + len;
+      }
+    }
     const mem = this.mem;
     const lens = this.lens;
     let at = this.capacityBytes + p;

@@ -742,7 +742,11 @@ export class EspNowBinding implements RadioHandler {
       ql.drained(ratio, 0, after);
       lv = ql.level();
     }
-    this.fed(link, lv, ql.quietUntil);
+    // fed(), inline.
+    if (lv !== link.lvl) {
+      link.dirty = true;
+      this.wakeAt = -Infinity;
+    } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
     if (status !== OK) {
       this.counters.radioRefused++;
       return true;
@@ -753,7 +757,11 @@ export class EspNowBinding implements RadioHandler {
     this.txAt = after;
     this.counters.datagramsSent++;
     const loss = link.loss;
-    this.fed(link, loss.sent(n, after), loss.quietUntil);
+    // fed(), inline.
+    if (loss.sent(n, after) !== link.lvl) {
+      link.dirty = true;
+      this.wakeAt = -Infinity;
+    } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
     return true;
   }
 
