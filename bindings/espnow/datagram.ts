@@ -209,7 +209,7 @@ export class FrameQueue {
   /** @internal The lengths, then the owner's `extraWords` from [capacityFrames]. */
   readonly lens: Uint16Array;
   private readonly tags: Uint32Array;
-  /** @internal The ring's state (Egress.commit empties it inline). */
+  /** @internal The ring's state (Egress.commit and the binding's scheduler empty it inline). */
   headFrame = 0;
   /** @internal Frames and bytes queued (`frames`, `bytes`), read as fields by the binding's scheduler. */
   nFrames = 0;
@@ -292,7 +292,7 @@ export class FrameQueue {
   /**
    * push into an empty queue, the frame written straight into the datagram area as the first of
    * the next datagram (packInto then leaves it where it is), for an owner with nothing else to
-   * write there before that datagram is packed (Egress.packable says when); a frame that would
+   * write there before that datagram is packed (Egress.committed says when); a frame that would
    * not fit a datagram is pushed as push does.
    */
   pushPacked(frame: Uint8Array, tag: number): boolean {
