@@ -523,7 +523,7 @@ export class AckCounter {
     const h = this.handedAt;
     if (h === null || h instanceof Float64Array) return;
     const f = new Float64Array(this.mask + 1);
-    for (let i = 0; i <= this.mask; i++) f[i] = h[i] as number;
+    f.set(h.subarray(0, this.mask + 1));
     ownValue(this, 'handedAt', f);
   }
 

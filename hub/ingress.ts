@@ -303,7 +303,7 @@ export class Ingress {
   }
 
   /**
-   * A BUNDLE refused by a this.hub rule. Bundles stream (up to 50 a second), so their refusals share
+   * A BUNDLE refused by a hub rule. Bundles stream (up to 50 a second), so their refusals share
    * the session's RATE_LIMITED throttle: one NACK per bundle would fill the sender's own
    * never-shed queue and park it.
    */

@@ -721,11 +721,7 @@ export class Egress {
     return seq;
   }
 
-  /**
-   * Consumes what the last pack took; returns the sequence number that datagram carries. (The
-   * binding's scheduler does what this does after a plain pack, inline: bindings/espnow/link.ts
-   * pump.)
-   */
+  /** Consumes what the last pack took; returns the sequence number that datagram carries. */
   commit(): number {
     const r = this.pTaken;
     if (r < 0) {
@@ -748,17 +744,21 @@ export class Egress {
       this.rehot();
     }
     // The ESTOP frames of an ESTOP datagram survive; of the queue's frames, those pack staged.
-    this.committed = r > 0 ? COMMITTED_ESTOP : COMMITTED_PLAIN;
+    return this.commitQueued(r > 0 ? COMMITTED_ESTOP : COMMITTED_PLAIN);
+  }
+
+  /**
+   * @internal commit of a datagram of ESTOP frames or of the queue's (`committed` says which):
+   * the queue's frames packed are consumed and the stream's next number taken. The binding's
+   * scheduler calls it after a plain pack, which leaves nothing else to consume.
+   */
+  commitQueued(committed: number): number {
+    this.committed = committed;
     const q = this.queue;
     const pf = q.packed;
     if (pf > 0) {
       q.packed = 0;
-      // shift, inline when it empties the queue (a datagram nearly always takes all there is).
-      if (pf >= q.nFrames) {
-        q.head = q.tail = q.headFrame = q.nFrames = q.nBytes = 0;
-        q.gapAt = -1;
-        q.pre = false;
-      } else q.shift(pf);
+      q.shift(pf);
     }
     this.committedGen = 0;
     const seq = this.seq;

@@ -918,24 +918,8 @@ export class EspNowBinding implements RadioHandler {
     // §13.5.1: the watermark is the backlog this datagram found queued.
     const cap = q.capacityBytes;
     const found = q.nBytes / cap;
-    let seq: number;
-    if (plain) {
-      // Egress.commit of what a plain pack took, inline: the queue's frames it packed.
-      e.committed = COMMITTED_PLAIN;
-      const pf = q.packed;
-      if (pf > 0) {
-        q.packed = 0;
-        if (pf >= q.nFrames) {
-          q.head = q.tail = q.headFrame = q.nFrames = q.nBytes = 0;
-          q.gapAt = -1;
-          q.pre = false;
-        } else q.shift(pf);
-      }
-      e.committedGen = 0;
-      seq = e.seq;
-      e.committedSeq = seq;
-      e.seq = (seq + 1) & 0xffff;
-    } else seq = e.commit();
+    // Egress.commit, its plain case at once (a plain pack took only the queue's frames).
+    const seq = plain ? e.commitQueued(COMMITTED_PLAIN) : e.commit();
     const left = q.nBytes;
     if (left === 0) {
       this.queuedMask &= ~(1 << pick);
@@ -1007,17 +991,8 @@ export class EspNowBinding implements RadioHandler {
         const latency = now - this.txAt;
         const rtt = c[COL_RTT] as number;
         c[COL_RTT] = rtt === 0 ? latency : rtt + RTT_GAIN * (latency - rtt);
-        if (ok) {
-          // meterAdd, inline.
-          const id = Math.floor(now / METER_BUCKET_MS);
-          const b = COL_METER + (id % METER_BUCKETS);
-          const got = c[b] as number;
-          if (got === id) c[b + METER_BUCKETS] = (c[b + METER_BUCKETS] as number) + payload;
-          else if (got < id) {
-            c[b] = id;
-            c[b + METER_BUCKETS] = payload;
-          }
-        } else {
+        if (ok) meterAdd(c, payload, now);
+        else {
           this.counters.datagramsFailed++;
           const e = link.egress;
           e.failed(e.queue.datagram, HEADER_BYTES, this.txLen);
