@@ -62,6 +62,14 @@ function configOf(variant: UplinkVariant): UplinkConfig {
   return { ...config, queueBytes: BENCH_UPLINK_QUEUE_BYTES };
 }
 
+/** The engine's native UTF-8 encoder (TextEncoder: xsnap and Node have it); the core's own where there is none. */
+function nativeUtf8(): ((text: string) => Uint8Array) | undefined {
+  const T = (globalThis as { TextEncoder?: new () => { encode(s: string): Uint8Array } }).TextEncoder;
+  if (T === undefined) return undefined;
+  const e = new T();
+  return (text) => e.encode(text);
+}
+
 /** A world with the robot's streams and, unless `none`, an uplink online in its hub. */
 export function uplinkWorld(variant: UplinkVariant): { world: DeviceWorld; uplink: Uplink | null; mqtt: RecordingMqtt } {
   const world = new DeviceWorld([], { streams: UPLINK_STREAMS, log: false });
@@ -83,6 +91,9 @@ export function addUplink(world: DeviceWorld, variant: UplinkVariant, mqtt: Reco
     mqtt,
     random: world.random,
     maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES,
+    // The device encodes payloads natively (ArrayBuffer.fromString, device/uplink.ts), which this
+    // engine lacks: its TextEncoder is the same one native call.
+    utf8: nativeUtf8(),
   });
   mqtt.listener = uplink;
   world.afterTick = () => {

@@ -53,7 +53,9 @@ export function startDeviceUplink(hub: Hub, env: { clock: Clock; store: Store; r
   const mqtt = new ModdableMqtt(ports);
   // The hub's kicks pump from the event loop: inside an ESTOP's announcement the pump's work
   // overflowed XS's stack (uplink/uplink.ts UplinkPorts.later).
-  const uplink = new Uplink(uc, { hub, clock, wallMs, store, mqtt, random, log, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, later: ports.later });
+  // Payloads encoded by XS itself (ArrayBuffer.fromString), not a character at a time in script.
+  const utf8 = (text: string): Uint8Array => new Uint8Array(ArrayBuffer.fromString(text));
+  const uplink = new Uplink(uc, { hub, clock, wallMs, store, mqtt, random, log, maxHubFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, later: ports.later, utf8 });
   mqtt.listener = uplink;
   log.event('uplink', u.port, uc.telemetry.length);
   return uplink;

@@ -190,8 +190,7 @@ async function main(): Promise<number> {
         nowMs: () => Math.floor(sim.kernel.nowUs / US_PER_MS),
         attach: (link) => sim.hub.attach(link),
         estop: (source) => sim.hub.estop(source),
-        healthReport: () => sim.hub.healthReport(),
-        ready: () => sim.hub.ready(),
+        healthSummary: (out) => sim.hub.healthSummary(out),
       },
       sim.store,
       (code, a) => {

@@ -198,8 +198,7 @@ async function main(): Promise<number> {
         nowMs: () => dash.live.hubNowMs(),
         attach: (link) => dash.live.attachExternal().attach(link),
         estop: (source) => dash.live.sim.hub.estop(source),
-        healthReport: () => dash.live.sim.hub.healthReport(),
-        ready: () => dash.live.sim.hub.ready(),
+        healthSummary: (out) => dash.live.sim.hub.healthSummary(out),
       },
       store,
       (code, a) => {

@@ -5,10 +5,12 @@
 import { randomFillSync } from 'node:crypto';
 import type { CatalogIndex } from '../catalog/index.js';
 import type { LinkSink, Link, Store } from '../hub/ports.js';
-import type { HealthReport } from '../hub/health.js';
+import type { HealthSummary } from '../hub/load.js';
 import { UPLINK_DEFAULTS, type UplinkConfig } from '../uplink/config.js';
 import { NodeMqtt } from '../uplink/node.js';
 import { Uplink, type UplinkHub } from '../uplink/uplink.js';
+
+const UTF8 = new TextEncoder();
 
 /** How often the host ticks an uplink, ms of the wall clock. */
 export const UPLINK_TICK_MS = 10;
@@ -20,8 +22,7 @@ export interface HostHub {
   nowMs(): number;
   attach(link: Link): LinkSink;
   estop(source: number): void;
-  healthReport(): HealthReport;
-  ready(): boolean;
+  healthSummary(out: HealthSummary): HealthSummary;
 }
 
 export interface HostUplink {
@@ -47,8 +48,7 @@ export function startHostUplink(config: UplinkConfig, hub: HostHub, store: Store
     config: { hubId: hub.hubId },
     attach: (link) => hub.attach(link),
     estop: (source) => hub.estop(source),
-    healthReport: () => hub.healthReport(),
-    ready: () => hub.ready(),
+    healthSummary: (out) => hub.healthSummary(out),
   };
   const uplink = new Uplink(config, {
     hub: view,
@@ -58,6 +58,7 @@ export function startHostUplink(config: UplinkConfig, hub: HostHub, store: Store
     mqtt,
     random: { fill: (into) => void randomFillSync(into) },
     ...(log ? { log: { event: log } } : {}),
+    utf8: (text) => UTF8.encode(text),
   });
   mqtt.listener = uplink;
   const timer = setInterval(() => uplink.tick(), UPLINK_TICK_MS);

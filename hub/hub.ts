@@ -20,7 +20,7 @@ import { createHubLoad, HealthMetrics, type HealthReport, type HubLoad } from '.
 import { DEFAULT_HUB_CONFIG, MIN_MAX_FRAME_BYTES, type HubConfig, type HubObserver, type HubPorts } from './hub-config.js';
 import { Ingress } from './ingress.js';
 import { Ladder, parkCandidate } from './ladder.js';
-import { Load, type HubFootprint, type SessionView } from './load.js';
+import { Load, type HealthSummary, type HubFootprint, type SessionView } from './load.js';
 import { Nack } from './nack.js';
 import { Plan } from './plan.js';
 import { NULL_LOG, type Clock, type HeapUsed, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
@@ -30,7 +30,7 @@ import { SessionKeeper } from './sessions.js';
 
 export { HubCounters } from './counters.js';
 export { SafetyEventKind } from './safety.js';
-export type { HubFootprint, SessionView, SubView } from './load.js';
+export type { HealthSummary, HubFootprint, SessionView, SubView } from './load.js';
 export { DEFAULT_HUB_CONFIG, type HubConfig, type HubObserver, type HubPorts } from './hub-config.js';
 
 /**
@@ -481,18 +481,18 @@ export class Hub {
     return this.inspect.footprint();
   }
 
-  /**
-   * The detailed health report (docs/operations.md "Health, admission and overload", `metrics.version: 1`): the HEALTH frame's text and
-   * the operators' HTTP endpoint. Numbers under fixed keys only; no names, credentials, tokens
-   * or payloads. Allocates: on request only.
-   */
+  /** The detailed health report (docs/operations.md "Health, admission and overload", `metrics.version: 1`), the HEALTH frame's text and the operators' HTTP endpoint: numbers under fixed keys only, no names, credentials, tokens or payloads. Allocates: on request only. */
   healthReport(): HealthReport {
     return this.inspect.report(this.clock.now());
   }
 
+  /** `healthReport`'s and `ready`'s numbers a summary publishes (the fleet uplink), into `out` without allocating. */
+  healthSummary(out: HealthSummary): HealthSummary {
+    return this.inspect.summary(this.clock.now(), out);
+  }
+
   /** New sessions would be admitted now (the coarse public GET /health's `ready`). */
   ready(): boolean {
-    const now = this.clock.now();
-    return this.admission.peek(this.measureLoad(now)).admit;
+    return this.admission.peek(this.measureLoad(this.clock.now())).admit;
   }
 }

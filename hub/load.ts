@@ -6,11 +6,12 @@
 
 import { AckLagSummary } from './acklag.js';
 import { ADMISSION_WINDOW_S } from './admission.js';
-import type { HealthReport, HubLoad, LinkHealth } from './health.js';
+import { type HealthReport, type HubLoad, type LinkHealth, num } from './health.js';
 import type { Hub } from './hub.js';
 import { aggregateOccupancy, LADDER_KEEPING_UP_OCCUPANCY, LADDER_READER_STALL_MS, type LadderSessionView, type LadderSubView } from './ladder.js';
 import { AckForm, type Link } from './ports.js';
 import { type Session, SessionState } from './session.js';
+import { WINDOW_BUCKETS } from './window60.js';
 import { StreamKind } from '../catalog/schema.js';
 
 const ACTIVE = SessionState.ACTIVE;
@@ -50,6 +51,46 @@ export interface HubFootprint {
   readonly scratchBytes: number;
   /** The open sessions' never-shed queues (§10.4). */
   readonly neverShedBytes: number;
+}
+
+/**
+ * The few numbers of the detailed report a summary publishes (the fleet uplink's `health`,
+ * docs/fleet.md), as the report and `ready` give them at the same instant: the hub fills one
+ * record in place (Load.summary), without the report's objects and lists.
+ */
+export interface HealthSummary {
+  atMs: number;
+  /** 1 when new sessions would be admitted (`Hub.ready`). */
+  ready: number;
+  latched: number;
+  estops: number;
+  slots: number;
+  active: number;
+  stale: number;
+  delivered: number;
+  decimated: number;
+  conflated: number;
+  shedDrops: number;
+  egressDrops: number;
+  rateGated: number;
+  parks: number;
+  resumes: number;
+  rung: number;
+  ladderChanges: number;
+  egressOccupancy: number;
+  readerStalledLinks: number;
+  heapUsedBytes: number;
+  heapLimitBytes: number;
+  loopDelayP95: number;
+  loopDelayMax: number;
+}
+
+/** A HealthSummary to fill. */
+export function healthSummary(): HealthSummary {
+  return {
+    atMs: 0, ready: 0, latched: 0, estops: 0, slots: 0, active: 0, stale: 0, delivered: 0, decimated: 0, conflated: 0, shedDrops: 0, egressDrops: 0,
+    rateGated: 0, parks: 0, resumes: 0, rung: 0, ladderChanges: 0, egressOccupancy: 0, readerStalledLinks: 0, heapUsedBytes: 0, heapLimitBytes: 0, loopDelayP95: 0, loopDelayMax: 0,
+  };
 }
 
 export class Load {
@@ -226,6 +267,49 @@ export class Load {
       scratchBytes: hub.egress.data.capacity + hub.egress.arena.stageBytes,
       neverShedBytes,
     };
+  }
+
+  /**
+   * `out` filled with what the detailed report and `ready` would give at `now` (HealthSummary),
+   * the load measured once; allocation-free.
+   */
+  summary(now: number, out: HealthSummary): HealthSummary {
+    const hub = this.hub;
+    const load = this.measure(now, hub.load);
+    let active = 0;
+    let stale = 0;
+    for (let i = 0; i < hub.slots.length; i++) {
+      const s = hub.slots[i];
+      if (!s) continue;
+      if (s.state === SessionState.STALE) stale++;
+      else if (s.state === ACTIVE && s.link) active++;
+    }
+    const c = hub.egress.counters;
+    const w = hub.health.loopDelay;
+    out.atMs = num(now);
+    out.ready = hub.admission.peek(load).admit ? 1 : 0;
+    out.latched = hub.latch.latched ? 1 : 0;
+    out.estops = num(c.estops);
+    out.slots = num(hub.config.slots);
+    out.active = num(active);
+    out.stale = num(stale);
+    out.delivered = num(c.delivered);
+    out.decimated = num(c.decimated);
+    out.conflated = num(c.conflated);
+    out.shedDrops = num(c.shedDrops);
+    out.egressDrops = num(c.egressDrops);
+    out.rateGated = num(c.rateGated);
+    out.parks = num(c.parks);
+    out.resumes = num(c.resumes);
+    out.rung = hub.ladder.state.rung;
+    out.ladderChanges = num(hub.ladder.state.changes);
+    out.egressOccupancy = num(load.egressOccupancy);
+    out.readerStalledLinks = num(load.readerStalledLinks);
+    out.heapUsedBytes = num(load.heapUsedBytes);
+    out.heapLimitBytes = num(hub.config.heapLimitBytes);
+    out.loopDelayP95 = num(w.p95Over(now, WINDOW_BUCKETS));
+    out.loopDelayMax = num(w.maxOver(now, WINDOW_BUCKETS));
+    return out;
   }
 
   /** The detailed health report (`metrics.version: 1`). Numbers under fixed keys only. Allocates: on request only. */

@@ -5,7 +5,8 @@
 import type { CatalogIndex, ChannelInfo } from '../catalog/index.js';
 import { ESTOP_FLAG_LATCHED, EstopKind, type EstopFrame } from '../hub/estop-frame.js';
 import type { DataFrame } from '../hub/frames.js';
-import type { HealthReport } from '../hub/health.js';
+import { METRICS_VERSION } from '../hub/health.js';
+import type { HealthSummary } from '../hub/load.js';
 import { utf8ByteLength, utf8Write } from '../hub/utf8.js';
 
 export const TOPIC_ROOT = 'fleet';
@@ -102,36 +103,28 @@ export interface UplinkHealth {
  * The public health summary (metrics v1): counts and levels from the hub's report, no names,
  * credentials, tokens or payload values (docs/fleet.md "health").
  */
-export function healthJson(report: HealthReport, ready: boolean, uplink: UplinkHealth): string {
-  const m = report.metrics as Record<string, unknown>;
-  const pick = (k: string): unknown => m[k];
-  const sessions = pick('sessions') as Record<string, number>;
-  const pushes = pick('pushes') as Record<string, unknown>;
-  const ladder = pick('ladder') as Record<string, number>;
-  const egress = pick('egress') as Record<string, number>;
-  const heap = pick('heap') as Record<string, number>;
-  const loop = pick('loopDelayMs') as Record<string, number>;
+export function healthJson(h: HealthSummary, uplink: UplinkHealth): string {
   return JSON.stringify({
-    version: m['version'],
-    atMs: m['atMs'],
-    ready: ready ? 1 : 0,
-    latched: m['latched'],
-    estops: m['estops'],
-    sessions,
+    version: METRICS_VERSION,
+    atMs: h.atMs,
+    ready: h.ready,
+    latched: h.latched,
+    estops: h.estops,
+    sessions: { slots: h.slots, active: h.active, stale: h.stale },
     pushes: {
-      delivered: pushes['delivered'],
-      decimated: pushes['decimated'],
-      conflated: pushes['conflated'],
-      shedDrops: pushes['shedDrops'],
-      egressDrops: pushes['egressDrops'],
-      rateGated: pushes['rateGated'],
+      delivered: h.delivered,
+      decimated: h.decimated,
+      conflated: h.conflated,
+      shedDrops: h.shedDrops,
+      egressDrops: h.egressDrops,
+      rateGated: h.rateGated,
     },
-    parks: m['parks'],
-    resumes: m['resumes'],
-    ladder: { rung: ladder['rung'], changes: ladder['changes'] },
-    egress: { occupancy: egress['occupancy'], readerStalledLinks: egress['readerStalledLinks'] },
-    heap,
-    loopDelayMs: { p95: loop['p95'], max: loop['max'] },
+    parks: h.parks,
+    resumes: h.resumes,
+    ladder: { rung: h.rung, changes: h.ladderChanges },
+    egress: { occupancy: h.egressOccupancy, readerStalledLinks: h.readerStalledLinks },
+    heap: { usedBytes: h.heapUsedBytes, limitBytes: h.heapLimitBytes },
+    loopDelayMs: { p95: h.loopDelayP95, max: h.loopDelayMax },
     uplink: {
       level: uplink.level,
       occupancy: Math.round(uplink.occupancy * 1000) / 1000,

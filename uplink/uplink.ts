@@ -24,7 +24,7 @@ import { CborWriter } from '../hub/cbor.js';
 import { decodeEstop, ESTOP_FRAME_BYTES, EstopSource, isEstopFrame } from '../hub/estop-frame.js';
 import { FleetStopGuard, FleetStopVerdict, FLEET_STOP_VERDICT_NAMES } from '../hub/fleet-stop.js';
 import { decodeFrame, encodeFrame, FrameError, FrameType, GoodbyeReason, PROTOCOL_VERSION, type Frame, type HelloFrame, type SubWish } from '../hub/frames.js';
-import type { HealthReport } from '../hub/health.js';
+import { healthSummary, type HealthSummary } from '../hub/load.js';
 import type { Clock, Link, LinkSink, Log, Random, Store } from '../hub/ports.js';
 import { NULL_LOG } from '../hub/ports.js';
 import type { MacSha256 } from '../hub/sha256.js';
@@ -72,8 +72,8 @@ export interface UplinkHub {
   readonly config: { readonly hubId: string };
   attach(link: Link): LinkSink;
   estop(source: number): void;
-  healthReport(): HealthReport;
-  ready(): boolean;
+  /** The numbers of the health report and `ready` the summary publishes, filled into `out` (Hub.healthSummary). */
+  healthSummary(out: HealthSummary): HealthSummary;
 }
 
 export interface UplinkPorts {
@@ -102,6 +102,13 @@ export interface UplinkPorts {
    * queue smaller than the host's default (the device: 1536, docs/fleet.md "On the device").
    */
   readonly maxHubFrameBytes?: number;
+  /**
+   * The platform's own UTF-8 encoder (the device: `ArrayBuffer.fromString`; Node: TextEncoder):
+   * one native call per payload where the core's `utf8Bytes` walks the string a character at a
+   * time. Absent: `utf8Bytes`. The payloads are JSON text (`JSON.stringify` escapes a lone
+   * surrogate), on which every encoder agrees.
+   */
+  readonly utf8?: (text: string) => Uint8Array;
 }
 
 export const UplinkState = Object.freeze({ WAITING: 0, CONNECTING: 1, ONLINE: 2, STOPPED: 3 } as const);
@@ -156,6 +163,9 @@ export class Uplink implements MqttListener, LinkTransport {
   /** The grants of the current session: channel id → granted Hz. */
   readonly grants = new Map<number, number>();
   private readonly ports: UplinkPorts;
+  private readonly utf8: (text: string) => Uint8Array;
+  // What the hub fills for each health message (one record, refilled).
+  private readonly summary: HealthSummary = healthSummary();
   private readonly log: Log;
   private readonly hubId: string;
   private readonly format: 'json' | 'cbor';
@@ -191,6 +201,7 @@ export class Uplink implements MqttListener, LinkTransport {
   constructor(config: UplinkConfig, ports: UplinkPorts) {
     this.config = config;
     this.ports = ports;
+    this.utf8 = ports.utf8 ?? utf8Bytes;
     this.log = ports.log ?? NULL_LOG;
     const hub = ports.hub;
     this.hubId = hub.config.hubId;
@@ -272,9 +283,12 @@ export class Uplink implements MqttListener, LinkTransport {
       // 1 Hz on the hub's clock; a late tick does not make up the missed ones (no burst).
       this.healthAt = this.healthAt + HEALTH_PERIOD_MS > now ? this.healthAt + HEALTH_PERIOD_MS : now + HEALTH_PERIOD_MS;
       if (this.health) this.healthReplaced++;
-      this.health = utf8Bytes(healthJson(this.ports.hub.healthReport(), this.ports.hub.ready(), this.healthView()));
+      this.health = this.utf8(healthJson(this.ports.hub.healthSummary(this.summary), this.healthView()));
     }
-    this.pump();
+    // The pump, when anything waits for it: a frame the hub queued kicks it, and a writable socket
+    // runs it, so what the tick owes it is what waited for room or for the byte budget.
+    const link = this.link;
+    if (this.statusOwed || this.pending !== null || this.health !== null || (link !== null && !link.closed && (link.queue.records > 0 || link.queue.aheadWaiting > 0))) this.pump();
   }
 
   /** Ends the uplink: `offline` announced (retained) when the socket takes it, the session closed. */
@@ -351,7 +365,7 @@ export class Uplink implements MqttListener, LinkTransport {
   // ------------------------------------------------------------------ internals
 
   /** Counters as the health summary reports them. */
-  healthView(): Parameters<typeof healthJson>[2] {
+  healthView(): Parameters<typeof healthJson>[1] {
     const v = this.guard.verdicts;
     let refused = 0;
     for (let i = 1; i < v.length; i++) if (i !== FleetStopVerdict.NOT_FOR_US) refused += v[i] as number;
@@ -510,7 +524,7 @@ export class Uplink implements MqttListener, LinkTransport {
   private carry(bytes: Uint8Array, n: number): void {
     if (isEstopFrame(bytes, 0)) {
       if (n !== ESTOP_FRAME_BYTES) return;
-      this.deliver(this.topics.safety, utf8Bytes(safetyJson(decodeEstop(bytes, 0, n))), true, 'safety');
+      this.deliver(this.topics.safety, this.utf8(safetyJson(decodeEstop(bytes, 0, n))), true, 'safety');
       return;
     }
     let f: Frame;
@@ -527,7 +541,7 @@ export class Uplink implements MqttListener, LinkTransport {
         if (topic === undefined) return;
         const ch = this.ports.hub.catalog.byId(f.channelId);
         const event = ch !== undefined && ch.cls === ChannelClass.EVENT;
-        const payload = !event && this.format === 'cbor' ? bytes.slice(0, n) : utf8Bytes(dataJson(f, ch));
+        const payload = !event && this.format === 'cbor' ? bytes.slice(0, n) : this.utf8(dataJson(f, ch));
         this.deliver(topic, payload, false, event ? 'events' : 'telemetry');
         return;
       }

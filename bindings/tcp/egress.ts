@@ -1217,6 +1217,9 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
   /** For message transports: the length of the next whole record that may go, 0 if none. */
   nextMessageLength(): number {
     if (this.st === LinkState.CLOSED) return 0;
+    // Nothing queued or ahead: nothing to expire, and nothing dropped unjudged (a take or this
+    // judges every drop it makes).
+    if (this.queue.records === 0 && this.queue.aheadWaiting === 0) return 0;
     this.expireSamples();
     const found = this.queue.ratio();
     const n = this.queue.nextRecordLength(this.allowance());

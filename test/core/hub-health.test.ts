@@ -8,6 +8,7 @@ import { STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
 import { FrameType, type AckFrame, type GrantFrame, type HealthFrame, type PongFrame } from '../../hub/frames.js';
 import { createHubLoad, findInReport, nonNumericLeaves } from '../../hub/health.js';
 import { Hub, LOAD_PERIOD_MS } from '../../hub/hub.js';
+import { healthSummary } from '../../hub/load.js';
 import { LADDER_PARK_INTERVAL_MS, LADDER_READER_STALL_MS, LADDER_RELIEF_MS, LadderRung, LadderTrigger } from '../../hub/ladder.js';
 import { Nack } from '../../hub/nack.js';
 import { SessionState } from '../../hub/session.js';
@@ -189,6 +190,70 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
       deepEqual(viaFrame.nacks, r.nacks);
       equal(viaFrame.estops, 1);
       equal(viaFrame.links.length, 3);
+    });
+
+    it('healthSummary gives the numbers healthReport and ready give at the same instant, through congestion, a stale session, a late tick and an ESTOP', () => {
+      const fx = makeHub({ tickPeriodMs: 10 });
+      const out = healthSummary();
+      const checks: string[] = [];
+      const same = (when: string): void => {
+        const h = { ...fx.hub.healthSummary(out) };
+        const r = metrics(fx);
+        const expected = {
+          atMs: r.atMs,
+          ready: fx.hub.ready() ? 1 : 0,
+          latched: r.latched,
+          estops: r.estops,
+          slots: r.sessions.slots,
+          active: r.sessions.active,
+          stale: r.sessions.stale,
+          delivered: r.pushes.delivered,
+          decimated: r.pushes.decimated,
+          conflated: r.pushes.conflated,
+          shedDrops: r.pushes.shedDrops,
+          egressDrops: r.pushes.egressDrops,
+          rateGated: r.pushes.rateGated,
+          parks: r.parks,
+          resumes: r.resumes,
+          rung: r.ladder.rung,
+          ladderChanges: r.ladder.changes,
+          egressOccupancy: r.egress.occupancy,
+          readerStalledLinks: r.egress.readerStalledLinks,
+          heapUsedBytes: r.heap.usedBytes,
+          heapLimitBytes: r.heap.limitBytes,
+          loopDelayP95: r.loopDelayMs.p95,
+          loopDelayMax: r.loopDelayMs.max,
+        };
+        deepEqual(h, expected, when);
+        checks.push(when);
+      };
+      same('an idle hub');
+      const m = new TestClient(fx.hub);
+      m.hello({ credential: MAINTAINER_CREDENTIAL, subWishes: [{ channelId: IMU, wishedRateHz: 50 }, { channelId: SAFETY, wishedRateHz: 10 }] });
+      const slow = new TestClient(fx.hub);
+      slow.hello({ subWishes: [{ channelId: IMU, wishedRateHz: 200 }, { channelId: SAFETY, wishedRateHz: 10 }] });
+      slow.link.capacity = 40; // fills at once: congested, its samples shed
+      staleSession(fx);
+      const imu = new Float64Array(6);
+      for (let i = 0; i < 300; i++) {
+        fx.clock.advance(5);
+        fx.hub.publishSample(IMU, fx.clock.now(), imu, 6);
+        if (i % 2 === 0) fx.hub.tick();
+      }
+      same('traffic with a congested subscriber and a stale session');
+      ok(out.delivered > 0 && out.stale === 1 && out.shedDrops + out.rateGated > 0, 'the run moved the counters the summary gives');
+      fx.clock.advance(400); // a late tick: the loop delay view, and admission refuses
+      fx.hub.tick();
+      same('after a 390 ms late tick');
+      equal(out.ready, 0, 'the late tick refuses new sessions');
+      ok(out.loopDelayMax >= 390);
+      m.estop(1);
+      fx.clock.advance(10);
+      fx.hub.tick();
+      same('latched');
+      equal(out.latched, 1);
+      equal(out.estops, 1);
+      equal(checks.length, 4);
     });
 
     it('answers HEALTH in one frame where it fits and chunks it on a 250-byte ESP-NOW link', () => {
