@@ -778,6 +778,89 @@ describe('client core: publishing within the grant (§10.5)', () => {
   });
 });
 
+/** The bundles `send` made before it wrote each sample once: samples grouped up to 32 within the mtu less 9, each group through encodeFrame. */
+function bundlesAsBefore(channelId: number, samples: readonly (readonly number[])[], mtu: number): Uint8Array[] {
+  const limit = Math.min(1024, mtu) - 9;
+  const out: Uint8Array[] = [];
+  const sw = new CborWriter(new Uint8Array(4096));
+  const w = new CborWriter(new Uint8Array(4096));
+  let group: number[][] = [];
+  let bytes = 0;
+  const flush = (): void => {
+    if (group.length === 0) return;
+    w.reset();
+    encodeFrame({ type: FrameType.BUNDLE, channelId, samples: group }, w);
+    out.push(w.buf.slice(0, w.pos));
+    group = [];
+    bytes = 0;
+  };
+  for (const s of samples) {
+    if (s.length < 1 || s.length > 33 || !Number.isSafeInteger(s[0]) || (s[0] as number) < 0 || !s.slice(1).every(Number.isFinite)) continue;
+    sw.reset();
+    sw.array(s.length);
+    for (const x of s) sw.number(x);
+    if (sw.pos > limit) continue;
+    if (group.length === 32 || bytes + sw.pos > limit) flush();
+    group.push(s.slice());
+    bytes += sw.pos;
+  }
+  flush();
+  return out;
+}
+
+describe('client core: bundles written once', () => {
+  const number = fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer({ min: -70000, max: 70000 }), fc.constantFrom(0, -0, 0.5, 1e300, NaN, Infinity));
+  const sample = fc.oneof(
+    { weight: 8, arbitrary: fc.tuple(fc.nat({ max: 2 ** 40 }), fc.array(number, { minLength: 0, maxLength: 6 })).map(([t, v]) => [t, ...v]) },
+    { weight: 1, arbitrary: fc.array(number, { minLength: 0, maxLength: 40 }) },
+  );
+
+  it('sends byte for byte the bundles encodeFrame makes of the same groups, within the mtu, on any channel id', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.constantFrom(1, 23, 24, 255), fc.integer({ min: 1, max: 255 })), fc.oneof(fc.constant(1024), fc.integer({ min: 40, max: 1024 })), fc.array(sample, { maxLength: 90 }), async (channelId, mtu, samples) => {
+        const rig = new ScriptedRig();
+        await rig.open(welcome({ mtu, pubGrants: [{ channelId, grantedRateHz: 1000, burst: 1000 }] }));
+        const expected = bundlesAsBefore(channelId, samples, mtu);
+        const before = rig.t.sent.length;
+        const sent = rig.client.send(channelId, samples);
+        const got = rig.t.sent.slice(before);
+        equal(got.length, expected.length, 'as many bundles');
+        for (let i = 0; i < got.length; i++) equal(bytesToHex(got[i]!), bytesToHex(expected[i]!), `bundle ${i}`);
+        let n = 0;
+        for (const b of got) {
+          ok(b.length <= mtu, `a bundle of ${b.length} bytes within the mtu of ${mtu}`);
+          const f = decodeFrame(b, 0, b.length);
+          n += f.type === FrameType.BUNDLE ? f.samples.length : 0;
+        }
+        equal(sent, n);
+        deepEqual(rig.errors, []);
+      }),
+      { numRuns: runs(200, 20) },
+    );
+  });
+
+  it('a send made from inside another (the transport calling a handler) writes its own bundle; both go whole', async () => {
+    const rig = new ScriptedRig();
+    await rig.open(welcome({ pubGrants: [{ channelId: 31, grantedRateHz: 1000, burst: 1000 }, { channelId: 5, grantedRateHz: 1000, burst: 1000 }] }));
+    const t = rig.t;
+    // Enough of them that its bundle reaches past where the outer send's next sample waits.
+    const inner: number[][] = [];
+    for (let i = 0; i < 24; i++) inner.push([7 + i, 0.1 * i, -1 / (i + 3), 1e-7 * i, 2.5e9 + i]);
+    let nested = 0;
+    const send = t.send.bind(t);
+    t.send = (bytes: Uint8Array): void => {
+      send(bytes);
+      if (nested++ === 0) equal(rig.client.send(5, inner), inner.length);
+    };
+    const outer: number[][] = [];
+    for (let i = 0; i < 40; i++) outer.push([1000 + i, i / 3, -i]);
+    equal(rig.client.send(31, outer), 40);
+    const got = t.sent.map((b) => bytesToHex(b));
+    const expected = [...bundlesAsBefore(31, outer.slice(0, 32), 1024), ...bundlesAsBefore(5, inner, 1024), ...bundlesAsBefore(31, outer.slice(32), 1024)].map(bytesToHex);
+    deepEqual(got.slice(-3), expected);
+  });
+});
+
 describe('client core: intents (§9.3)', () => {
   it('ECHO resolves, NACK with the request id rejects, silence times out, the budget is kept', async () => {
     const sim = new Sim();
