@@ -95,6 +95,9 @@ export function healthSummary(): HealthSummary {
 
 export class Load {
   private readonly ackLag: AckLagSummary;
+  // What tally() counted last.
+  private active = 0;
+  private stale = 0;
 
   constructor(private readonly hub: Hub) {
     this.ackLag = new AckLagSummary(hub.config.slots);
@@ -269,13 +272,9 @@ export class Load {
     };
   }
 
-  /**
-   * `out` filled with what the detailed report and `ready` would give at `now` (HealthSummary),
-   * the load measured once; allocation-free.
-   */
-  summary(now: number, out: HealthSummary): HealthSummary {
+  /** The sessions the report counts: STALE ones in `stale`, ACTIVE ones with a link in `active`. */
+  private tally(): void {
     const hub = this.hub;
-    const load = this.measure(now, hub.load);
     let active = 0;
     let stale = 0;
     for (let i = 0; i < hub.slots.length; i++) {
@@ -284,6 +283,18 @@ export class Load {
       if (s.state === SessionState.STALE) stale++;
       else if (s.state === ACTIVE && s.link) active++;
     }
+    this.active = active;
+    this.stale = stale;
+  }
+
+  /**
+   * `out` filled with what the detailed report and `ready` would give at `now` (HealthSummary),
+   * the load measured once; allocation-free.
+   */
+  summary(now: number, out: HealthSummary): HealthSummary {
+    const hub = this.hub;
+    const load = this.measure(now, hub.load);
+    this.tally();
     const c = hub.egress.counters;
     const w = hub.health.loopDelay;
     out.atMs = num(now);
@@ -291,8 +302,8 @@ export class Load {
     out.latched = hub.latch.latched ? 1 : 0;
     out.estops = num(c.estops);
     out.slots = num(hub.config.slots);
-    out.active = num(active);
-    out.stale = num(stale);
+    out.active = num(this.active);
+    out.stale = num(this.stale);
     out.delivered = num(c.delivered);
     out.decimated = num(c.decimated);
     out.conflated = num(c.conflated);
@@ -319,15 +330,11 @@ export class Load {
     const a = this.ackLag;
     a.reset();
     const links: LinkHealth[] = [];
-    let active = 0;
-    let stale = 0;
+    this.tally();
     for (let i = 0; i < hub.slots.length; i++) {
       const s = hub.slots[i];
-      if (!s) continue;
-      if (s.state === SessionState.STALE) stale++;
-      const link = s.link;
-      if (s.state !== SessionState.ACTIVE || !link) continue;
-      active++;
+      const link = s ? s.link : null;
+      if (!s || s.state !== ACTIVE || !link) continue;
       const level = link.level;
       // A link acknowledged by bitmap (ESP-NOW, §13.3) has no ack lag: its level only.
       a.add(link.caps.ackForm === AckForm.STREAM ? link.ackLag() : NaN, level);
@@ -337,8 +344,8 @@ export class Load {
     return hub.health.report(now, {
       counters: hub.egress.counters,
       slots: hub.config.slots,
-      active,
-      stale,
+      active: this.active,
+      stale: this.stale,
       latched: hub.latch.latched,
       links,
       load: hub.load,
