@@ -20,7 +20,7 @@
 
 import type { CatalogIndex } from '../catalog/index.js';
 import { ChannelClass, Direction } from '../catalog/schema.js';
-import { crc16Update, CRC16_INIT } from '../hub/crc16.js';
+import { crc16, crc16Copy, crc16Update, CRC16_INIT } from '../hub/crc16.js';
 import { EstopSource } from '../hub/estop-frame.js';
 import { Nack } from '../hub/nack.js';
 import type { SampleBlock, Clock, RobotPort } from '../hub/ports.js';
@@ -53,8 +53,7 @@ function seal(buf: Uint8Array, type: number, n: number): number {
   buf[0] = ROBOT_SYNC;
   buf[TYPE] = type;
   buf[LENGTH] = n;
-  let crc = CRC16_INIT;
-  for (let i = TYPE; i < PAYLOAD + n; i++) crc = crc16Update(crc, buf[i] as number);
+  const crc = crc16(buf, TYPE, PAYLOAD + n);
   buf[PAYLOAD + n] = crc >>> 8;
   buf[PAYLOAD + n + 1] = crc & 0xff;
   return PAYLOAD + n + 2;
@@ -62,8 +61,15 @@ function seal(buf: Uint8Array, type: number, n: number): number {
 
 /** Encodes hub → robot frames into one buffer it owns (valid until the next call). */
 export class RobotEncoder {
-  readonly buf = new Uint8Array(ROBOT_FRAME_MAX);
-  private readonly view = new DataView(this.buf.buffer);
+  readonly buf: Uint8Array;
+  private readonly view: DataView;
+
+  /** `buf`: ROBOT_FRAME_MAX bytes to encode into, when its owner keeps them in a buffer of its own. */
+  constructor(buf?: Uint8Array) {
+    if (buf !== undefined && buf.length !== ROBOT_FRAME_MAX) throw new RangeError(`RobotEncoder: the buffer must be ${ROBOT_FRAME_MAX} bytes`);
+    this.buf = buf ?? new Uint8Array(ROBOT_FRAME_MAX);
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, ROBOT_FRAME_MAX);
+  }
 
   stop(source: number): number {
     this.buf[PAYLOAD] = source & 0xff;
@@ -140,6 +146,8 @@ export class RobotDecoder {
   private state = HUNT;
   private have = 0;
   private need = 0;
+  // The CRC of the frame's bytes gathered so far (those it covers).
+  private crc = CRC16_INIT;
   // Bytes to read again before the next new one. Only a bad frame's bytes land here, and a bad
   // frame met while reading them consists of bytes already read from here, so it never holds
   // more than one frame.
@@ -150,8 +158,28 @@ export class RobotDecoder {
   constructor(private readonly sink: RobotFrameSink) {}
 
   push(bytes: Uint8Array, start: number, end: number): void {
-    for (let i = start; i < end; i++) {
-      this.byte(bytes[i] as number);
+    const b = this.buf;
+    let i = start;
+    let h = 0;
+    let k = 0;
+    while (i < end) {
+      if (this.state === BODY) {
+        // A frame's payload, copied and taken into its CRC in one loop, then its CRC's two bytes,
+        // up to the frame's end or the input's (nothing waits to be read again here: the replay
+        // is always read to its end before the next input byte).
+        h = this.have;
+        k = this.need - 2 - h;
+        if (end - i < k) k = end - i;
+        if (k > 0) {
+          this.crc = crc16Copy(bytes, i, b, h, k, this.crc);
+          i += k;
+          h += k;
+        }
+        while (h < this.need && i < end) b[h++] = bytes[i++] as number;
+        this.have = h;
+        if (h < this.need) return;
+        this.complete();
+      } else this.byte(bytes[i++] as number);
       while (this.rpos < this.rend) this.byte(this.replay[this.rpos++] as number);
     }
   }
@@ -166,9 +194,12 @@ export class RobotDecoder {
       b[0] = x;
       this.have = 1;
       this.state = HEADER;
+      this.crc = CRC16_INIT;
       return;
     }
     b[this.have++] = x;
+    // The CRC covers the type, the length and the payload: every byte but the sync and its own two.
+    if (this.have <= this.need - 2 || this.state === HEADER) this.crc = crc16Update(this.crc, x);
     if (this.state === HEADER) {
       if (this.have === PAYLOAD) {
         this.need = PAYLOAD + (b[LENGTH] as number) + 2;
@@ -176,12 +207,15 @@ export class RobotDecoder {
       }
       return;
     }
-    if (this.have < this.need) return;
+    if (this.have === this.need) this.complete();
+  }
+
+  /** The frame gathered in `buf` is whole: handed on if its CRC holds, else its bytes after the sync are read again. */
+  private complete(): void {
+    const b = this.buf;
     const n = b[LENGTH] as number;
-    let crc = CRC16_INIT;
-    for (let i = TYPE; i < PAYLOAD + n; i++) crc = crc16Update(crc, b[i] as number);
     this.state = HUNT;
-    if (crc === (((b[PAYLOAD + n] as number) << 8) | (b[PAYLOAD + n + 1] as number))) {
+    if (this.crc === (((b[PAYLOAD + n] as number) << 8) | (b[PAYLOAD + n + 1] as number))) {
       this.frames++;
       this.sink.frame(b[TYPE] as number, b, PAYLOAD, n);
       return;
@@ -248,7 +282,9 @@ export class RobotLink implements RobotPort {
   readonly counters = new RobotLinkCounters();
   private readonly line: StopLine;
   private readonly tx: RobotTx | null;
-  private readonly enc = new RobotEncoder();
+  // [the queue's ring | the encoder's frame]: one buffer, so that a frame joins the ring with a native copy.
+  private readonly mem: Uint8Array;
+  private readonly enc: RobotEncoder;
   private readonly ring: Uint8Array;
   private head = 0;
   private queued = 0;
@@ -264,7 +300,10 @@ export class RobotLink implements RobotPort {
   constructor(options: RobotLinkOptions) {
     this.line = options.line;
     this.tx = options.tx;
-    this.ring = new Uint8Array(options.queueBytes ?? ROBOT_QUEUE_BYTES);
+    const cap = options.queueBytes ?? ROBOT_QUEUE_BYTES;
+    this.mem = new Uint8Array(cap + ROBOT_FRAME_MAX);
+    this.ring = this.mem.subarray(0, cap);
+    this.enc = new RobotEncoder(this.mem.subarray(cap));
     // A hub that has just booted lets nothing move until it says so (main.ts releases when no latch was restored).
     this.line.set(true);
   }
@@ -360,12 +399,11 @@ export class RobotLink implements RobotPort {
   private enqueue(n: number): boolean {
     const cap = this.ring.length;
     if (this.queued + n > cap) return false;
-    const src = this.enc.buf;
-    let at = (this.head + this.queued) % cap;
-    for (let i = 0; i < n; i++) {
-      this.ring[at] = src[i] as number;
-      at = at + 1 === cap ? 0 : at + 1;
-    }
+    // The encoder's frame (at `cap` in mem) into the ring, in two native copies where it wraps.
+    const at = (this.head + this.queued) % cap;
+    const first = cap - at < n ? cap - at : n;
+    this.mem.copyWithin(at, cap, cap + first);
+    if (first < n) this.mem.copyWithin(0, cap + first, cap + n);
     this.queued += n;
     return true;
   }

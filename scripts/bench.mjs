@@ -20,7 +20,8 @@
 //   ESP32"): the default mix on XS through the real bindings, per-delivery costs, the tick, the
 //   calibration against one ESP32 core, memory.device against manifest.json's `creation`, and
 //   the pendant's cost per control period and heap against pendant/manifest.json's
-//   (`device.pendant`, bench/pendant.bench.ts) (`device` in the JSON; --no-device leaves it out, --only=device runs it with its cases;
+//   (`device.pendant`, bench/pendant.bench.ts), the robot link (`device.robotLink`,
+//   bench/robot-link.bench.ts) (`device` in the JSON; --no-device leaves it out, --only=device runs it with its cases;
 //   --host-coremark=N gives this machine's CoreMark score when it is not the reference machine).
 // `--json` prints one JSON object with every number; `--quick` uses tiny counts (smoke test).
 // Exit code 1 if any case failed on any engine.
@@ -344,6 +345,11 @@ function printTable(report) {
     log(`device budget (docs/performance.md "Fits the ESP32"): the default mix on XS, ${w.seconds} simulated s`);
     log(`  ${w.computronsPerSecond} computrons per simulated s: delivery ${w.split.delivery}, ingress ${w.split.ingress}, tick ${w.split.tick}, bindings ${w.split.bindings}`);
     log(`  share of one 240 MHz ESP32 core: ${w.corePercent.low}–${w.corePercent.high} %`);
+    const r = d.robotLink;
+    if (r) {
+      log(`  robot link (device/robot-link.ts, not in the mix): ${r.perSample.imu} computrons per imu SAMPLE frame read, ${r.perPublish} per PUBLISH sent; ${r.perSecond.total} per s at the default streams and 50 Hz of commands (${r.corePercent.low}–${r.corePercent.high} %)`);
+      log(`  the mix with the robot link: ${w.withRobotLink.computronsPerSecond} computrons per s, ${w.withRobotLink.corePercent.low}–${w.withRobotLink.corePercent.high} % of the core`);
+    }
     log(`  per delivery: ${Object.entries(d.perDelivery).map(([b, c]) => `${b} ${c}`).join(', ')} computrons`);
     log(`  tick, 8 sessions, nothing due: median ${d.tick.nothingDue.median}, max ${d.tick.nothingDue.max}; in the workload ${d.tick.inWorkload} per tick (${d.tick.corePercent.low}–${d.tick.corePercent.high} % of a core)`);
     if (d.memory.slots) log(`  memory, every binding live: ${d.memory.slots.used} of ${d.memory.slots.budget} slots (${d.memory.slots.percent} %), ${d.memory.chunk.used} of ${d.memory.chunk.budget} chunk bytes (${d.memory.chunk.percent} %)`);

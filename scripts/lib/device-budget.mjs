@@ -154,7 +154,9 @@ export async function bundleDevice(repo) {
   const entry = `
 import { runDeviceWorkload, perDelivery, idleTicks, calibrationRun, deliveryWorld, deviceMemoryBench, stopMetering } from './bench/device.bench.ts';
 import { uplinkCost, uplinkMemoryBench } from './bench/uplink.bench.ts';
+import { robotLinkCost } from './bench/robot-link.bench.ts';
 globalThis.__D = {
+  robotLink: (n) => JSON.stringify(robotLinkCost(n)),
   world: null,
   memory: null,
   uplinkCost: (s) => JSON.stringify(uplinkCost(s)),
@@ -282,6 +284,21 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
   };
   log(`device workload: ${workload.computronsPerSecond} computrons per simulated s, ${workload.corePercent.low}–${workload.corePercent.high} % of one ESP32 core`);
 
+  // The robot link (device/robot-link.ts): the mix hands the robot's samples to the hub directly;
+  // on the device each crosses the UART link, and so does each command for the robot.
+  const rl = await onXs(bundle, `__D.robotLink(${quick ? 50 : 200})`);
+  const robotLink = {
+    perSample: mapRound(rl.perSample),
+    perPublish: Math.round(rl.perPublish),
+    perSecond: mapRound(rl.perSecond),
+    corePercent: corePercent(rl.perSecond.total, nsPerComputron, ratio),
+  };
+  workload.withRobotLink = {
+    computronsPerSecond: Math.round(cps + rl.perSecond.total),
+    corePercent: corePercent(cps + rl.perSecond.total, nsPerComputron, ratio),
+  };
+  log(`device robot link: ${robotLink.perSample.imu} computrons per imu sample received, ${robotLink.perPublish} per command sent; with the mix ${workload.withRobotLink.computronsPerSecond} computrons per s, ${workload.withRobotLink.corePercent.low}–${workload.withRobotLink.corePercent.high} % of one ESP32 core`);
+
   const perDelivery = {};
   const perDeliveryDetail = {};
   for (const b of BINDINGS) {
@@ -366,7 +383,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
     pendant = { error: e instanceof Error ? e.message : String(e) };
     log(`device pendant FAILED ${pendant.error}`);
   }
-  return { workload, perDelivery, perDeliveryDetail, tick, memory: mem, uplink, pendant, calibration, targets };
+  return { workload, perDelivery, perDeliveryDetail, tick, robotLink, memory: mem, uplink, pendant, calibration, targets };
 }
 
 function mapRound(o) {

@@ -17,6 +17,7 @@ interface Ceilings {
   retained: { slots: number; chunkBytes: number };
   pendant: { perPeriod: number; retained: { slots: number; chunkBytes: number } };
   uplink: { health: number; telemetryJson: number; telemetryCbor: number; retainedSlots: number; retainedChunkBytes: number };
+  robotLink: { perImuSample: number; perPublish: number; perSecond: number };
 }
 
 interface Budget {
@@ -63,6 +64,14 @@ describe('device budget guard (XS engine)', function () {
     const t = await budget.onXs(bundle, '__D.idleTicks(50)');
     assert.equal(t.sessions, 8);
     within(t.median, ceilings.tickNothingDue, 'computrons of a tick with nothing due (median of 50)');
+  });
+
+  it('the robot link: computrons per sample received, per command sent and per second of the default streams stay under their ceilings', async function () {
+    const r = await budget.onXs(bundle, '__D.robotLink(50)');
+    assert.equal(r.frames, 5 * 51 + 51, 'every frame reached the hub or the UART');
+    within(r.perSample.imu, ceilings.robotLink.perImuSample, 'computrons per imu SAMPLE frame the robot link reads');
+    within(r.perPublish, ceilings.robotLink.perPublish, 'computrons per PUBLISH frame the robot link sends');
+    within(r.perSecond.total, ceilings.robotLink.perSecond, 'computrons per second of the robot link at the default streams and cmd_vel');
   });
 
   it("the default mix's computrons per tick and per simulated second stay under their ceilings", async function () {

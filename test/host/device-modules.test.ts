@@ -3,6 +3,7 @@
 // stop line (device/robot-link.ts). The Moddable bindings around them (device/main.ts,
 // device/robot.ts) are type-checked by tsconfig.device.json and checked by device-build.test.ts.
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { loadCatalog, type CatalogIndex } from '../../catalog/index.js';
 import { DEFAULT_CATALOG } from '../../catalog/default.js';
@@ -386,6 +387,127 @@ describe('device/robot-link: the serial framing', () => {
       const got = decodeAll([...noise, ...good, ...new Array<number>(ROBOT_FRAME_OVERHEAD + 255).fill(0)]);
       assert.ok(got.some((g) => g.type === RobotFrameType.PUBLISH && g.payload.length === good.length - ROBOT_FRAME_OVERHEAD && g.payload.every((x, i) => x === good[3 + i])), `run ${run}`);
     }
+  });
+});
+
+/** CRC-16/CCITT-FALSE bit by bit: the reference the table-driven one (hub/crc16.ts) is held to. */
+function crcBits(bytes: ArrayLike<number>, start: number, end: number): number {
+  let crc = 0xffff;
+  for (let i = start; i < end; i++) {
+    crc ^= ((bytes[i] as number) & 0xff) << 8;
+    for (let k = 0; k < 8; k++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+
+/**
+ * The robot link's reader one byte at a time, as it was before it copied a frame's body in one
+ * loop: the reference the reader is held to (frames, CRC errors, skipped bytes).
+ */
+class ByteReader {
+  readonly got: { type: number; payload: number[] }[] = [];
+  crcErrors = 0;
+  skipped = 0;
+  private buf: number[] = [];
+  private need = 0;
+  private replay: number[] = [];
+  push(bytes: ArrayLike<number>): void {
+    for (let i = 0; i < bytes.length; i++) {
+      this.byte(bytes[i] as number);
+      while (this.replay.length > 0) this.byte(this.replay.shift() as number);
+    }
+  }
+  private byte(x: number): void {
+    if (this.buf.length === 0) {
+      if (x !== ROBOT_SYNC) this.skipped++;
+      else this.buf.push(x);
+      return;
+    }
+    this.buf.push(x);
+    if (this.buf.length === 3) this.need = 3 + (this.buf[2] as number) + 2;
+    if (this.buf.length < 3 || this.buf.length < this.need) return;
+    const b = this.buf;
+    const n = b[2] as number;
+    this.buf = [];
+    if (crcBits(b, 1, 3 + n) === (((b[3 + n] as number) << 8) | (b[4 + n] as number))) this.got.push({ type: b[1] as number, payload: b.slice(3, 3 + n) });
+    else {
+      this.crcErrors++;
+      this.replay = [...b.slice(1), ...this.replay];
+    }
+  }
+}
+
+describe('device/robot-link: the reader and the CRC against references (property)', () => {
+  it('the table-driven CRC-16 is the bitwise one, from any start and continued', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.nat(), (bytes, cut) => {
+        const c = bytes.length === 0 ? 0 : cut % bytes.length;
+        assert.equal(crc16(bytes), crcBits(bytes, 0, bytes.length));
+        assert.equal(crc16(bytes, c, bytes.length, crc16(bytes, 0, c)), crcBits(bytes, 0, bytes.length));
+      }),
+      { numRuns: 300 },
+    );
+    assert.equal(crc16(Uint8Array.from('123456789', (ch) => ch.charCodeAt(0))), 0x29b1);
+  });
+
+  it('reads what the byte-at-a-time reader reads, from good, damaged and noisy streams cut into any pieces', () => {
+    const enc = new RobotEncoder();
+    const piece = fc.oneof(
+      { weight: 4, arbitrary: fc.tuple(fc.integer({ min: 1, max: 60 }), fc.array(fc.float({ noNaN: true }), { maxLength: 40 })).map(([ch, v]) => Array.from(enc.buf.subarray(0, encPublish(enc, ch, [ch, ...v])))) },
+      { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 1, max: 60 }), fc.array(fc.float({ noNaN: true }), { maxLength: 10 }), fc.nat(), fc.integer({ min: 1, max: 255 })).map(([ch, v, at, flip]) => {
+        const f = Array.from(enc.buf.subarray(0, encPublish(enc, ch, [ch, ...v])));
+        const k = 1 + (at % (f.length - 1));
+        f[k] = (f[k] as number) ^ flip;
+        return f;
+      }) },
+      { weight: 1, arbitrary: fc.array(fc.oneof(fc.constant(ROBOT_SYNC), fc.integer({ min: 0, max: 255 })), { maxLength: 12 }) },
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 12 }), fc.array(fc.integer({ min: 1, max: 80 }), { minLength: 1, maxLength: 8 }), (pieces, cuts) => {
+        const bytes = Uint8Array.from(pieces.flat());
+        const ref = new ByteReader();
+        ref.push(bytes);
+        const f = new Frames();
+        const d = new RobotDecoder(f);
+        for (let at = 0, k = 0; at < bytes.length; k++) {
+          const end = Math.min(bytes.length, at + (cuts[k % cuts.length] as number));
+          d.push(bytes, at, end);
+          at = end;
+        }
+        assert.deepEqual(f.got, ref.got);
+        assert.equal(d.crcErrors, ref.crcErrors);
+        assert.equal(d.skipped, ref.skipped);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a ring that wraps hands the transmitter every publication whole and in order', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 0, max: 10 })), { minLength: 1, maxLength: 60 }), fc.array(fc.integer({ min: 0, max: 90 }), { minLength: 1, maxLength: 10 }), (pubs, rooms) => {
+        const tx = new FakeTx(0);
+        const port = new RobotLink({ line: new FakeLine(), tx, queueBytes: 200 });
+        const sent: number[][] = [];
+        for (let i = 0; i < pubs.length; i++) {
+          const [ch, width] = pubs[i] as [number, number];
+          const sample = [i, ...Array.from({ length: width }, (_, k) => k + 0.5)];
+          const before = port.counters.published;
+          port.publish(ch, blockOf([sample]));
+          if (port.counters.published > before) sent.push([ch, ...sample]);
+          tx.free = rooms[i % rooms.length] as number;
+          port.pump();
+        }
+        tx.free = 1 << 20;
+        port.pump();
+        const got = decodeAll(tx.out).map((g) => {
+          const p = Uint8Array.from(g.payload);
+          const v = new DataView(p.buffer);
+          return [p[0] as number, v.getFloat64(2, true), ...Array.from({ length: p[1] as number }, (_, k) => v.getFloat32(10 + 4 * k, true))];
+        });
+        assert.deepEqual(got, sent);
+      }),
+      { numRuns: 200 },
+    );
   });
 });
 
