@@ -179,6 +179,13 @@ export class RobotDecoder {
         this.have = h;
         if (h < this.need) return;
         this.complete();
+      } else if (this.state === HUNT && bytes[i] === ROBOT_SYNC && end - i >= PAYLOAD + 2 && (k = bytes[i + LENGTH] as number) <= end - i - PAYLOAD - 2 && crc16(bytes, i + TYPE, i + PAYLOAD + k) === (((bytes[i + PAYLOAD + k] as number) << 8) | (bytes[i + PAYLOAD + k + 1] as number))) {
+        // A whole frame in the input whose CRC holds: handed on where it lies, as gathering it
+        // would hand it on (a frame whose CRC fails is read a byte at a time, and read again).
+        this.frames++;
+        h = i;
+        i += PAYLOAD + k + 2;
+        this.sink.frame(bytes[h + TYPE] as number, bytes, h + PAYLOAD, k);
       } else this.byte(bytes[i++] as number);
       while (this.rpos < this.rend) this.byte(this.replay[this.rpos++] as number);
     }
@@ -447,13 +454,14 @@ export class RobotInboundCounters {
  * Robot → hub frames into the hub: SAMPLE to publishSample (stamped with the hub's clock, the
  * robot's own clock being unrelated), EVENT to publishEvent, ESTOP to a latch with source ROBOT.
  * Checked against the catalog so that nothing the robot sends can name a channel the hub does
- * not route. Samples allocate nothing.
+ * not route. Samples allocate nothing (the view of the UART's buffer is made once).
  */
 export class RobotInbound implements RobotFrameSink {
   readonly counters = new RobotInboundCounters();
   readonly decoder: RobotDecoder;
   private readonly values: Float64Array;
   private readonly view: DataView;
+  private inView: DataView | null = null;
   private readonly units = new Uint32Array(UTF8_DECODE_CHUNK);
 
   constructor(
@@ -471,6 +479,13 @@ export class RobotInbound implements RobotFrameSink {
   /** Bytes from the UART. */
   input(bytes: Uint8Array, start: number, end: number): void {
     this.decoder.push(bytes, start, end);
+  }
+
+  /** A view of the UART's buffer, made when the buffer is new (once on the device). */
+  private inputView(buffer: ArrayBufferLike): DataView {
+    let v = this.inView;
+    if (v === null || v.buffer !== buffer) this.inView = v = new DataView(buffer);
+    return v;
   }
 
   frame(type: number, bytes: Uint8Array, start: number, length: number): void {
@@ -498,8 +513,9 @@ export class RobotInbound implements RobotFrameSink {
       this.counters.refused++;
       return;
     }
-    // The decoder always hands its own buffer; any other is viewed on its own.
-    const view = this.view.buffer === bytes.buffer ? this.view : new DataView(bytes.buffer);
+    // A frame gathered by the decoder lies in its own buffer; a whole one in the input lies in the
+    // UART's (the device reads into one buffer: its view is made once and kept).
+    const view = this.view.buffer === bytes.buffer ? this.view : this.inputView(bytes.buffer);
     const base = bytes.byteOffset + start + 2;
     if (!isEvent) {
       const v = this.values;
