@@ -106,7 +106,6 @@ export interface HealthReport {
 }
 
 /** Rounded to the µs for the report; an unknown or non-finite value reads -1 (never a healthy 0). */
-/** A number as the report gives it: rounded to thousandths, −1 for one not finite. */
 export function num(x: number): number {
   if (!(x > -Infinity && x < Infinity)) return -1;
   return Math.round(x * 1000) / 1000;

@@ -288,7 +288,7 @@ export class Uplink implements MqttListener, LinkTransport {
     // The pump, when anything waits for it: a frame the hub queued kicks it, and a writable socket
     // runs it, so what the tick owes it is what waited for room or for the byte budget.
     const link = this.link;
-    if (this.statusOwed || this.pending !== null || this.health !== null || (link !== null && !link.closed && (link.queue.records > 0 || link.queue.aheadWaiting > 0))) this.pump();
+    if (this.statusOwed || this.pending !== null || this.health !== null || (link !== null && !link.closed && link.holding)) this.pump();
   }
 
   /** Ends the uplink: `offline` announced (retained) when the socket takes it, the session closed. */

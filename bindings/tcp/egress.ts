@@ -1214,12 +1214,17 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     return n;
   }
 
+  /** Whether any record or ESTOP frame waits in the queue (sent or not, in the ack window or not). */
+  get holding(): boolean {
+    return this.queue.records > 0 || this.queue.aheadWaiting > 0;
+  }
+
   /** For message transports: the length of the next whole record that may go, 0 if none. */
   nextMessageLength(): number {
     if (this.st === LinkState.CLOSED) return 0;
     // Nothing queued or ahead: nothing to expire, and nothing dropped unjudged (a take or this
     // judges every drop it makes).
-    if (this.queue.records === 0 && this.queue.aheadWaiting === 0) return 0;
+    if (!this.holding) return 0;
     this.expireSamples();
     const found = this.queue.ratio();
     const n = this.queue.nextRecordLength(this.allowance());
