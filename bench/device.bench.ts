@@ -21,7 +21,8 @@ import { encodeCredentials, CREDENTIALS_KEY } from '../hub/credentials.js';
 import { encodeFrame, FrameType, Key, PROTOCOL_VERSION, type Frame, type PubWish, type SubWish } from '../hub/frames.js';
 import { Hub, type HubConfig } from '../hub/hub.js';
 import { SessionState } from '../hub/session.js';
-import type { Clock, Random, RobotPort, SampleBlock, Store } from '../hub/ports.js';
+import type { Clock, Random, RobotPort, SampleBlock, SampleWriter, Store } from '../hub/ports.js';
+import { ScriptSampleWriter } from '../hub/fast-frames.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_DEFAULTS, DEVICE_MAX_HUB_FRAME_BYTES } from '../device/config.js';
 import { LinkFraming, TakePool, TcpLink, type DirectTransport } from '../bindings/tcp/egress.js';
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
@@ -759,6 +760,34 @@ export interface WorldOptions {
   readonly catalog?: Catalog;
   /** Leaves the hub and the ESP-NOW binding to boot(): the memory case measures them as a step of their own. */
   readonly deferBoot?: boolean;
+  /**
+   * How each push's DATA frame is written: 'device' (the default) as the device writes it, in C
+   * (device/native/samplewriter.c), which the world stands in for and does not count (the report
+   * adds the C's own time for `nativeFrames` and `nativeValues`); 'script' by the hub in script,
+   * as the Linux simulator target and the host write it.
+   */
+  readonly sampleWriter?: 'device' | 'script';
+}
+
+/**
+ * The device's SampleWriter (device/native/samplewriter.c) as the bench counts it: the call into
+ * it counts, the writing inside does not (C on the device; the report adds the C's own time,
+ * measured on the host, for the frames and values counted here). The work runs in script
+ * between the world's pause() and resume(), byte for byte what the C writes.
+ */
+export class NativeSampleWriterStandIn implements SampleWriter {
+  frames = 0;
+  values = 0;
+  private readonly inner = new ScriptSampleWriter();
+  constructor(private readonly world: DeviceWorld) {}
+  writeSample(b: Uint8Array, p: number, seq: number, t: number, values: ArrayBufferLike, at: number, count: number): number {
+    this.world.pause();
+    this.frames++;
+    this.values += count;
+    const end = this.inner.writeSample(b, p, seq, t, values, at, count);
+    this.world.resume();
+    return end;
+  }
 }
 
 export class DeviceWorld {
@@ -792,10 +821,13 @@ export class DeviceWorld {
   private readonly config: Partial<HubConfig>;
   /** Runs after the hub's tick, counted as the binding `uplink` (bench/uplink.bench.ts: the fleet uplink's tick). */
   afterTick: (() => void) | null = null;
+  /** The device's DATA writer, as the world counts it (null: the hub writes in script, `sampleWriter: 'script'`). */
+  readonly nativeData: NativeSampleWriterStandIn | null;
 
   constructor(mix: readonly MixClient[] = DEFAULT_MIX, options: WorldOptions = {}, config: Partial<HubConfig> = {}) {
     this.options = options;
     this.config = config;
+    this.nativeData = options.sampleWriter === 'script' ? null : new NativeSampleWriterStandIn(this);
     this.catalog = loadCatalog(options.catalog ?? DEFAULT_CATALOG);
     this.store.set(CREDENTIALS_KEY, encodeCredentials([{ tier: Tier.operator, credential: utf8(OPERATOR_CREDENTIAL) }]));
     this.radio = new BenchRadio(this);
@@ -827,7 +859,7 @@ export class DeviceWorld {
   boot(): void {
     const config = this.config;
     this.hub = new Hub(
-      { clock: this.clock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog },
+      { clock: this.clock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog, sampleWriter: this.nativeData ?? undefined },
       { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, neverShedBytes: DEVICE_DEFAULTS.never_shed_bytes, maxFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, ...config },
     );
     // The device makes its TCP and WebSocket connections' egress memory at start, for as many as it serves.
@@ -1055,17 +1087,22 @@ export interface WorkloadResult {
   readonly probeComputrons: number;
   /** The cost a pause()/resume() pair adds to an interval, subtracted per pair. */
   readonly pauseComputrons: number;
+  /** How the DATA frames were written, and what the device's C wrote in the measured seconds (not in the computrons). */
+  readonly sampleWriter: 'device' | 'script';
+  readonly native: { readonly frames: number; readonly values: number };
 }
 
-/** Warms the mix up for `warmMs`, then measures `seconds` of it. */
-export function runDeviceWorkload(seconds: number, warmMs = 3000): WorkloadResult {
-  const world = new DeviceWorld();
+/** Warms the mix up for `warmMs`, then measures `seconds` of it; `sampleWriter` as WorldOptions says. */
+export function runDeviceWorkload(seconds: number, warmMs = 3000, sampleWriter: 'device' | 'script' = 'device'): WorkloadResult {
+  const world = new DeviceWorld(DEFAULT_MIX, { sampleWriter });
   world.start(warmMs);
   world.calibrate();
   world.split.reset();
   world.counts.framesToClients = 0;
   const before = world.hub.counters.delivered;
   const counts0 = { ...world.counts };
+  const nd = world.nativeData;
+  const native0 = nd === null ? { frames: 0, values: 0 } : { frames: nd.frames, values: nd.values };
   const s = world.split;
   world.run(seconds * 1000);
   const c = world.counts;
@@ -1092,6 +1129,8 @@ export function runDeviceWorkload(seconds: number, warmMs = 3000): WorkloadResul
     ticks: (seconds * 1000) / DEVICE_DEFAULTS.tick_ms,
     probeComputrons: world.probe,
     pauseComputrons: world.pauseCost,
+    sampleWriter,
+    native: nd === null ? { frames: 0, values: 0 } : { frames: nd.frames - native0.frames, values: nd.values - native0.values },
   };
 }
 
@@ -1118,25 +1157,32 @@ export const PER_DELIVERY_HZ: Readonly<Record<BindingName, number>> = Object.fre
  * binding's own work to hand the frame on (a take, a notification's completion, a datagram's
  * send status).
  */
-export function perDelivery(binding: BindingName, seconds = 2): { computrons: number; deliveries: number; perDelivery: number } {
-  const world = deliveryWorld(binding);
+export function perDelivery(
+  binding: BindingName,
+  seconds = 2,
+  sampleWriter: 'device' | 'script' = 'device',
+): { computrons: number; deliveries: number; perDelivery: number; native: { frames: number; values: number } } {
+  const world = deliveryWorld(binding, sampleWriter);
   world.calibrate();
   world.split.reset();
   const before = world.hub.counters.delivered;
+  const nd = world.nativeData;
+  const f0 = nd?.frames ?? 0;
+  const v0 = nd?.values ?? 0;
   world.run(seconds * 1000);
   const deliveries = world.hub.counters.delivered - before;
   const computrons = world.split.delivery + world.split.bindings;
-  return { computrons, deliveries, perDelivery: deliveries > 0 ? computrons / deliveries : NaN };
+  return { computrons, deliveries, perDelivery: deliveries > 0 ? computrons / deliveries : NaN, native: { frames: (nd?.frames ?? 0) - f0, values: (nd?.values ?? 0) - v0 } };
 }
 
 /** The per-delivery world of `binding`, started: 8 clients on it, each subscribed to imu at PER_DELIVERY_HZ. */
-export function deliveryWorld(binding: BindingName): DeviceWorld {
+export function deliveryWorld(binding: BindingName, sampleWriter: 'device' | 'script' = 'device'): DeviceWorld {
   const hz = PER_DELIVERY_HZ[binding];
   const mix: MixClient[] = [];
   for (let i = 0; i < PER_DELIVERY_SUBSCRIBERS; i++) {
     mix.push({ name: `${binding}-${i}`, binding, operator: true, subscriptions: [{ channel: 'imu', rateHz: hz }], publications: [] });
   }
-  const world = new DeviceWorld(mix, { streams: [{ channel: 'imu', hz, fields: 6 }], log: false });
+  const world = new DeviceWorld(mix, { streams: [{ channel: 'imu', hz, fields: 6 }], log: false, sampleWriter });
   world.start(500);
   return world;
 }
@@ -1213,9 +1259,10 @@ export interface Timer {
 export function calibrationRun(n: number, timer: Timer): { computrons: number; ms: number } {
   const mix: MixClient[] = [];
   for (let i = 0; i < PER_DELIVERY_SUBSCRIBERS; i++) mix.push({ name: `cal-${i}`, binding: 'tcp', operator: true, subscriptions: [{ channel: 'imu', rateHz: 200 }], publications: [] });
-  const world = new DeviceWorld(mix, { streams: [], log: false });
+  // The hub writes its DATA frames in script here: every computron of the run is counted and
+  // timed, the stand-in sockets' reading included.
+  const world = new DeviceWorld(mix, { streams: [], log: false, sampleWriter: 'script' });
   world.start(0);
-  // Every computron of the run is counted and timed, the stand-in sockets' reading included.
   world.pausing = false;
   const imu = world.catalog.byName('imu');
   if (!imu) throw new Error('device bench: no imu');

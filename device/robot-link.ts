@@ -26,6 +26,53 @@ import { Nack } from '../hub/nack.js';
 import type { SampleBlock, Clock, RobotPort } from '../hub/ports.js';
 import { utf8ByteLength, utf8Check, utf8Decode, utf8Write, UTF8_DECODE_CHUNK } from '../hub/utf8.js';
 
+/**
+ * The link's byte work: a frame's CRC and a SAMPLE frame's values. At hundreds of frames a
+ * second this is most of what the link costs in script (the CRC one table lookup a byte), so the
+ * device does it in C (device/robot-native.ts, device/native/robotframe.c); the script codec is
+ * the default everywhere else and the reference the C is checked against. Both give the same
+ * results for every input; neither allocates.
+ */
+export interface RobotCodec {
+  /** The CRC-16/CCITT-FALSE of bytes[start, end), continuing from `crc`. */
+  crc16(bytes: Uint8Array, start: number, end: number, crc: number): number;
+  /** Copies src[from, from + n) to dst[at, …) and returns `crc` continued over those bytes. */
+  crc16Copy(src: Uint8Array, from: number, dst: Uint8Array, at: number, n: number, crc: number): number;
+  /** `count` little-endian float32 from bytes[at, …) into `out`, the bytes of a Float64Array (whole, from its start). */
+  floats32(bytes: Uint8Array, at: number, count: number, out: Uint8Array): void;
+}
+
+/**
+ * The codec in script: hub/crc16.ts and DataViews. Its views are made when a buffer is new: it
+ * keeps two (a frame is read from the UART's buffer or from the decoder's own), and the values'
+ * Float64Array over `out`.
+ */
+export class ScriptRobotCodec implements RobotCodec {
+  declare crc16: (bytes: Uint8Array, start: number, end: number, crc: number) => number;
+  declare crc16Copy: (src: Uint8Array, from: number, dst: Uint8Array, at: number, n: number, crc: number) => number;
+  private a: DataView | null = null;
+  private b: DataView | null = null;
+  private out: Float64Array | null = null;
+
+  floats32(bytes: Uint8Array, at: number, count: number, out: Uint8Array): void {
+    const buffer = bytes.buffer;
+    let v = this.a;
+    if (v === null || v.buffer !== buffer) {
+      v = this.b;
+      if (v === null || v.buffer !== buffer) v = new DataView(buffer);
+      // The view found or made first, the other kept.
+      this.b = this.a;
+      this.a = v;
+    }
+    let o = this.out;
+    if (o === null || o.buffer !== out.buffer) this.out = o = new Float64Array(out.buffer, out.byteOffset, out.length >>> 3);
+    const base = bytes.byteOffset + at;
+    for (let i = 0; i < count; i++) o[i] = v.getFloat32(base + 4 * i, true);
+  }
+}
+// The CRCs are hub/crc16.ts's functions themselves (a method call reaches them with no step between).
+Object.assign(ScriptRobotCodec.prototype, { crc16, crc16Copy });
+
 export const ROBOT_SYNC = 0xa5;
 export const RobotFrameType = Object.freeze({
   STOP: 0x01,
@@ -49,11 +96,11 @@ const LENGTH = 2;
 const PAYLOAD = 3;
 
 /** Finishes a frame whose payload of `n` bytes sits at PAYLOAD: header and CRC. Returns its length. */
-function seal(buf: Uint8Array, type: number, n: number): number {
+function seal(buf: Uint8Array, type: number, n: number, codec: RobotCodec): number {
   buf[0] = ROBOT_SYNC;
   buf[TYPE] = type;
   buf[LENGTH] = n;
-  const crc = crc16(buf, TYPE, PAYLOAD + n);
+  const crc = codec.crc16(buf, TYPE, PAYLOAD + n, CRC16_INIT);
   buf[PAYLOAD + n] = crc >>> 8;
   buf[PAYLOAD + n + 1] = crc & 0xff;
   return PAYLOAD + n + 2;
@@ -63,21 +110,23 @@ function seal(buf: Uint8Array, type: number, n: number): number {
 export class RobotEncoder {
   readonly buf: Uint8Array;
   private readonly view: DataView;
+  private readonly codec: RobotCodec;
 
   /** `buf`: ROBOT_FRAME_MAX bytes to encode into, when its owner keeps them in a buffer of its own. */
-  constructor(buf?: Uint8Array) {
+  constructor(buf?: Uint8Array, codec: RobotCodec = new ScriptRobotCodec()) {
     if (buf !== undefined && buf.length !== ROBOT_FRAME_MAX) throw new RangeError(`RobotEncoder: the buffer must be ${ROBOT_FRAME_MAX} bytes`);
+    this.codec = codec;
     this.buf = buf ?? new Uint8Array(ROBOT_FRAME_MAX);
     this.view = new DataView(this.buf.buffer, this.buf.byteOffset, ROBOT_FRAME_MAX);
   }
 
   stop(source: number): number {
     this.buf[PAYLOAD] = source & 0xff;
-    return seal(this.buf, RobotFrameType.STOP, 1);
+    return seal(this.buf, RobotFrameType.STOP, 1, this.codec);
   }
 
   release(): number {
-    return seal(this.buf, RobotFrameType.RELEASE, 0);
+    return seal(this.buf, RobotFrameType.RELEASE, 0, this.codec);
   }
 
   /** One sample `[t, v1, …]`: numbers[at, at + width); -1 when it does not fit one frame. */
@@ -90,7 +139,7 @@ export class RobotEncoder {
     this.buf[PAYLOAD + 1] = count;
     v.setFloat64(PAYLOAD + 2, numbers[at] as number, true);
     for (let i = 0; i < count; i++) v.setFloat32(PAYLOAD + 10 + 4 * i, numbers[at + i + 1] as number, true);
-    return seal(this.buf, RobotFrameType.PUBLISH, n);
+    return seal(this.buf, RobotFrameType.PUBLISH, n, this.codec);
   }
 
   /** -1 when the arguments do not fit one frame. */
@@ -117,7 +166,7 @@ export class RobotEncoder {
         p += 2 + len;
       }
     }
-    return seal(b, RobotFrameType.INTENT, p - PAYLOAD);
+    return seal(b, RobotFrameType.INTENT, p - PAYLOAD, this.codec);
   }
 }
 
@@ -155,7 +204,10 @@ export class RobotDecoder {
   private rpos = 0;
   private rend = 0;
 
-  constructor(private readonly sink: RobotFrameSink) {}
+  constructor(
+    private readonly sink: RobotFrameSink,
+    private readonly codec: RobotCodec = new ScriptRobotCodec(),
+  ) {}
 
   push(bytes: Uint8Array, start: number, end: number): void {
     const b = this.buf;
@@ -171,7 +223,7 @@ export class RobotDecoder {
         k = this.need - 2 - h;
         if (end - i < k) k = end - i;
         if (k > 0) {
-          this.crc = crc16Copy(bytes, i, b, h, k, this.crc);
+          this.crc = this.codec.crc16Copy(bytes, i, b, h, k, this.crc);
           i += k;
           h += k;
         }
@@ -179,7 +231,7 @@ export class RobotDecoder {
         this.have = h;
         if (h < this.need) return;
         this.complete();
-      } else if (this.state === HUNT && bytes[i] === ROBOT_SYNC && end - i >= PAYLOAD + 2 && (k = bytes[i + LENGTH] as number) <= end - i - PAYLOAD - 2 && crc16(bytes, i + TYPE, i + PAYLOAD + k) === (((bytes[i + PAYLOAD + k] as number) << 8) | (bytes[i + PAYLOAD + k + 1] as number))) {
+      } else if (this.state === HUNT && bytes[i] === ROBOT_SYNC && end - i >= PAYLOAD + 2 && (k = bytes[i + LENGTH] as number) <= end - i - PAYLOAD - 2 && this.codec.crc16(bytes, i + TYPE, i + PAYLOAD + k, CRC16_INIT) === (((bytes[i + PAYLOAD + k] as number) << 8) | (bytes[i + PAYLOAD + k + 1] as number))) {
         // A whole frame in the input whose CRC holds: handed on where it lies, as gathering it
         // would hand it on (a frame whose CRC fails is read a byte at a time, and read again).
         this.frames++;
@@ -273,6 +325,8 @@ export interface RobotLinkOptions {
   readonly tx: RobotTx | null;
   /** Bytes of frames waiting for the UART (default 2048: a few ms of a fast link). */
   readonly queueBytes?: number;
+  /** The CRC of each frame (default the script codec; the device's is native). */
+  readonly codec?: RobotCodec;
 }
 
 export const ROBOT_QUEUE_BYTES = 2048;
@@ -310,7 +364,7 @@ export class RobotLink implements RobotPort {
     const cap = options.queueBytes ?? ROBOT_QUEUE_BYTES;
     this.mem = new Uint8Array(cap + ROBOT_FRAME_MAX);
     this.ring = this.mem.subarray(0, cap);
-    this.enc = new RobotEncoder(this.mem.subarray(cap));
+    this.enc = new RobotEncoder(this.mem.subarray(cap), options.codec);
     // A hub that has just booted lets nothing move until it says so (main.ts releases when no latch was restored).
     this.line.set(true);
   }
@@ -454,38 +508,32 @@ export class RobotInboundCounters {
  * Robot → hub frames into the hub: SAMPLE to publishSample (stamped with the hub's clock, the
  * robot's own clock being unrelated), EVENT to publishEvent, ESTOP to a latch with source ROBOT.
  * Checked against the catalog so that nothing the robot sends can name a channel the hub does
- * not route. Samples allocate nothing (the view of the UART's buffer is made once).
+ * not route. Samples allocate nothing (the codec reads their values into one Float64Array).
  */
 export class RobotInbound implements RobotFrameSink {
   readonly counters = new RobotInboundCounters();
   readonly decoder: RobotDecoder;
   private readonly values: Float64Array;
-  private readonly view: DataView;
-  private inView: DataView | null = null;
+  /** The values' bytes, which the codec writes. */
+  private readonly valueBytes: Uint8Array;
   private readonly units = new Uint32Array(UTF8_DECODE_CHUNK);
 
   constructor(
     private readonly hub: RobotHub,
     private readonly catalog: CatalogIndex,
     private readonly clock: Clock,
+    private readonly codec: RobotCodec = new ScriptRobotCodec(),
   ) {
     let max = 0;
     for (const ch of catalog.channels) if (ch.fieldCount > max) max = ch.fieldCount;
     this.values = new Float64Array(max);
-    this.decoder = new RobotDecoder(this);
-    this.view = new DataView(this.decoder.buf.buffer);
+    this.valueBytes = new Uint8Array(this.values.buffer);
+    this.decoder = new RobotDecoder(this, codec);
   }
 
   /** Bytes from the UART. */
   input(bytes: Uint8Array, start: number, end: number): void {
     this.decoder.push(bytes, start, end);
-  }
-
-  /** A view of the UART's buffer, made when the buffer is new (once on the device). */
-  private inputView(buffer: ArrayBufferLike): DataView {
-    let v = this.inView;
-    if (v === null || v.buffer !== buffer) this.inView = v = new DataView(buffer);
-    return v;
   }
 
   frame(type: number, bytes: Uint8Array, start: number, length: number): void {
@@ -513,15 +561,11 @@ export class RobotInbound implements RobotFrameSink {
       this.counters.refused++;
       return;
     }
-    // A frame gathered by the decoder lies in its own buffer; a whole one in the input lies in the
-    // UART's (the device reads into one buffer: its view is made once and kept).
-    const view = this.view.buffer === bytes.buffer ? this.view : this.inputView(bytes.buffer);
-    const base = bytes.byteOffset + start + 2;
+    // The values, read where the frame lies (the UART's buffer, or the decoder's for a frame it gathered).
+    this.codec.floats32(bytes, start + 2, count, this.valueBytes);
     if (!isEvent) {
-      const v = this.values;
-      for (let i = 0; i < count; i++) v[i] = view.getFloat32(base + 4 * i, true);
       this.counters.samples++;
-      this.hub.publishSample(ch.id, this.clock.now(), v, count);
+      this.hub.publishSample(ch.id, this.clock.now(), this.values, count);
       return;
     }
     if (utf8Check(bytes, end, start + length) >= 0) {
@@ -530,7 +574,7 @@ export class RobotInbound implements RobotFrameSink {
     }
     // Events are rare (faults, logs): the hub keeps each one, so a fresh array is no waste.
     const values: number[] = [];
-    for (let i = 0; i < count; i++) values.push(view.getFloat32(base + 4 * i, true));
+    for (let i = 0; i < count; i++) values.push(this.values[i] as number);
     const text = end < start + length ? utf8Decode(bytes, end, start + length, this.units) : undefined;
     this.counters.events++;
     this.hub.publishEvent(ch.id, this.clock.now(), values, text);

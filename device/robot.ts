@@ -13,6 +13,7 @@ import type { CatalogIndex } from '../catalog/index.js';
 import type { Clock } from '../hub/ports.js';
 import type { DeviceConfig } from './config.js';
 import { RobotInbound, RobotLink, type RobotHub, type RobotTx } from './robot-link.js';
+import { RobotCodecNative } from './robot-native.js';
 import { GatedStopLine, type ReleaseGate } from './stop-path.js';
 
 /** The ESP32's UART FIFO (SOC_UART_FIFO_LEN): what a new port can take before its first report. */
@@ -66,7 +67,9 @@ export function openDeviceRobot(config: DeviceConfig, catalog: CatalogIndex, clo
   const line = openStopLine(config.stop.pin, config.stop.level);
   const uart = config.robotUart;
   const tx = uart ? new UartTx() : null;
-  const port = new RobotLink({ line, tx });
+  // The frames' CRC and a sample's values in C (device/native/robotframe.c): the link's byte work.
+  const codec = new RobotCodecNative();
+  const port = new RobotLink({ line, tx, codec });
   let inbound: RobotInbound | null = null;
   const rx = new Uint8Array(RX_BYTES);
   return {
@@ -80,7 +83,7 @@ export function openDeviceRobot(config: DeviceConfig, catalog: CatalogIndex, clo
     },
     connect(hub: RobotHub): void {
       if (!uart || !tx) return;
-      const sink = new RobotInbound(hub, catalog, clock);
+      const sink = new RobotInbound(hub, catalog, clock, codec);
       inbound = sink;
       tx.serial = new Serial({
         port: uart.port,

@@ -26,7 +26,7 @@ import { utf8ByteLength } from './utf8.js';
 /** An EVENT frame's bytes besides its values and its text's bytes: the keys, seq, t, dropped and the heads (generous). */
 const EVENT_FRAME_OVERHEAD = 64;
 import type { HealthMetrics } from './health.js';
-import { Tag, tagOf, type Clock, type Link } from './ports.js';
+import { Tag, tagOf, type Clock, type Link, type SampleWriter } from './ports.js';
 import { FrameRing, RingColumns } from './queues.js';
 import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
 import { sendGap, shedSubscriber } from './sample-shed.js';
@@ -86,6 +86,8 @@ export class Egress {
     maxFields: number,
     neverShedBytes: number,
     maxFrameBytes: number,
+    /** Writes each push's DATA frame after its prefix (HubPorts.sampleWriter); null: writeSampleAfter, in script. */
+    private readonly sw: SampleWriter | null = null,
   ) {
     this.data = new SealedBytes(dataFrameBytes(maxFields));
     this.neverShedBytes = neverShedBytes;
@@ -199,7 +201,8 @@ export class Egress {
             this.data.bytes.set(route.prefix);
             this.prefixed = route.prefix;
           }
-          frame = this.data.seal(writeSampleAfter(this.data.bytes, this.data.view, this.fp, route.prefix.length, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
+          if (this.sw === null) frame = this.data.seal(writeSampleAfter(this.data.bytes, this.data.view, this.fp, route.prefix.length, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
+          else frame = this.data.seal(this.sw.writeSample(this.data.bytes, route.prefix.length, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values.buffer, values.byteOffset, n));
         }
         if (ch.critical) {
           if (!this.critical(s, frame, sharedTag, seq)) continue;

@@ -8,6 +8,7 @@
 
 import { f16Bits } from './cbor.js';
 import { FrameType, Key } from './frame-types.js';
+import type { SampleWriter } from './ports.js';
 
 export { Fast, FastReader } from './fast-reader.js';
 
@@ -196,6 +197,36 @@ export function writeSampleAfter(b: Uint8Array, dv: DataView, fp: FloatProbe, p:
     } else p = number(b, dv, p, x, f, bits);
   }
   return p;
+}
+
+/**
+ * The SampleWriter in script: writeSampleAfter over views of the buffers it is given, each made
+ * when its buffer is new (once, where a hub writes every push into one buffer from one values
+ * array). What the device's C (device/native/samplewriter.h) is held to, byte for byte.
+ */
+export class ScriptSampleWriter implements SampleWriter {
+  private readonly fp = new FloatProbe();
+  private out: Uint8Array | null = null;
+  private dv: DataView | null = null;
+  private valuesBuffer: ArrayBufferLike | null = null;
+  private valuesAt = -1;
+  private values: Float64Array | null = null;
+
+  writeSample(b: Uint8Array, p: number, seq: number, t: number, values: ArrayBufferLike, at: number, count: number): number {
+    let dv = this.dv;
+    // (A view without a length follows a resizable buffer's length, as the hub's DATA buffer's does.)
+    if (b !== this.out || dv === null) {
+      this.out = b;
+      this.dv = dv = new DataView(b.buffer, b.byteOffset);
+    }
+    let v = this.values;
+    if (values !== this.valuesBuffer || at !== this.valuesAt || v === null) {
+      this.valuesBuffer = values;
+      this.valuesAt = at;
+      this.values = v = new Float64Array(values, at, (values.byteLength - at) >> 3);
+    }
+    return writeSampleAfter(b, dv, this.fp, p, seq, t, v, count);
+  }
 }
 
 // The optional keys of a DATA frame after its values, and the map head that counts them; returns the end.

@@ -123,7 +123,7 @@ export class Hub {
     if (!(cfg.maxFrameBytes >= MIN_MAX_FRAME_BYTES && cfg.maxFrameBytes <= MAX_HUB_FRAME_BYTES)) {
       throw new RangeError(`HubConfig.maxFrameBytes must be within ${MIN_MAX_FRAME_BYTES}..${MAX_HUB_FRAME_BYTES}`);
     }
-    this.egress = new Egress(this.clock, this.table, this.slots, this.health, this, maxFields, cfg.neverShedBytes, cfg.maxFrameBytes);
+    this.egress = new Egress(this.clock, this.table, this.slots, this.health, this, maxFields, cfg.neverShedBytes, cfg.maxFrameBytes, ports.sampleWriter ?? null);
     this.ingress = new Ingress(this);
     this.keeper = new SessionKeeper(this);
     this.plan = new Plan(this);

@@ -344,13 +344,15 @@ function printTable(report) {
     log('');
     log(`device budget (docs/performance.md "Fits the ESP32"): the default mix on XS, ${w.seconds} simulated s`);
     log(`  ${w.computronsPerSecond} computrons per simulated s: delivery ${w.split.delivery}, ingress ${w.split.ingress}, tick ${w.split.tick}, bindings ${w.split.bindings}`);
-    log(`  share of one 240 MHz ESP32 core: ${w.corePercent.low}–${w.corePercent.high} %`);
+    log(`  share of one 240 MHz ESP32 core: ${w.corePercent.low}–${w.corePercent.high} % (each push's DATA frame written in C, ${w.native.computronsPerSecond} computrons of it the C's)`);
+    log(`  all in script: ${w.allScript.computronsPerSecond} computrons per simulated s, ${w.allScript.corePercent.low}–${w.allScript.corePercent.high} %`);
     const r = d.robotLink;
     if (r) {
-      log(`  robot link (device/robot-link.ts, not in the mix): ${r.perSample.imu} computrons per imu SAMPLE frame read, ${r.perPublish} per PUBLISH sent; ${r.perSecond.total} per s at the default streams and 50 Hz of commands (${r.corePercent.low}–${r.corePercent.high} %)`);
+      log(`  robot link (device/robot-link.ts, not in the mix; its CRC and values in C): ${r.perSample.imu} computrons per imu SAMPLE frame read (${r.native.computronsPerImuSample} of them the C's, ${r.native.nsPerImuSample} ns here), ${r.perPublish} per PUBLISH sent; ${r.perSecond.total} per s at the default streams and 50 Hz of commands (${r.corePercent.low}–${r.corePercent.high} %)`);
+      log(`  robot link all in script: ${r.allScript.perSample.imu} per imu frame, ${r.allScript.perPublish} per PUBLISH, ${r.allScript.perSecond.total} per s`);
       log(`  the mix with the robot link: ${w.withRobotLink.computronsPerSecond} computrons per s, ${w.withRobotLink.corePercent.low}–${w.withRobotLink.corePercent.high} % of the core`);
     }
-    log(`  per delivery: ${Object.entries(d.perDelivery).map(([b, c]) => `${b} ${c}`).join(', ')} computrons`);
+    log(`  per delivery: ${Object.entries(d.perDelivery).map(([b, c]) => `${b} ${c}`).join(', ')} computrons (all in script: ${Object.entries(d.perDeliveryAllScript).map(([b, c]) => `${b} ${c}`).join(', ')})`);
     log(`  tick, 8 sessions, nothing due: median ${d.tick.nothingDue.median}, max ${d.tick.nothingDue.max}; in the workload ${d.tick.inWorkload} per tick (${d.tick.corePercent.low}–${d.tick.corePercent.high} % of a core)`);
     if (d.memory.slots) log(`  memory, every binding live: ${d.memory.slots.used} of ${d.memory.slots.budget} slots (${d.memory.slots.percent} %), ${d.memory.chunk.used} of ${d.memory.chunk.budget} chunk bytes (${d.memory.chunk.percent} %)`);
     const p = d.pendant;

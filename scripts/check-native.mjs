@@ -9,8 +9,12 @@
 //      (the SDK's digital-bank hooks included) without $MODDABLE, and against the SDK's XS and
 //      digital-bank headers with it; each time once with the SDK's sdkconfig defaults (no task
 //      watchdog) and once with device/sdkconfig/sdkconfig.defaults turned into definitions;
-//   3. bindings/espnow/device.ts, device/stop-native.ts and device/stop-path.ts with tsc (strict,
-//      ES2022, no Node or DOM types), since the host tsconfig.json leaves device adapters out.
+//   3. device/native/robotframe.c (the robot link's CRC and values) and
+//      device/native/samplewriter.c (a DATA frame's seq, t and values) against the xsnap XS
+//      headers, and against the SDK's when $MODDABLE is set;
+//   4. bindings/espnow/device.ts, device/stop-native.ts, device/stop-path.ts and
+//      device/robot-native.ts and device/sample-native.ts with tsc (strict, ES2022, no Node or DOM types), since the host
+//      tsconfig.json leaves device adapters out.
 // Exits non-zero with the compiler's output on the first failure.
 //
 // Usage: node scripts/check-native.mjs [--source FILE.c] [--stopline FILE.c] [--skip-ts]
@@ -32,6 +36,9 @@ const stopSource = atStop >= 0 && args[atStop + 1] ? resolve(args[atStop + 1]) :
 // Either option names the one module to compile; neither: both.
 const checkEspNow = at >= 0 || atStop < 0;
 const checkStopLine = atStop >= 0 || at < 0;
+const checkRobotFrame = at < 0 && atStop < 0;
+const robotFrameSource = join(repo, 'device/native/robotframe.c');
+const sampleWriterSource = join(repo, 'device/native/samplewriter.c');
 const skipTs = args.includes('--skip-ts');
 
 const stubs = join(repo, 'bindings/espnow/native/stubs');
@@ -111,6 +118,17 @@ if (checkStopLine) {
   }
 }
 
+if (checkRobotFrame) {
+  if (!existsSync(robotFrameSource)) fail(`no such file: ${robotFrameSource}`, '');
+  compile('robotframe.c, xsnap XS headers', [xsnapIncludes], [], robotFrameSource, stopStubs);
+  compile('robotframe.c, xsnap XS headers, debug build', [xsnapIncludes], ['mxDebug=1'], robotFrameSource, stopStubs);
+  if (sdk) compile(`robotframe.c, SDK XS headers in ${sdk}`, [join(sdk, 'xs/includes')], [], robotFrameSource, stopStubs);
+  if (!existsSync(sampleWriterSource)) fail(`no such file: ${sampleWriterSource}`, '');
+  compile('samplewriter.c, xsnap XS headers', [xsnapIncludes], [], sampleWriterSource, stopStubs);
+  compile('samplewriter.c, xsnap XS headers, debug build', [xsnapIncludes], ['mxDebug=1'], sampleWriterSource, stopStubs);
+  if (sdk) compile(`samplewriter.c, SDK XS headers in ${sdk}`, [join(sdk, 'xs/includes')], [], sampleWriterSource, stopStubs);
+}
+
 if (!skipTs) {
   // A throwaway tsconfig: `types: []` keeps @types/node out, which the command line cannot say.
   const dir = mkdtempSync(join(tmpdir(), 'check-native-'));
@@ -134,11 +152,13 @@ if (!skipTs) {
         join(repo, 'bindings/espnow/embedded.d.ts'),
         join(repo, 'device/stop-native.ts'),
         join(repo, 'device/stop-path.ts'),
+        join(repo, 'device/robot-native.ts'),
+        join(repo, 'device/sample-native.ts'),
       ],
     }),
   );
   const r = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', config], { encoding: 'utf8', cwd: repo });
   rmSync(dir, { recursive: true, force: true });
-  if (r.status !== 0) fail('device.ts, stop-native.ts: tsc failed', `${r.stdout}${r.stderr}`);
-  process.stdout.write('  ok  device.ts, stop-native.ts, stop-path.ts: tsc strict ES2022 without Node types\n');
+  if (r.status !== 0) fail('device.ts, stop-native.ts, robot-native.ts, sample-native.ts: tsc failed', `${r.stdout}${r.stderr}`);
+  process.stdout.write('  ok  device.ts, stop-native.ts, stop-path.ts, robot-native.ts, sample-native.ts: tsc strict ES2022 without Node types\n');
 }

@@ -2,11 +2,12 @@
 // bench/device.bench.ts bundled into one script and evaluated by xsnap-worker, one fresh worker
 // per measurement. scripts/bench.mjs prints it as the report's `device` section; the budget guard
 // (test/host/device-budget.test.ts) runs smaller versions of the same measurements.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import * as esbuild from 'esbuild';
 import { Xsnap } from './xsnap.mjs';
 import { liveHeap } from './xs-heap.mjs';
+import { buildNativeHost, nativeTiming } from './native-host.mjs';
 
 /**
  * The CPU calibration. A computron is one XS bytecode (xsnap counts one per instruction it
@@ -156,7 +157,7 @@ import { runDeviceWorkload, perDelivery, idleTicks, calibrationRun, deliveryWorl
 import { uplinkCost, uplinkMemoryBench } from './bench/uplink.bench.ts';
 import { robotLinkCost } from './bench/robot-link.bench.ts';
 globalThis.__D = {
-  robotLink: (n) => JSON.stringify(robotLinkCost(n)),
+  robotLink: (n, codec) => JSON.stringify(robotLinkCost(n, codec)),
   world: null,
   memory: null,
   uplinkCost: (s) => JSON.stringify(uplinkCost(s)),
@@ -166,8 +167,8 @@ globalThis.__D = {
   delivered: () => globalThis.__D.world.hub.counters.delivered,
   memorySetup: () => { const m = deviceMemoryBench(); m.setup(); globalThis.__D.memory = m; return m.steps.length; },
   memoryStep: (i) => { globalThis.__D.memory.step(i); },
-  workload: (s, w) => JSON.stringify(runDeviceWorkload(s, w)),
-  perDelivery: (b, s) => JSON.stringify(perDelivery(b, s)),
+  workload: (s, w, sw) => JSON.stringify(runDeviceWorkload(s, w, sw)),
+  perDelivery: (b, s, sw) => JSON.stringify(perDelivery(b, s, sw)),
   idleTicks: (n) => JSON.stringify(idleTicks(n)),
   calibrate: (n, runs) => {
     const timer = { now: () => performance.now() };
@@ -259,17 +260,46 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
   };
   log(`device calibration: ${calibration.nsPerComputron} ns/computron on this host, ESP32 ${ratio.low}–${ratio.high}× slower`);
 
-  const w = await onXs(bundle, `__D.workload(${seconds}, ${warmMs})`);
-  const cps = w.perSecond.total;
+  // The device's native byte work (device/native: each push's DATA frame written, the robot link's
+  // CRC and values), timed here in C; XS counts the script around it (bench/README.md).
+  const program = buildNativeHost(repo);
+  let c;
+  try {
+    c = nativeTiming(program, quick ? { rounds: 200_000, runs: 3 } : { rounds: 2_000_000, runs: 5 });
+  } finally {
+    rmSync(dirname(program), { recursive: true, force: true });
+  }
+  /** Computrons at this run's ns per computron for what the C wrote: `frames` DATA frames with `values` values in all. */
+  const dataEquiv = (n) => (n.frames * c.nsPerDataFrame + n.values * c.nsPerDataValue) / nsPerComputron;
+  const native = {
+    source: 'bench/native/native-host.c built with this host\'s cc -O2, the median of the runs (scripts/lib/native-host.mjs)',
+    host: {
+      nsPerDataFrame: round(c.nsPerDataFrame, 2),
+      nsPerDataValue: round(c.nsPerDataValue, 3),
+      nsPerCrcByte: round(c.nsPerCrcByte, 3),
+      nsPerValue: round(c.nsPerValue, 3),
+    },
+  };
+
+  const w = await onXs(bundle, `__D.workload(${seconds}, ${warmMs}, 'device')`);
+  const ws = await onXs(bundle, `__D.workload(${seconds}, ${warmMs}, 'script')`);
+  const dataPerSecond = dataEquiv(w.native) / seconds;
+  const cps = w.perSecond.total + dataPerSecond;
   const workload = {
     seconds,
     warmMs,
+    sampleWriter: 'device/native/samplewriter.c (each push\'s DATA frame written in C)',
     computronsPerSecond: Math.round(cps),
     split: {
-      delivery: Math.round(w.perSecond.delivery),
+      delivery: Math.round(w.perSecond.delivery + dataPerSecond),
       ingress: Math.round(w.perSecond.ingress),
       tick: Math.round(w.perSecond.tick),
       bindings: Math.round(w.perSecond.bindings),
+    },
+    native: {
+      dataFramesPerSecond: round(w.native.frames / seconds, 1),
+      dataValuesPerSecond: round(w.native.values / seconds, 1),
+      computronsPerSecond: Math.round(dataPerSecond),
     },
     detail: {
       bindingsBy: mapRound(w.bindingsBy),
@@ -281,31 +311,66 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
     ticksPerSecond: w.ticks / seconds,
     meterOverhead: { interval: round(w.probeComputrons, 1), pausePair: round(w.pauseComputrons, 1) },
     corePercent: corePercent(cps, nsPerComputron, ratio),
+    allScript: {
+      computronsPerSecond: Math.round(ws.perSecond.total),
+      split: { delivery: Math.round(ws.perSecond.delivery), ingress: Math.round(ws.perSecond.ingress), tick: Math.round(ws.perSecond.tick), bindings: Math.round(ws.perSecond.bindings) },
+      corePercent: corePercent(ws.perSecond.total, nsPerComputron, ratio),
+    },
   };
   log(`device workload: ${workload.computronsPerSecond} computrons per simulated s, ${workload.corePercent.low}–${workload.corePercent.high} % of one ESP32 core`);
 
   // The robot link (device/robot-link.ts): the mix hands the robot's samples to the hub directly;
-  // on the device each crosses the UART link, and so does each command for the robot.
-  const rl = await onXs(bundle, `__D.robotLink(${quick ? 50 : 200})`);
+  // on the device each crosses the UART link, and so does each command for the robot. The device
+  // does the link's byte work (CRC, values) in C (device/native/robotframe.c): its script part is
+  // counted on XS, its C timed on this host and turned into computrons at this host's ns per
+  // computron (the same ESP32/host ratio then applies to both). The all-script link is reported too.
+  const rl = await onXs(bundle, `__D.robotLink(${quick ? 50 : 200}, 'script')`);
+  const rd = await onXs(bundle, `__D.robotLink(${quick ? 50 : 200}, 'device')`);
+  const nativeNs = (w) => w.crcBytes * c.nsPerCrcByte + w.values * c.nsPerValue;
+  const equiv = (w) => nativeNs(w) / nsPerComputron;
+  const devSample = Object.fromEntries(Object.entries(rd.perSample).map(([k, v]) => [k, v + equiv(rd.work.perSample[k])]));
+  const devPublish = rd.perPublish + equiv(rd.work.perPublish);
+  let devInbound = 0;
+  for (const [k, hz] of Object.entries(rd.hz.perSample)) devInbound += devSample[k] * hz;
+  const devOutbound = devPublish * rd.hz.publish;
+  const devTotal = devInbound + devOutbound;
   const robotLink = {
-    perSample: mapRound(rl.perSample),
-    perPublish: Math.round(rl.perPublish),
-    perSecond: mapRound(rl.perSecond),
-    corePercent: corePercent(rl.perSecond.total, nsPerComputron, ratio),
+    codec: 'device/native/robotframe.c (the CRC and the values in C; script otherwise)',
+    perSample: mapRound(devSample),
+    perPublish: Math.round(devPublish),
+    perSecond: { inbound: Math.round(devInbound), outbound: Math.round(devOutbound), total: Math.round(devTotal) },
+    corePercent: corePercent(devTotal, nsPerComputron, ratio),
+    script: { perSample: mapRound(rd.perSample), perPublish: Math.round(rd.perPublish), perSecond: mapRound(rd.perSecond), codecCallsPerImuSample: rd.codecCalls.perSample.imu, codecCallsPerPublish: rd.codecCalls.perPublish },
+    native: {
+      host: { nsPerCrcByte: round(c.nsPerCrcByte, 3), nsPerValue: round(c.nsPerValue, 3), nsPerImuSampleTimed: round(c.nsPerImuSample, 1), nsPerPublishTimed: round(c.nsPerPublish, 1) },
+      nsPerImuSample: round(nativeNs(rd.work.perSample.imu), 1),
+      computronsPerImuSample: round(equiv(rd.work.perSample.imu), 1),
+      computronsPerPublish: round(equiv(rd.work.perPublish), 1),
+    },
+    allScript: {
+      perSample: mapRound(rl.perSample),
+      perPublish: Math.round(rl.perPublish),
+      perSecond: mapRound(rl.perSecond),
+      corePercent: corePercent(rl.perSecond.total, nsPerComputron, ratio),
+    },
   };
   workload.withRobotLink = {
-    computronsPerSecond: Math.round(cps + rl.perSecond.total),
-    corePercent: corePercent(cps + rl.perSecond.total, nsPerComputron, ratio),
+    computronsPerSecond: Math.round(cps + devTotal),
+    corePercent: corePercent(cps + devTotal, nsPerComputron, ratio),
   };
-  log(`device robot link: ${robotLink.perSample.imu} computrons per imu sample received, ${robotLink.perPublish} per command sent; with the mix ${workload.withRobotLink.computronsPerSecond} computrons per s, ${workload.withRobotLink.corePercent.low}–${workload.withRobotLink.corePercent.high} % of one ESP32 core`);
+  log(`device robot link: ${robotLink.perSample.imu} computrons per imu sample received (${robotLink.native.computronsPerImuSample} of them the C's), ${robotLink.perPublish} per command sent (all in script: ${robotLink.allScript.perSample.imu} and ${robotLink.allScript.perPublish}); with the mix ${workload.withRobotLink.computronsPerSecond} computrons per s, ${workload.withRobotLink.corePercent.low}–${workload.withRobotLink.corePercent.high} % of one ESP32 core`);
 
   const perDelivery = {};
   const perDeliveryDetail = {};
+  const perDeliveryAllScript = {};
   for (const b of BINDINGS) {
-    const r = await onXs(bundle, `__D.perDelivery('${b}', ${quick ? 1 : 4})`);
-    perDelivery[b] = round(r.perDelivery, 1);
-    perDeliveryDetail[b] = { computrons: Math.round(r.computrons), deliveries: r.deliveries };
-    log(`device per delivery ${b}: ${perDelivery[b]} computrons`);
+    const r = await onXs(bundle, `__D.perDelivery('${b}', ${quick ? 1 : 4}, 'device')`);
+    const a = await onXs(bundle, `__D.perDelivery('${b}', ${quick ? 1 : 4}, 'script')`);
+    const eq = dataEquiv(r.native);
+    perDelivery[b] = round((r.computrons + eq) / r.deliveries, 1);
+    perDeliveryAllScript[b] = round(a.perDelivery, 1);
+    perDeliveryDetail[b] = { computrons: Math.round(r.computrons), nativeComputrons: Math.round(eq), deliveries: r.deliveries, dataFrames: r.native.frames, allScript: { computrons: Math.round(a.computrons), deliveries: a.deliveries } };
+    log(`device per delivery ${b}: ${perDelivery[b]} computrons (${perDeliveryAllScript[b]} all in script)`);
   }
 
   const ticks = await onXs(bundle, `__D.idleTicks(${quick ? 20 : 200})`);
@@ -383,7 +448,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
     pendant = { error: e instanceof Error ? e.message : String(e) };
     log(`device pendant FAILED ${pendant.error}`);
   }
-  return { workload, perDelivery, perDeliveryDetail, tick, robotLink, memory: mem, uplink, pendant, calibration, targets };
+  return { workload, perDelivery, perDeliveryDetail, perDeliveryAllScript, native, tick, robotLink, memory: mem, uplink, pendant, calibration, targets };
 }
 
 function mapRound(o) {

@@ -1,6 +1,11 @@
 import { equal, ok, deepEqual } from '../lib/assert.js';
-import { makeHub, TestClient } from '../lib/hub-fixture.js';
+import { credentialStore, makeHub, RecordingRobot, SeededRandom, TestClient, VirtualClock } from '../lib/hub-fixture.js';
 import { FrameType, type DataFrame } from '../../hub/frames.js';
+import { Hub } from '../../hub/hub.js';
+import { ScriptSampleWriter } from '../../hub/fast-frames.js';
+import type { SampleWriter } from '../../hub/ports.js';
+import { loadCatalog } from '../../catalog/index.js';
+import { DEFAULT_CATALOG } from '../../catalog/default.js';
 
 describe('hub smoke', () => {
   it('HELLO, WELCOME with grants, DATA delivered', () => {
@@ -48,5 +53,63 @@ describe('hub smoke', () => {
       data.map((f) => f.values.length),
       order.map((ch) => ch.fieldCount),
     );
+  });
+});
+
+describe('hub: the DATA writer port (HubPorts.sampleWriter)', () => {
+  /** Every DATA frame's bytes a client receives from pushes of imu, odom and scan with awkward values. */
+  function frames(sampleWriter: SampleWriter | undefined): { bytes: string[]; calls: number } {
+    const catalog = loadCatalog(DEFAULT_CATALOG);
+    const clock = new VirtualClock();
+    let calls = 0;
+    const counted: SampleWriter | undefined =
+      sampleWriter === undefined
+        ? undefined
+        : {
+            writeSample(b, p, seq, t, values, at, count) {
+              calls++;
+              return sampleWriter.writeSample(b, p, seq, t, values, at, count);
+            },
+          };
+    const hub = new Hub({ clock, random: new SeededRandom(7), store: credentialStore(), robot: new RecordingRobot(), catalog, sampleWriter: counted }, { livenessTimeoutMs: Infinity });
+    const chans = ['imu', 'odom', 'scan'].map((n) => catalog.byName(n)!);
+    const c = new TestClient(hub);
+    c.send({ type: FrameType.HELLO, version: 1, name: 'scope', subWishes: chans.map((ch) => ({ channelId: ch.id, wishedRateHz: 1000 })) });
+    c.take(FrameType.WELCOME);
+    const awkward = [0.1, -0, NaN, Infinity, -Infinity, 65504, 2 ** -24, 2 ** 53 - 1, -(2 ** 31) - 1, 1e300, Math.fround(0.3), 7];
+    // Values from a longer array at an offset: the writer reads the first `count` from where the array starts.
+    const store = new Float64Array(40);
+    const values = new Float64Array(store.buffer, 8 * 3, 20);
+    for (let i = 0; i < 30; i++) {
+      clock.advance(i === 10 ? 70000 : 200);
+      const ch = chans[i % 3]!;
+      for (let k = 0; k < values.length; k++) values[k] = awkward[(i + k) % awkward.length] as number;
+      hub.publishSample(ch.id, clock.now(), values, ch.fieldCount);
+    }
+    c.link.drain();
+    const bytes = c.link.received.filter((w) => w.frame?.type === FrameType.DATA).map((w) => Array.from(w.bytes, (x) => x.toString(16).padStart(2, '0')).join(''));
+    return { bytes, calls };
+  }
+
+  it('delivers byte for byte the frames the hub writes itself, one writer call per push', () => {
+    const own = frames(undefined);
+    const given = frames(new ScriptSampleWriter());
+    equal(own.bytes.length, 30);
+    deepEqual(given.bytes, own.bytes);
+    equal(given.calls, 30);
+    equal(own.calls, 0);
+  });
+
+  it('sends what the writer writes (a writer that writes something else is seen)', () => {
+    const own = frames(undefined);
+    const inner = new ScriptSampleWriter();
+    const wrong: SampleWriter = {
+      writeSample(b, p, seq, t, values, at, count) {
+        return inner.writeSample(b, p, seq + 1, t, values, at, count);
+      },
+    };
+    const other = frames(wrong);
+    equal(other.bytes.length, own.bytes.length);
+    ok(other.bytes.every((b, i) => b !== own.bytes[i]));
   });
 });

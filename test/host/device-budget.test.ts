@@ -12,12 +12,13 @@ const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 interface Ceilings {
   perDelivery: Record<string, number>;
+  perDeliveryAllScript: Record<string, number>;
   tickNothingDue: number;
-  workload: { perTick: number; perSecond: number };
+  workload: { perTick: number; perSecond: number; allScriptPerSecond: number };
   retained: { slots: number; chunkBytes: number };
   pendant: { perPeriod: number; retained: { slots: number; chunkBytes: number } };
   uplink: { health: number; telemetryJson: number; telemetryCbor: number; retainedSlots: number; retainedChunkBytes: number };
-  robotLink: { perImuSample: number; perPublish: number; perSecond: number };
+  robotLink: { perImuSample: number; perPublish: number; perSecond: number; device: { perImuSample: number; perPublish: number; perSecond: number } };
 }
 
 interface Budget {
@@ -50,10 +51,14 @@ describe('device budget guard (XS engine)', function () {
   });
 
   for (const binding of ['tcp', 'ws', 'ble', 'espnow']) {
-    it(`one delivery through ${binding} stays under its computron ceiling, and allocates nothing`, async function () {
-      const r = await budget.onXs(bundle, `__D.perDelivery('${binding}', 1)`);
+    it(`one delivery through ${binding} stays under its computron ceiling, with the device's DATA writer and all in script, and allocates nothing`, async function () {
+      const r = await budget.onXs(bundle, `__D.perDelivery('${binding}', 1, 'device')`);
       assert.ok(r.deliveries > 100, `${binding}: only ${r.deliveries} deliveries`);
-      within(r.perDelivery, ceilings.perDelivery[binding] as number, `computrons per delivery through ${binding}`);
+      assert.ok(r.native.frames > 0 && r.native.frames * 8 === r.deliveries, `${binding}: the device's writer wrote ${r.native.frames} DATA frames for ${r.deliveries} deliveries to 8 subscribers`);
+      within(r.perDelivery, ceilings.perDelivery[binding] as number, `computrons per delivery through ${binding} (the DATA writer's C left out)`);
+      const s = await budget.onXs(bundle, `__D.perDelivery('${binding}', 1, 'script')`);
+      assert.equal(s.native.frames, 0);
+      within(s.perDelivery, ceilings.perDeliveryAllScript[binding] as number, `computrons per delivery through ${binding}, all in script`);
       const a = await budget.allocationPerDelivery(bundle, binding, 500);
       assert.ok(a.deliveries > 100, `${binding}: only ${a.deliveries} deliveries in the allocation run`);
       assert.equal(a.slots, 0, `${binding}: ${a.slots} slots allocated over ${a.deliveries} deliveries and their clients' ACKs and PINGs`);
@@ -67,19 +72,34 @@ describe('device budget guard (XS engine)', function () {
   });
 
   it('the robot link: computrons per sample received, per command sent and per second of the default streams stay under their ceilings', async function () {
-    const r = await budget.onXs(bundle, '__D.robotLink(50)');
+    const r = await budget.onXs(bundle, "__D.robotLink(50, 'script')");
     assert.equal(r.frames, 5 * 51 + 51, 'every frame reached the hub or the UART');
     within(r.perSample.imu, ceilings.robotLink.perImuSample, 'computrons per imu SAMPLE frame the robot link reads');
     within(r.perPublish, ceilings.robotLink.perPublish, 'computrons per PUBLISH frame the robot link sends');
     within(r.perSecond.total, ceilings.robotLink.perSecond, 'computrons per second of the robot link at the default streams and cmd_vel');
   });
 
-  it("the default mix's computrons per tick and per simulated second stay under their ceilings", async function () {
-    const w = await budget.onXs(bundle, '__D.workload(2, 1000)');
+  it("the robot link with the device's codec: the script around the C stays under its ceilings, with one call for a frame's CRC and one for its values", async function () {
+    const r = await budget.onXs(bundle, "__D.robotLink(50, 'device')");
+    assert.equal(r.codec, 'device');
+    assert.equal(r.frames, 5 * 51 + 51, 'every frame reached the hub or the UART');
+    assert.deepEqual([r.codecCalls.perSample.imu, r.codecCalls.perPublish], [2, 1], 'codec calls per imu frame and per publication');
+    const d = ceilings.robotLink.device;
+    within(r.perSample.imu, d.perImuSample, "computrons per imu SAMPLE frame the robot link reads, the C's work left out");
+    within(r.perPublish, d.perPublish, "computrons per PUBLISH frame the robot link sends, the C's work left out");
+    within(r.perSecond.total, d.perSecond, "computrons per second of the robot link at the default streams and cmd_vel, the C's work left out");
+  });
+
+  it("the default mix's computrons per tick and per simulated second stay under their ceilings, with the device's DATA writer and all in script", async function () {
+    const w = await budget.onXs(bundle, "__D.workload(2, 1000, 'device')");
     assert.ok(w.metered, 'the meter reads the engine');
     assert.ok(w.deliveries > 500, `only ${w.deliveries} deliveries`);
+    assert.ok(w.native.frames > 500, `the device's writer wrote only ${w.native.frames} DATA frames`);
     within(w.perSecond.tick / (w.ticks / w.seconds), ceilings.workload.perTick, 'computrons per tick in the default mix');
-    within(w.perSecond.total, ceilings.workload.perSecond, 'computrons per simulated second of the default mix');
+    within(w.perSecond.total, ceilings.workload.perSecond, "computrons per simulated second of the default mix (the DATA writer's C left out)");
+    const s = await budget.onXs(bundle, "__D.workload(2, 1000, 'script')");
+    assert.equal(s.deliveries, w.deliveries, 'the same deliveries either way');
+    within(s.perSecond.total, ceilings.workload.allScriptPerSecond, 'computrons per simulated second of the default mix, all in script');
   });
 
   it('the fleet uplink’s computrons per health and telemetry message and its retained heap stay under their ceilings', async function () {

@@ -93,11 +93,14 @@ describe('the native stop line and the task watchdog in the build', () => {
   const root = JSON.parse(readFileSync(join(repo, 'manifest.json'), 'utf8')) as Json;
   const native = JSON.parse(readFileSync(join(repo, 'device/native/manifest.json'), 'utf8')) as Json;
 
-  it('builds the native module and its wrapper for esp32 only, with the ESP-IDF components it calls', () => {
+  it('builds the native modules and their wrappers for esp32 only, with the ESP-IDF components they call', () => {
     assert.ok((root['include'] as string[]).includes('./device/native/manifest.json'));
     const esp32 = native['platforms']['esp32'] as Json;
-    assert.equal(esp32['modules']['*'], './stopline');
+    // The stop line, the robot link's byte work and the DATA writer (robot-native.test.ts, sample-native.test.ts).
+    assert.deepEqual(esp32['modules']['*'], ['./stopline', './robotframe', './samplewriter']);
     assert.equal(esp32['modules']['device/stop-native'], '../stop-native');
+    assert.equal(esp32['modules']['device/robot-native'], '../robot-native');
+    assert.equal(esp32['modules']['device/sample-native'], '../sample-native');
     assert.deepEqual(esp32['dependency'], [{ idf: 'esp_driver_gpio' }, { idf: 'esp_timer' }]);
     assert.equal(native['modules'], undefined, 'nothing of it outside esp32');
     assert.match(native['platforms']['...']['warning'], /only on esp32/);

@@ -1,0 +1,173 @@
+/*
+ * The device's native byte work on the host: device/native/robotframe.h (the robot link's CRC and
+ * values) and device/native/samplewriter.h (a DATA frame's seq, t and values), the same C the
+ * device runs, checked against the script (test/host/robot-native.test.ts,
+ * test/host/sample-native.test.ts) and timed (the device budget, bench/README.md). Built by
+ * scripts/lib/native-host.mjs with the host's C compiler.
+ *
+ *   native-host check          reads lines from stdin and answers each on stdout:
+ *                                crc HEX START END CRC          -> the CRC
+ *                                copy HEX FROM N AT CRC         -> the CRC, then the destination (N + AT bytes, zeros before AT) in hex
+ *                                floats HEX AT COUNT            -> each double's 8 bytes in hex (little-endian), space-separated
+ *                                data SEQ T HEX                 -> what sampleWrite writes, in hex, for seq, t and the doubles
+ *                                                                  in HEX (8 bytes each, this machine's order; "-": none)
+ *   native-host time N         times N rounds of one imu SAMPLE frame's work (its CRC and its six
+ *                              values), of one cmd_vel PUBLISH frame's CRC, of the CRC of 256 bytes
+ *                              and of reading 32 values; prints JSON with the nanoseconds of each
+ *                              frame, per CRC byte and per value; and N rounds of writing a DATA
+ *                              frame's seq, t and 6 values (float32 fractions, as sensors send), and
+ *                              N / 8 of one with 32: ns per frame and per value.
+ */
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../device/native/robotframe.h"
+#include "../../device/native/samplewriter.h"
+
+static int unhex(const char *s, uint8_t *out, int max)
+{
+	int n = 0;
+	while (s[0] && s[1] && n < max) {
+		unsigned v;
+		if (sscanf(s, "%2x", &v) != 1)
+			return -1;
+		out[n++] = (uint8_t)v;
+		s += 2;
+	}
+	return n;
+}
+
+static int check(void)
+{
+	char line[4096], hex[2048];
+	uint8_t buf[1024], dst[2048];
+	double seqT[2];
+	while (fgets(line, sizeof(line), stdin)) {
+		int a, b, c, crc, n;
+		if (sscanf(line, "crc %2047s %d %d %d", hex, &a, &b, &crc) == 4) {
+			n = unhex(hex, buf, sizeof(buf));
+			if (n < 0 || a < 0 || b < a || b > n)
+				return 2;
+			printf("%u\n", robotCrc16(buf + a, (uint32_t)(b - a), (uint16_t)crc));
+		}
+		else if (sscanf(line, "copy %2047s %d %d %d %d", hex, &a, &b, &c, &crc) == 5) {
+			n = unhex(hex, buf, sizeof(buf));
+			if (n < 0 || a < 0 || b < 0 || a + b > n || c < 0 || c + b > (int)sizeof(dst))
+				return 2;
+			memset(dst, 0, sizeof(dst));
+			printf("%u ", robotCrc16Copy(buf + a, dst + c, (uint32_t)b, (uint16_t)crc));
+			for (int i = 0; i < b + c; i++)
+				printf("%02x", dst[i]);
+			printf("\n");
+		}
+		else if (sscanf(line, "floats %2047s %d %d", hex, &a, &b) == 3) {
+			n = unhex(hex, buf, sizeof(buf));
+			if (n < 0 || a < 0 || b < 0 || a + 4 * b > n || 8 * b > (int)sizeof(dst))
+				return 2;
+			robotFloats32(buf + a, (uint32_t)b, dst);
+			for (int i = 0; i < b; i++) {
+				for (int k = 0; k < 8; k++)
+					printf("%02x", dst[8 * i + k]);
+				printf(i + 1 < b ? " " : "");
+			}
+			printf("\n");
+		}
+		else if (sscanf(line, "data %lf %lf %2047s", &seqT[0], &seqT[1], hex) == 3) {
+			uint32_t len;
+			n = hex[0] == '-' ? 0 : unhex(hex, buf, sizeof(buf));
+			if (n < 0 || n % 8 || n / 8 > 64)
+				return 2;
+			len = sampleWrite(dst, seqT[0], seqT[1], buf, (uint32_t)(n / 8));
+			for (uint32_t i = 0; i < len; i++)
+				printf("%02x", dst[i]);
+			printf("\n");
+		}
+		else
+			return 2;
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static double nowNs(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int timeIt(long rounds)
+{
+	/* An imu SAMPLE frame: sync, type, n = 26, channel, count 6, six float32, CRC (31 bytes); a cmd_vel PUBLISH: n = 18 (23 bytes). */
+	static uint8_t imu[31], pub[23];
+	static uint8_t values[32 * 8];
+	static uint8_t block[256];
+	volatile uint32_t sink = 0;
+	for (int i = 0; i < 31; i++)
+		imu[i] = (uint8_t)(i * 37 + 11);
+	for (int i = 0; i < 23; i++)
+		pub[i] = (uint8_t)(i * 53 + 7);
+	double t0 = nowNs();
+	for (long r = 0; r < rounds; r++) {
+		imu[5] = (uint8_t)r;
+		sink += robotCrc16(imu + 1, 28, 0xffff);
+		robotFloats32(imu + 5, 6, values);
+		sink += values[r & 7];
+	}
+	double t1 = nowNs();
+	for (long r = 0; r < rounds; r++) {
+		pub[5] = (uint8_t)r;
+		sink += robotCrc16(pub + 1, 20, 0xffff);
+	}
+	double t2 = nowNs();
+	for (int i = 0; i < 256; i++)
+		block[i] = (uint8_t)(i * 29 + 3);
+	long blocks = rounds / 8 + 1;
+	for (long r = 0; r < blocks; r++) {
+		block[0] = (uint8_t)r;
+		sink += robotCrc16(block, 256, 0xffff);
+	}
+	double t3 = nowNs();
+	for (long r = 0; r < blocks; r++) {
+		block[0] = (uint8_t)r;
+		robotFloats32(block, 32, values);
+		sink += values[r & 255];
+	}
+	double t4 = nowNs();
+	/* DATA: float32 fractions, as sensors send (each a binary32), 6 of them, then 32. */
+	static double six[6], many[32];
+	static uint8_t frame[kSampleWriteMax(32)];
+	for (int i = 0; i < 32; i++) {
+		float f = 0.5f + 0.001f * (float)(i * 37 % 1000) + 0.0001f;
+		many[i] = (double)f;
+		if (i < 6)
+			six[i] = many[i];
+	}
+	for (long r = 0; r < rounds; r++) {
+		six[0] = (double)(0.25f + 0.0001f * (float)(r & 1023));
+		sink += sampleWrite(frame, (double)(r & 0xffff), (double)(100000 + r), (const uint8_t *)six, 6);
+	}
+	double t5 = nowNs();
+	for (long r = 0; r < blocks; r++) {
+		many[0] = (double)(0.25f + 0.0001f * (float)(r & 1023));
+		sink += sampleWrite(frame, (double)(r & 0xffff), (double)(100000 + r), (const uint8_t *)many, 32);
+	}
+	double t6 = nowNs();
+	double sixNs = (t5 - t4) / rounds, manyNs = (t6 - t5) / blocks;
+	double perValue = (manyNs - sixNs) / 26;
+	printf("{\"rounds\":%ld,\"nsPerImuSample\":%.3f,\"nsPerPublish\":%.3f,\"nsPerCrcByte\":%.4f,\"nsPerValue\":%.4f,\"nsPerData6\":%.3f,\"nsPerData32\":%.3f,\"nsPerDataValue\":%.4f,\"nsPerDataFrame\":%.3f,\"sink\":%u}\n", rounds, (t1 - t0) / rounds, (t2 - t1) / rounds, (t3 - t2) / blocks / 256, (t4 - t3) / blocks / 32, sixNs, manyNs, perValue, sixNs - 6 * perValue, (unsigned)sink);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "check"))
+		return check();
+	if (argc >= 3 && !strcmp(argv[1], "time"))
+		return timeIt(atol(argv[2]));
+	fprintf(stderr, "usage: native-host check | time N\n");
+	return 2;
+}
