@@ -36,7 +36,7 @@ import { utf8ByteLength, utf8Check, utf8Decode, utf8Write, UTF8_DECODE_CHUNK } f
 export interface RobotCodec {
   /** The CRC-16/CCITT-FALSE of bytes[start, end), continuing from `crc`. */
   crc16(bytes: Uint8Array, start: number, end: number, crc: number): number;
-  /** Copies src[from, from + n) to dst[at, …) and returns `crc` continued over those bytes. */
+  /** Copies src[from, from + n) to dst[at, …), two ranges that do not overlap, and returns `crc` continued over those bytes. */
   crc16Copy(src: Uint8Array, from: number, dst: Uint8Array, at: number, n: number, crc: number): number;
   /** `count` little-endian float32 from bytes[at, …) into `out`, the bytes of a Float64Array (whole, from its start). */
   floats32(bytes: Uint8Array, at: number, count: number, out: Uint8Array): void;
@@ -65,7 +65,7 @@ export class ScriptRobotCodec implements RobotCodec {
       this.a = v;
     }
     let o = this.out;
-    if (o === null || o.buffer !== out.buffer) this.out = o = new Float64Array(out.buffer, out.byteOffset, out.length >>> 3);
+    if (o === null || o.buffer !== out.buffer || o.byteOffset !== out.byteOffset) this.out = o = new Float64Array(out.buffer, out.byteOffset, out.length >>> 3);
     const base = bytes.byteOffset + at;
     for (let i = 0; i < count; i++) o[i] = v.getFloat32(base + 4 * i, true);
   }

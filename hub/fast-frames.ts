@@ -210,6 +210,7 @@ export class ScriptSampleWriter implements SampleWriter {
   private dv: DataView | null = null;
   private valuesBuffer: ArrayBufferLike | null = null;
   private valuesAt = -1;
+  private valuesBytes = -1;
   private values: Float64Array | null = null;
 
   writeSample(b: Uint8Array, p: number, seq: number, t: number, values: ArrayBufferLike, at: number, count: number): number {
@@ -220,9 +221,11 @@ export class ScriptSampleWriter implements SampleWriter {
       this.dv = dv = new DataView(b.buffer, b.byteOffset);
     }
     let v = this.values;
-    if (values !== this.valuesBuffer || at !== this.valuesAt || v === null) {
+    // (A resizable buffer that grew or shrank gets a view of its new length.)
+    if (values !== this.valuesBuffer || at !== this.valuesAt || values.byteLength !== this.valuesBytes || v === null) {
       this.valuesBuffer = values;
       this.valuesAt = at;
+      this.valuesBytes = values.byteLength;
       this.values = v = new Float64Array(values, at, (values.byteLength - at) >> 3);
     }
     return writeSampleAfter(b, dv, this.fp, p, seq, t, v, count);

@@ -73,7 +73,7 @@ export interface SampleBlock {
  * Writes what follows a DATA frame's route prefix: its seq, the key of t, t, the key of values
  * and the first `count` values, byte for byte as hub/fast-frames.ts writeSampleAfter does, at
  * b[p, …); returns the end. `values` is the ArrayBuffer of a Float64Array, its first value at byte
- * `at`; seq and t are whole numbers from 0 to 2^53 − 1. Every push of every stream is written so
+ * `at` (a multiple of 8: the array's byteOffset); seq and t are whole numbers from 0 to 2^53 − 1. Every push of every stream is written so
  * once, so the device hands the hub one in C (device/sample-native.ts); without one the hub writes
  * in script (HubPorts.sampleWriter).
  */

@@ -34,7 +34,10 @@ void xs_robot_crc16(xsMachine *the)
 	xsIntegerValue start = xsmcToInteger(xsArg(1));
 	xsIntegerValue end = xsmcToInteger(xsArg(2));
 	uint16_t crc = (uint16_t)xsmcToInteger(xsArg(3));
-	uint8_t *p = robotBytes(the, &xsArg(0), start, end - start, 0);
+	uint8_t *p;
+	if ((start < 0) || (end < start))
+		xsRangeError("robot frame: out of range");
+	p = robotBytes(the, &xsArg(0), start, end - start, 0);
 	xsmcSetInteger(xsResult, robotCrc16(p, (uint32_t)(end - start), crc));
 }
 

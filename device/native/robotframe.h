@@ -1,7 +1,7 @@
 /*
  * The robot link's byte work in C (docs/operations.md "The robot link"): the CRC of a frame and
  * the float32 values of a SAMPLE frame. Plain C with no XS and no ESP-IDF: ./robotframe.c wraps
- * it for the device, and the host compiles it as it is (bench/native/robotframe-host.c) to check
+ * it for the device, and the host compiles it as it is (bench/native/native-host.c) to check
  * it against the script codec (device/robot-link.ts ScriptRobotCodec) and to time it.
  *
  * CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, no reflection, no final xor; one table lookup a
@@ -58,7 +58,7 @@ static inline uint16_t robotCrc16(const uint8_t *p, uint32_t n, uint16_t crc)
 	return crc;
 }
 
-/* Copies src[0, n) to dst (the two may overlap) and returns `crc` continued over those bytes. */
+/* Copies src[0, n) to dst (the two do not overlap: RobotCodec.crc16Copy) and returns `crc` continued over those bytes. */
 static inline uint16_t robotCrc16Copy(const uint8_t *src, uint8_t *dst, uint32_t n, uint16_t crc)
 {
 	crc = robotCrc16(src, n, crc);
