@@ -50,8 +50,19 @@ interface Range {
 }
 interface DeviceReport {
   error?: string;
-  workload: { computronsPerSecond: number; corePercent: Range; split: Record<string, number>; deliveriesPerSecond: number };
+  workload: {
+    computronsPerSecond: number;
+    corePercent: Range;
+    split: Record<string, number>;
+    deliveriesPerSecond: number;
+    native: { dataFramesPerSecond: number };
+    allScript: { computronsPerSecond: number };
+    withRobotLink: { computronsPerSecond: number };
+  };
   perDelivery: Record<string, number>;
+  perDeliveryAllScript: Record<string, number>;
+  native: { host: { nsPerDataFrame: number; nsPerDataValue: number } };
+  robotLink: { perSecond: { total: number }; native: { computronsPerImuSample: number }; allScript: { perSecond: { total: number } } };
   tick: { nothingDue: { median: number; max: number; sessions: number }; inWorkload: number; corePercent: Range };
   memory: { slots: { used: number; budget: number; percent: number }; chunk: { used: number; budget: number; percent: number } };
   calibration: { nsPerComputron: number; esp32HostRatio: Range; source: string[]; hostCoreMark: number };
@@ -185,5 +196,15 @@ describe('bench harness (quick mode)', function () {
     assert.ok(c.source.length >= 3 && c.source.every((x) => typeof x === 'string' && x.length > 20), 'every figure has its source');
     assert.equal(d.tick.nothingDue.sessions, 8);
     assert.ok(d.targets.length >= 10 && d.targets.every((t) => typeof t.met === 'boolean'));
+    // The device's C (each push's DATA frame, the robot link's byte work): timed on the host, and
+    // each figure also all in script, where the same work costs more computrons.
+    assert.ok(finite(d.native.host.nsPerDataFrame, 'native.host.nsPerDataFrame') > 0 && finite(d.native.host.nsPerDataValue, 'nsPerDataValue') > 0);
+    assert.ok(finite(w.native.dataFramesPerSecond, 'workload.native.dataFramesPerSecond') > 0, 'the mix wrote its DATA frames through the device writer');
+    assert.ok(finite(w.allScript.computronsPerSecond, 'workload.allScript') > w.computronsPerSecond, 'the mix costs more all in script');
+    assert.deepEqual(Object.keys(d.perDeliveryAllScript), ['tcp', 'ws', 'ble', 'espnow']);
+    for (const b of ['tcp', 'ws', 'ble', 'espnow']) assert.ok((d.perDeliveryAllScript[b] as number) > (d.perDelivery[b] as number), `${b}: a delivery costs more all in script`);
+    const r = d.robotLink;
+    assert.ok(finite(r.native.computronsPerImuSample, 'robotLink.native') > 0 && r.perSecond.total < r.allScript.perSecond.total, 'the robot link costs more all in script');
+    assert.ok(Math.abs(finite(w.withRobotLink.computronsPerSecond, 'withRobotLink') - w.computronsPerSecond - r.perSecond.total) <= 2, 'the whole workload is the mix and the robot link');
   });
 });
