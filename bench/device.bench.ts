@@ -23,7 +23,7 @@ import { Hub, type HubConfig } from '../hub/hub.js';
 import { SessionState } from '../hub/session.js';
 import type { Clock, Random, RobotPort, SampleBlock, SampleWriter, Store } from '../hub/ports.js';
 import { ScriptSampleWriter } from '../hub/fast-frames.js';
-import { DEVICE_BLE_QUEUE_BYTES, DEVICE_DEFAULTS, DEVICE_MAX_HUB_FRAME_BYTES } from '../device/config.js';
+import { DEVICE_BLE_QUEUE_BYTES, DEVICE_DEFAULTS, DEVICE_ESPNOW_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES } from '../device/config.js';
 import { LinkFraming, TakePool, TcpLink, type DirectTransport } from '../bindings/tcp/egress.js';
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
 import { BleLink, type BleTransport } from '../bindings/ble/link.js';
@@ -750,7 +750,7 @@ class BenchRadio implements Radio {
 }
 
 /** Device TCP/WS queue per connection (bindings/tcp/device.ts DEVICE_QUEUE_BYTES, which imports Moddable's modules: test/host/device-bench.test.ts holds the two equal). */
-export const DEVICE_QUEUE_BYTES = 2048;
+export const DEVICE_QUEUE_BYTES = 1600;
 
 /** What a world runs besides its clients: by default the robot's streams and its log events. */
 export interface WorldOptions {
@@ -871,7 +871,7 @@ export class DeviceWorld {
       for (const c of this.clients) if (c instanceof EspNowClient) peers.push({ mac: c.mac, lmk: new Uint8Array(16).fill(c.mac & 0xff) });
       // More stations than the default 7 encrypted peers take a build with ESP-IDF's limit raised (at most 17).
       const maxEncrypted = Math.max(ESPNOW_MAX_ENCRYPTED_PEERS, peers.length);
-      this.espnow = new EspNowBinding({ clock: this.clock, radio: this.radio, attach: (link) => this.hub.attach(link), peers, maxEncrypted });
+      this.espnow = new EspNowBinding({ clock: this.clock, radio: this.radio, attach: (link) => this.hub.attach(link), peers, maxEncrypted, queueBytes: DEVICE_ESPNOW_QUEUE_BYTES });
     }
   }
 

@@ -23,7 +23,7 @@ import type { RetainedBench } from './case.js';
 /** What the uplink measurement's robot publishes. */
 export const UPLINK_STREAMS = Object.freeze([Object.freeze({ channel: 'odom', hz: 50, fields: 5 }), Object.freeze({ channel: 'battery', hz: 1, fields: 2 })]);
 /** The uplink's queue on the device (device/wiring.ts DEVICE_UPLINK_QUEUE_BYTES). */
-export const BENCH_UPLINK_QUEUE_BYTES = 2048;
+export const BENCH_UPLINK_QUEUE_BYTES = 1600;
 
 /** The harness's MQTT client: every packet taken at once, counted, its bytes dropped. */
 export class RecordingMqtt implements MqttPort {

@@ -29,11 +29,13 @@ export const DEVICE_DEFAULTS = Object.freeze({
   /** §11: the control owner must be heard from within this. */
   deadman_ms: DEADMAN_MS,
   /**
-   * Bytes of each session's never-shed queue (§10.4; the hub's default is 2048). The device keeps
-   * 1024: with every binding live the heap holds no more (docs/performance.md "Fits the ESP32"),
-   * and a link that cannot take a second of never-shed traffic is parked a little sooner.
+   * Bytes of each session's never-shed queue (§10.4; the hub's default is 2048), which holds one
+   * frame per 24 of them (32 here). The device keeps 768: with every binding live the heap keeps
+   * 30 % of itself free (docs/performance.md "Fits the ESP32"); the default catalog's never-shed
+   * traffic comes on changes, so this is a burst of control frames a stalled link can take
+   * before it is parked, not seconds of steady traffic.
    */
-  never_shed_bytes: 1024,
+  never_shed_bytes: 768,
   /** Tier of a client with no or an unknown credential: observer, operator, maintainer, or none (refused). */
   anonymous_tier: 'observer',
   /**
@@ -143,7 +145,12 @@ export type DeviceConfigKey = keyof typeof DEVICE_DEFAULTS;
  */
 export const DEVICE_MAX_HUB_FRAME_BYTES = 1536;
 /** The BLE notification queue on the device: one largest frame and room behind it. */
-export const DEVICE_BLE_QUEUE_BYTES = 2048;
+export const DEVICE_BLE_QUEUE_BYTES = 1600;
+/**
+ * Each ESP-NOW peer's egress queue on the device (the binding's default elsewhere is 1024): about
+ * three datagrams of frames behind the one in the air, which the one radio shares with every peer.
+ */
+export const DEVICE_ESPNOW_QUEUE_BYTES = 768;
 
 /** One paired ESP-NOW station as the configuration states it (keys stay text until the radio opens). */
 export interface EspNowPeerText {
@@ -412,7 +419,7 @@ export function resolveDeviceConfig(raw: Readonly<Record<string, unknown>>): Dev
   const slots = r.int('slots', 1, 32);
   const tickMs = r.int('tick_ms', 1, 100);
   const deadmanMs = r.int('deadman_ms', 50, 60000);
-  const neverShedBytes = r.int('never_shed_bytes', 1024, 16384);
+  const neverShedBytes = r.int('never_shed_bytes', 512, 16384);
   const anonymous = r.oneOf('anonymous_tier', ['observer', 'operator', 'maintainer', 'none']);
   const credentials = parseCredentials(r.text('credentials', 0, 8192), p);
 

@@ -23,7 +23,7 @@ import { createDeviceEspNow, WifiInterface, type DeviceRadio } from '../bindings
 import type { EspNowBinding } from '../bindings/espnow/link.js';
 import { EstopSource } from '../hub/estop-frame.js';
 import { CATALOG, CONFIG } from './boot.js';
-import { DEVICE_BLE_QUEUE_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
+import { DEVICE_BLE_QUEUE_BYTES, DEVICE_ESPNOW_QUEUE_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
 import { provisionCredentials, ProvisionSource } from './provision.js';
 import { openDeviceRobot } from './robot.js';
 import { attempt, keep, log, openNetworkListeners, random, tickEvery, TicksClock } from './runtime.js';
@@ -185,6 +185,7 @@ export default function main(): void {
           peers: keys.peers,
           allowUnencrypted: e.allowUnencrypted,
           maxEncrypted: e.maxEncrypted,
+          queueBytes: DEVICE_ESPNOW_QUEUE_BYTES,
           // §11.2: a station that is not paired may still stop the robot.
           strayEstop: (bytes, start, end) => {
             hub.estopFrame(bytes, start, end);

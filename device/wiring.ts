@@ -147,7 +147,7 @@ export function storeConfiguredCredentials(store: Store, config: DeviceConfig): 
  * its header, as the Wi-Fi links' (bindings/tcp/device.ts DEVICE_QUEUE_BYTES) — not the host's
  * 8 KB, which the device's heap has not to spare (docs/fleet.md "On the device").
  */
-export const DEVICE_UPLINK_QUEUE_BYTES = 2048;
+export const DEVICE_UPLINK_QUEUE_BYTES = 1600;
 
 /**
  * The uplink's configuration from the device's `uplink_*` keys (null when `uplink_broker` is

@@ -28,7 +28,7 @@ const EVENT_FRAME_OVERHEAD = 64;
 import type { HealthMetrics } from './health.js';
 import { Tag, tagOf, type Clock, type Link, type SampleWriter } from './ports.js';
 import { FrameRing, RingColumns } from './queues.js';
-import { NEVER_SHED_FRAMES, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
+import { neverShedFrames, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
 import { sendGap, shedSubscriber } from './sample-shed.js';
 import { DECIMATION_STATE, resetDecimation, SEGMENTS_SHED_BASE, SHED_DECISION, SHED_LOOKUP } from './shed.js';
 import { LEVEL_CONGESTED, LEVEL_SEVERE } from './constants.js';
@@ -75,6 +75,8 @@ export class Egress {
   private readonly rings: (FrameRing | undefined)[];
   private columns: RingColumns | null = null;
   private readonly neverShedBytes: number;
+  /** Frames each never-shed queue holds (neverShedFrames). */
+  private readonly neverShedFrames: number;
   private readonly maxFrameBytes: number;
 
   constructor(
@@ -91,6 +93,7 @@ export class Egress {
   ) {
     this.data = new SealedBytes(dataFrameBytes(maxFields));
     this.neverShedBytes = neverShedBytes;
+    this.neverShedFrames = neverShedFrames(neverShedBytes);
     this.maxFrameBytes = maxFrameBytes;
     this.arena = new StagedBytes(slots.length * neverShedBytes, maxFrameBytes);
     this.w = new CborWriter(this.arena.out);
@@ -99,7 +102,7 @@ export class Egress {
 
   /** The never-shed queue of a session slot, in the arena (made at the slot's first session), its per-frame bookkeeping in `columns`, one buffer for every ring (on XS each typed array costs heap slots). */
   ringFor(slot: number): FrameRing {
-    return this.rings[slot] ?? (this.rings[slot] = new FrameRing(this.neverShedBytes, NEVER_SHED_FRAMES, this.arena, slot * this.neverShedBytes, (this.columns ??= new RingColumns(this.rings.length, NEVER_SHED_FRAMES, this.neverShedBytes)), slot));
+    return this.rings[slot] ?? (this.rings[slot] = new FrameRing(this.neverShedBytes, this.neverShedFrames, this.arena, slot * this.neverShedBytes, (this.columns ??= new RingColumns(this.rings.length, this.neverShedFrames, this.neverShedBytes)), slot));
   }
 
   // ------------------------------------------------------------------ the hot path

@@ -20,8 +20,17 @@ export const SessionState = Object.freeze({ ACTIVE: 0, STALE: 1, CLOSED: 2 } as 
 export type SessionStateCode = (typeof SessionState)[keyof typeof SessionState];
 export const SESSION_STATE_NAMES = Object.freeze(['ACTIVE', 'STALE', 'CLOSED'] as const);
 
-/** Frames the never-shed queue holds at most, whatever their size (its bytes come from HubConfig). */
+/** Frames a never-shed queue holds at most, whatever their size (its bytes come from HubConfig). */
 export const NEVER_SHED_FRAMES = 64;
+
+/**
+ * The frames a never-shed queue of `bytes` holds: one per 24 bytes, 16 to NEVER_SHED_FRAMES
+ * (64 at the hub's default 2048 bytes, 32 at the device's 768). Each frame's bookkeeping costs
+ * 10 bytes of the heap, so a small queue does not keep room for more frames than its bytes hold.
+ */
+export function neverShedFrames(bytes: number): number {
+  return Math.min(NEVER_SHED_FRAMES, Math.max(16, Math.floor(bytes / 24)));
+}
 
 /** One EVENT as published: shared by every subscriber's queue, never copied per subscriber. */
 export interface EventRecord {

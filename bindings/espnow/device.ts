@@ -185,6 +185,8 @@ export interface DeviceEspNowOptions extends DeviceRadioOptions {
   readonly maxEncrypted?: number;
   /** An unpaired station's ESTOP frame (Hub.estopFrame). */
   readonly strayEstop?: (bytes: Uint8Array, start: number, end: number) => void;
+  /** Each peer's egress queue in bytes (EspNowOptions.queueBytes; the device's is DEVICE_ESPNOW_QUEUE_BYTES). */
+  readonly queueBytes?: number;
 }
 
 /**
@@ -202,6 +204,7 @@ export function createDeviceEspNow(options: DeviceEspNowOptions): { radio: Devic
       peers: options.peers ?? [],
       allowUnencrypted: options.allowUnencrypted === true,
       maxEncrypted: options.maxEncrypted ?? ESPNOW_MAX_ENCRYPTED_PEERS,
+      ...(options.queueBytes !== undefined ? { queueBytes: options.queueBytes } : {}),
       ...(options.strayEstop ? { strayEstop: options.strayEstop } : {}),
     });
     return { radio, binding };

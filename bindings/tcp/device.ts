@@ -30,7 +30,7 @@ import { LinkFraming, TakePool, TcpLink, type DirectTransport } from './egress.j
  * straight to lwIP when it has room), and lwIP holds up to DEVICE_SOCKET_LIMIT_BYTES more behind
  * it. Allocated per connection.
  */
-export const DEVICE_QUEUE_BYTES = 2048;
+export const DEVICE_QUEUE_BYTES = 1600;
 /** Unacknowledged bytes lwIP may hold per connection: two segments of the ESP32's 1436-byte MSS. */
 export const DEVICE_SOCKET_LIMIT_BYTES = 2872;
 /**

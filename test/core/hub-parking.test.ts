@@ -4,7 +4,7 @@
 import { NEVER_SHED_STALL_EVICTION_MS } from '../../hub/constants.js';
 import { FrameType, type DataFrame, type GrantFrame, type WelcomeFrame } from '../../hub/frames.js';
 import { Nack } from '../../hub/nack.js';
-import { SessionState } from '../../hub/session.js';
+import { NEVER_SHED_FRAMES, neverShedFrames, SessionState } from '../../hub/session.js';
 import { deepEqual, equal, ok } from '../lib/assert.js';
 import { makeHub, TestClient, type Fixture } from '../lib/hub-fixture.js';
 
@@ -64,6 +64,26 @@ describe('hub parking (§10.4)', () => {
     fx.hub.tick();
     equal(stateOf(fx, w.sessionId), SessionState.STALE);
     ok(c.link.closed);
+  });
+
+  it('parks at once when a never-shed queue runs out of frames: 32 at the device\'s 768 bytes, 64 at the default 2048', () => {
+    equal(neverShedFrames(768), 32);
+    equal(neverShedFrames(2048), NEVER_SHED_FRAMES);
+    equal(neverShedFrames(64), 16);
+    for (const [bytes, frames] of [[768, 32], [2048, 64]] as const) {
+      const fx = makeHub({ neverShedBytes: bytes });
+      const { c, w } = wedged(fx);
+      // Each PONG is far smaller than bytes / frames: the frame count is what runs out.
+      let pings = 1;
+      while (stateOf(fx, w.sessionId) === SessionState.ACTIVE && pings < 200) {
+        fx.clock.advance(1);
+        c.send({ type: FrameType.PING, t0: ++pings });
+      }
+      equal(pings, frames + 1, `${bytes} bytes: the PONG after ${frames} waiting parks the session`);
+      equal(stateOf(fx, w.sessionId), SessionState.STALE);
+      equal(fx.hub.counters.neverShedOverflows, 1);
+      ok(c.link.closed);
+    }
   });
 
   it('times the stall from the last progress: a queue that drains a little is not parked', () => {

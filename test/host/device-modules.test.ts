@@ -74,7 +74,7 @@ describe('device/config: the device configuration', () => {
     assert.equal(c.slots, 8);
     assert.equal(c.tickMs, 10);
     assert.equal(c.deadmanMs, 500);
-    assert.equal(c.neverShedBytes, 1024);
+    assert.equal(c.neverShedBytes, 768);
     assert.equal(c.anonymousTier, Tier.observer);
     assert.equal(c.credentials, null);
     assert.deepEqual(c.wifi, { mode: WifiMode.AP, ssid: 'robot-hub', password: 'robot-hub-setup', channel: 6, maxClients: 4, openCeiling: Tier.observer });
