@@ -96,7 +96,7 @@ export function randomScenarioDoc(seed: number): Json {
     // Short TTLs so that expiry happens within a run; long ones so that reclaim is the way out.
     staleTtlMs: d.pick([1500, 3000, 5000, 30000]),
   };
-  if (d.chance(0.3)) hub['neverShedBytes'] = d.pick([1024, 2048, 4096]);
+  if (d.chance(0.3)) hub['neverShedBytes'] = d.pick([768, 1024, 2048, 4096]); // 768: the device's
   if (d.chance(0.2)) hub['capacityHz'] = d.pick([400, 1000]);
   const credentials = { 'operator-key': 'operator', 'maint-key': 'maintainer', 'guest-key': 'observer' };
 

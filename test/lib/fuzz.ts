@@ -52,6 +52,7 @@ import { Nack } from '../../hub/nack.js';
 import { AckForm, Tag, tagChannel, tagType, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink, type Log, type RobotPort, type SampleBlock } from '../../hub/ports.js';
 import { SessionState } from '../../hub/session.js';
 import { MALFORMED_CLOSE_PER_S, STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
+import { DEVICE_DEFAULTS } from '../../device/config.js';
 import type { HubAttach } from '../../bindings/link.js';
 import { FrameReassembler, writeLengthPrefix, type FrameConsumer } from '../../bindings/tcp/framing.js';
 import { AHEAD_SLOTS, LinkFraming, LinkState, MIN_QUEUE_BYTES, TcpLink, type LinkTransport } from '../../bindings/tcp/egress.js';
@@ -1912,6 +1913,8 @@ class Episode {
     // a re-split for a legitimate new subscriber is not the harm §12.6 forbids.
     const drawn = rng.pick([8, 8, 4]);
     this.config = { capacityHz: 1e6, slots: slots ?? drawn, anonymousTier: rng.chance(0.9) ? Tier.observer : Tier.operator };
+    // A quarter of the episodes run the device's never-shed queue (768 bytes, 32 frames).
+    if (rng.chance(0.25)) this.config = { ...this.config, neverShedBytes: DEVICE_DEFAULTS.never_shed_bytes };
     const robotSeed = rng.u32();
     this.a = new HubSide(catalog, this.config, new Prng(robotSeed));
     this.b = new HubSide(catalog, this.config, new Prng(robotSeed));
