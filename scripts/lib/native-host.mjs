@@ -7,13 +7,17 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** Compiles the host program into a fresh temporary directory and returns its path; throws with the compiler's output when it fails. */
-export function buildNativeHost(repo) {
+/**
+ * Compiles the host program into a fresh temporary directory and returns its path; throws with the
+ * compiler's output when it fails. `bits: 32` builds it with `-m32`, a 32-bit little-endian program
+ * as the ESP32's (its `long` and pointers 32 bits wide; Debian's gcc-multilib).
+ */
+export function buildNativeHost(repo, { bits = 0 } = {}) {
   const cc = process.env.CC || 'cc';
   const out = join(mkdtempSync(join(tmpdir(), 'native-host-')), 'native-host');
-  const argv = ['-std=gnu11', '-O2', '-Wall', '-Wextra', '-Werror', '-o', out, join(repo, 'bench/native/native-host.c'), '-lm'];
+  const argv = [...(bits === 32 ? ['-m32'] : []), '-std=gnu11', '-O2', '-Wall', '-Wextra', '-Werror', '-o', out, join(repo, 'bench/native/native-host.c'), '-lm'];
   const r = spawnSync(cc, argv, { encoding: 'utf8' });
-  if (r.error) throw new Error(`native-host: cannot run ${cc}: ${r.error.message} (a C compiler is needed: apt-get install gcc)`);
+  if (r.error) throw new Error(`native-host: cannot run ${cc}: ${r.error.message} (a C compiler is needed: apt-get install gcc${bits === 32 ? ' gcc-multilib' : ''})`);
   if (r.status !== 0) throw new Error(`native-host: ${cc} ${argv.join(' ')} failed\n${r.stdout}${r.stderr}`);
   return out;
 }

@@ -74,6 +74,25 @@ export function ensurePython(log = (line) => console.log(`  ${line}`)) {
   return still === null ? null : `${cmd} succeeded but ${still}`;
 }
 
+/**
+ * A C compiler that builds for a 32-bit little-endian target with `-m32` (Debian's gcc-multilib):
+ * the device's C is also checked as a 32-bit program, as the ESP32 runs it
+ * (test/host/sample-native.test.ts, test/host/robot-native.test.ts). Installs gcc-multilib when
+ * running as root; returns null when it works, otherwise the reason, which fails `npm test`.
+ */
+export function ensureCompiler32() {
+  const cc = process.env.CC || 'cc';
+  const works = () => spawnSync(cc, ['-m32', '-x', 'c', '-o', '/dev/null', '-'], { input: '#include <stdint.h>\n#include <math.h>\nint main(void) { return (int)sizeof(void *) - 4; }\n', encoding: 'utf8' }).status === 0;
+  if (works()) return null;
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (!root) return `${cc} -m32 cannot build a 32-bit program and this is not root; run \`apt-get install -y gcc-multilib\` as root (Debian's package), then npm test again`;
+  if (!existsSync('/usr/bin/apt-get')) return `${cc} -m32 cannot build a 32-bit program and there is no apt-get to install Debian's gcc-multilib with`;
+  if (!sh('apt-get', ['install', '-y', '--no-install-recommends', 'gcc-multilib']) && !(sh('apt-get', ['update']) && sh('apt-get', ['install', '-y', '--no-install-recommends', 'gcc-multilib']))) {
+    return 'apt-get install -y gcc-multilib failed';
+  }
+  return works() ? null : `gcc-multilib is installed but ${cc} -m32 still cannot build a 32-bit program`;
+}
+
 export async function prepareEnvironment() {
   const notes = [];
   const extraChecks = [];
@@ -100,6 +119,17 @@ export async function prepareEnvironment() {
       cmd: process.execPath,
       args: ['-e', `console.error(${JSON.stringify(`Python for the Python client's suite: ${noPython}`)}); process.exit(1)`],
       label: `Debian's python3 with ${PYTHON_MODULES.join(', ')} (Python client suite)`,
+    });
+  }
+  const no32 = ensureCompiler32();
+  if (no32 === null) {
+    notes.push('C for a 32-bit target: cc -m32');
+  } else {
+    notes.push(`C for a 32-bit target: MISSING: ${no32}`);
+    extraChecks.push({
+      cmd: process.execPath,
+      args: ['-e', `console.error(${JSON.stringify(`A 32-bit C build for the native checks: ${no32}`)}); process.exit(1)`],
+      label: 'cc -m32 (the device C checked as a 32-bit program)',
     });
   }
   return { notes, extraChecks };

@@ -49,7 +49,7 @@ function normalized(answer: string, line: string): string {
     .split(' ')
     .map((x) => {
       if (x === '') return x;
-      const v = new DataView(Buffer.from(x, 'hex').buffer.slice(0)).getFloat64(0, true);
+      const v = Buffer.from(x, 'hex').readDoubleLE(0);
       return Number.isNaN(v) ? 'nan' : x;
     })
     .join(' ');

@@ -4,7 +4,9 @@
 // (bench/native/native-host.c) writes byte for byte what the script writes, for the example of
 // docs/protocol.md §5.7, for random and awkward values (integers at every head size, -0, NaN, the
 // infinities, binary16 normals and subnormals, float32 and float64 values) and random seq and
-// t; a copy of the C broken in its binary16 or its float32 test writes something else.
+// t; a copy of the C broken in its binary16 or its float32 test writes something else. Every
+// check also runs the C built as a 32-bit program (-m32), as the ESP32 runs it, and holds its
+// answers to the host build's.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { rmSync } from 'node:fs';
@@ -70,6 +72,35 @@ describe('device/native/samplewriter: the DATA writer in C against the hub’s i
       }),
       { numRuns: 80 },
     );
+  });
+
+  it('is checked as a 32-bit program too: a head written through a `long` passes on the host and fails there', () => {
+    const from = 'static inline uint32_t sampleHead(uint8_t *b, uint8_t mt, uint64_t n)';
+    const to = 'static inline uint32_t sampleHead(uint8_t *b, uint8_t mt, unsigned long n)';
+    const cases: [number, number, number[]][] = [[7, 2 ** 32 + 5, [1]], [7, 2 ** 40, [-2]], [2 ** 32 - 1, 9, [0.5]]];
+    const lines = cases.map(([s, t, v]) => request(s, t, v));
+    const expected = cases.map(([s, t, v]) => script(s, t, v));
+    const dir = join(native.scratch, 'long-head');
+    const host = buildBroken(native.host, repo, join(dir, '64'), 'samplewriter.h', from, to);
+    try {
+      assert.deepEqual(native.host.nativeCheck(host, lines), expected, 'on the 64-bit host a long holds the time');
+    } finally {
+      rmSync(dirname(host), { recursive: true, force: true });
+    }
+    // As a 32-bit program the compiler refuses it (-Werror: a test always true for a 32-bit
+    // long), or, were it built, it would write a truncated time.
+    let bits32 = '';
+    try {
+      bits32 = buildBroken(native.host, repo, join(dir, '32'), 'samplewriter.h', from, to, 32);
+    } catch (e) {
+      assert.match((e as Error).message, /-m32[\s\S]*error:/, 'the 32-bit build fails in the compiler');
+      return;
+    }
+    try {
+      assert.notDeepEqual(native.host.nativeCheck(bits32, lines), expected, 'the 32-bit build writes a truncated time');
+    } finally {
+      rmSync(dirname(bits32), { recursive: true, force: true });
+    }
   });
 
   for (const [what, from, to] of [
