@@ -17,7 +17,11 @@ const ONLY_HEADER = header(FragmentPosition.ONLY, 0);
 
 /** What the link needs of the connection underneath. */
 export interface BleTransport {
-  /** ATT MTU − 3 as negotiated so far (it grows once the MTU exchange completes). */
+  /**
+   * ATT MTU − 3 as negotiated so far: it grows once the MTU exchange completes, and never shrinks
+   * during a connection (the ATT MTU is exchanged once and an L2CAP reconfiguration may not lower
+   * it): a frame that fits one fragment at the size the link last took fits one now.
+   */
   maximumWrite(): number;
   /**
    * Hands one notification to the stack: `value` is exactly it (`length` bytes), a view the
@@ -112,9 +116,10 @@ export class BleLink implements ReassemblySink, BindingLink {
   private ceiling: number;
   private sink: LinkSink | null = null;
   private shutDown = false;
-  // Whether notifications may go, and how long a frame may go straight out (send): capacityBytes + 1
-  // (frames shorter than that) while the client is subscribed and the link open, else 0.
-  private directBelow: number;
+  // Whether notifications may go, and how long a frame may go straight out (send, one ONLY
+  // fragment): frames shorter than the fragment size and than capacityBytes + 1, while the client
+  // is subscribed and the link open (`direct`), else 0.
+  private directBelow = 0;
   private pumping = false;
   // The fragment size in use, and the transport's maximum write it was taken from.
   private size: number;
@@ -130,23 +135,28 @@ export class BleLink implements ReassemblySink, BindingLink {
   // The queue's fill as the pump last sampled it (0 whenever the queue is vacant).
   private sampled = 0;
   private readonly est: LinkEstimate = { throughputBps: 0, rttMs: 0 };
-  // The delivered bytes handed to the estimator so far, and the start of its window (`carried`).
+  // The delivered bytes handed to the estimator so far, and from when on a completion hands them
+  // over (`carried`): 1 ms before the estimator's window closes, so that float rounding never
+  // makes it late (carried then adds exactly as the estimator would).
   private handedBytes = 0;
-  private windowFrom: number;
+  private windowDue: number;
   // Stalled time (bindings/link.ts DrainClock): when the stack last took a notification, or a
   // backlog began.
   private movedAt: number;
   // The longest a notification took from hand-out to completion lately (about one connection
-  // interval), as bindings/link.ts WindowedMax keeps it (−1: none in the bucket), and the sample
-  // budget taken from it, worked out when a sample changes it.
+  // interval), as bindings/link.ts WindowedMax keeps it (−1: none in the bucket; the current
+  // bucket is half a window old from serviceEnd on), and the sample budget taken from it, worked
+  // out when a sample changes it.
   private serviceCur = -1;
   private servicePrev = -1;
-  private serviceStart = -Infinity;
+  private serviceEnd = -Infinity;
   private budgetMs = BLE_SAMPLE_BUDGET_DEFAULT_MS;
-  // The periodic work (tick) has nothing of the link's own to do before this: the earliest a
-  // notification can time out, a failed one be retried, or a partial client frame time out,
-  // 1 ms early so that float rounding never makes it late (the tick then checks exactly).
-  // Events only lower it; a tick that does the work works it out again.
+  // The periodic work (tick) has nothing to do before this: the earliest a notification can time
+  // out, a failed one be retried, or a partial client frame time out (1 ms early, so that float
+  // rounding never makes it late: the tick then checks exactly), or the detector's deadline while
+  // an input to it was judged since the link last compared its level; −Infinity while frames are
+  // queued (the tick reads the fragment size then) or once the detector had an input, until a
+  // tick works it out again (`idle`). Events only lower it.
   private dueAt = -Infinity;
   // The detector judged an input since the link last compared its level (tick, level).
   private fed = false;
@@ -177,15 +187,15 @@ export class BleLink implements ReassemblySink, BindingLink {
       ownValue(this, 'dueAfterMs', options.notifyTimeoutMs - 1);
     }
     this.ceiling = options.tierCeiling ?? Tier.observer;
-    this.directBelow = subscribed ? this.queue.capacityBytes + 1 : 0;
     this.mw = transport.maximumWrite();
     this.size = fragmentSize(this.mw);
+    if (subscribed) this.direct();
     // The link is its reassembler's sink (frame, refuse): no closures of its own to keep.
     this.reassembler = new Reassembler(this, limits, this.queue.spare);
     const now = clock.now();
     this.detector = new WatermarkDetector(now);
     this.throughput = new ThroughputEstimator(now);
-    this.windowFrom = now;
+    this.windowDue = now + (THROUGHPUT_WINDOW_MS - 1);
     this.movedAt = now;
   }
 
@@ -265,7 +275,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     const now = this.clock.now();
     if (status === 0) {
       // A service time no longer than the longest in its bucket changes nothing there.
-      if (now - this.flightSince > this.serviceCur || now - this.serviceStart >= SERVICE_HALF_MS) this.serviceSample(now - this.flightSince, now);
+      if (now - this.flightSince > this.serviceCur || now >= this.serviceEnd) this.serviceSample(now - this.flightSince, now);
       // NotifyQueue.complete, inline (a notification carries at least one byte of a frame, so
       // `delivered`'s test is left out).
       q.inFlight = false;
@@ -274,8 +284,8 @@ export class BleLink implements ReassemblySink, BindingLink {
       q.completed++;
       this.deliveredBytes += q.flightCarried;
       this.movedAt = now;
-      // ThroughputEstimator.add: within its window only the sum moves (see carried).
-      if (!(now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom)) this.carried(now);
+      // ThroughputEstimator.add: within its window only the sum moves (see carried; the clock is monotonic).
+      if (now >= this.windowDue) this.carried(now);
     } else {
       this.queue.done(false);
       this.retryLater(now);
@@ -283,8 +293,9 @@ export class BleLink implements ReassemblySink, BindingLink {
     // Nothing waits: the pump would only take the fragment size again, which counts nothing
     // while nothing is queued (see tick), and what is handed out next takes it first; and it
     // would sample the fill at 0, which `sampled` is whenever the queue is vacant (the pump that
-    // handed out the last of what was queued found it so, and a direct send leaves it so).
-    if (!q.vacant || this.pumping) this.pump();
+    // handed out the last of what was queued found it so, and a direct send leaves it so). A
+    // completion while the link pumps (in the transport's notify) is the pump's to follow up.
+    if (!q.vacant) this.pump();
   }
 
   /**
@@ -299,8 +310,10 @@ export class BleLink implements ReassemblySink, BindingLink {
   /** The client enabled (true) or disabled notifications on the notify characteristic. */
   subscribed(on: boolean): void {
     if (this.shutDown) return;
-    this.directBelow = on ? this.queue.capacityBytes + 1 : 0;
-    if (on) this.pump();
+    if (on) {
+      this.direct();
+      this.pump();
+    } else this.directBelow = 0;
   }
 
   /** The connection is gone (supervision timeout, the client disconnected): §6.6 transport lost. */
@@ -314,17 +327,27 @@ export class BleLink implements ReassemblySink, BindingLink {
    * Periodic work: reassembly timeout, a notification retry or completion timeout, the
    * detector's windows. Call at least every hub tick. Until the link's next deadline and the
    * detector's, with no input to the detector since and the same fragment size, there is none:
-   * the tick then costs a few comparisons (the clock is monotonic, hub/ports.ts Clock). While no
+   * the tick then costs one comparison (dueAt; the clock is monotonic, hub/ports.ts Clock). While no
    * frame is queued and no notification waits to be retried (the queue's fill is 0), the fragment
    * size counts nothing (the fill is 0 at any size, an ESTOP is one fragment at any size, and what
    * is sent or completed next takes the size again first): it is not asked.
    */
   tick(now: number = this.clock.now()): void {
-    // (No input since and no deadline ahead is the detector's judgements unchanged, as `level` reads them.)
-    if (now < this.dueAt && (this.detector.judgements === this.judgementsSeen || (!this.fed && now < this.detector.quietUntil)) && (this.queue.fill === 0 || this.transport.maximumWrite() === this.mw)) return;
+    if (now < this.dueAt) return;
     if (this.shutDown) return;
-    this.reassembler.tick(now);
     const q = this.queue;
+    // The link's own next deadline as things stand.
+    let due = this.reassembler.expiresAt - 1;
+    if (q.inFlight && this.flightSince + this.dueAfterMs < due) due = this.flightSince + this.dueAfterMs;
+    if (q.retryPending && this.retryAt < due) due = this.retryAt;
+    // None due and the same fragment size, and no input to the detector since and no deadline of
+    // its ahead (its judgements unchanged, as `level` reads them), or its deadline not reached and
+    // its level compared: nothing to do until then.
+    if (now < due && (q.fill === 0 || this.transport.maximumWrite() === this.mw) && (this.detector.judgements === this.judgementsSeen || (!this.fed && now < this.detector.quietUntil))) {
+      this.idle(due);
+      return;
+    }
+    this.reassembler.tick(now);
     if (q.inFlight && now - this.flightSince >= this.notifyTimeoutMs) {
       this.unconfirmed++;
       this.delivered(q.complete(), now);
@@ -336,12 +359,23 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.judge(now);
     if (this.shutDown) return;
     // The next deadline, from what is left.
-    let due = this.reassembler.expiresAt - 1;
-    if (q.inFlight) {
-      const d = this.flightSince + this.dueAfterMs;
-      if (d < due) due = d;
-    }
+    due = this.reassembler.expiresAt - 1;
+    if (q.inFlight && this.flightSince + this.dueAfterMs < due) due = this.flightSince + this.dueAfterMs;
     if (q.retryPending && this.retryAt < due) due = this.retryAt;
+    this.idle(due);
+  }
+
+  /**
+   * `dueAt` once the tick found nothing to do before the link's own deadline `due`: then also
+   * the detector's, while its judgements are not the ones the link has seen (its level compared,
+   * `fed` clear); none while frames are queued.
+   */
+  private idle(due: number): void {
+    if (this.queue.fill !== 0) due = -Infinity;
+    else if (this.detector.judgements !== this.judgementsSeen) {
+      if (this.fed) due = -Infinity;
+      else if (this.detector.quietUntil < due) due = this.detector.quietUntil;
+    }
     this.dueAt = due;
   }
 
@@ -370,64 +404,61 @@ export class BleLink implements ReassemblySink, BindingLink {
   send(frame: Uint8Array, tag: number, seq: number): boolean;
   send(frame: Uint8Array, tag: number): boolean {
     // Nothing queued, ahead or in flight: a frame of one fragment goes straight out. The queue
-    // would take it whatever the fragment size (it is empty), and the pump would take the size
-    // again first: so it is taken here. (Few locals: on XS each costs at every call, more than
-    // reading a field a few times, and this runs for every delivery.)
-    if (this.queue.vacant && !this.pumping && frame.length > 0 && frame.length < this.directBelow) {
-      const mw = this.transport.maximumWrite();
-      if (mw !== this.mw) this.resize(mw);
-      if (frame.length < this.size) {
-        // What pushing it and pumping would do, with one copy instead of two. A backlog starts
-        // (stalledMs) and is taken at once.
-        const now = this.clock.now();
-        const q = this.queue;
-        this.movedAt = now;
-        this.pumping = true;
-        this.flightSince = now;
-        if (now + this.dueAfterMs < this.dueAt) this.dueAt = now + this.dueAfterMs;
-        // NotifyQueue.notifyWhole, inline: one ONLY notification in the notification area, under
-        // the next message counter (no later fragment needs it as headCounter).
-        q.flight = frame.length + FRAGMENT_HEADER_BYTES;
-        q.flightCarried = frame.length;
-        q.rab.resize(q.outAt + q.flight);
-        q.counter = (q.counter + 1) & FRAGMENT_COUNTER_MASK;
-        q.out[0] = ONLY_HEADER | q.counter;
-        q.out.set(frame, FRAGMENT_HEADER_BYTES);
-        q.framesStarted++;
-        q.inFlight = true;
-        q.vacant = false;
-        try {
-          this.transport.notify(q.out, q.flight);
-        } catch {
-          q.rab.resize(q.outAt + FRAGMENT_MAX_BYTES);
-          this.failedWhole(frame.length, now);
-          return true;
-        }
+    // would take it whatever the fragment size (it is empty). The size is the one last taken, not
+    // asked again: the maximum write never shrinks (BleTransport), and a frame that only a grown
+    // size takes whole goes by the queue, whose pump takes the size first. (Few locals, declared
+    // once for both ways: on XS each costs at every call, more than reading a field a few times,
+    // and a block that declares its own opens a scope; this runs for every delivery.)
+    const q = this.queue;
+    let now;
+    if (frame.length < this.directBelow && q.vacant && !this.pumping && frame.length > 0) {
+      // What pushing it and pumping would do, with one copy instead of two. A backlog starts
+      // (stalledMs) and is taken at once.
+      now = this.clock.now();
+      this.movedAt = now;
+      this.pumping = true;
+      this.flightSince = now;
+      if (now + this.dueAfterMs < this.dueAt) this.dueAt = now + this.dueAfterMs;
+      // NotifyQueue.notifyWhole, inline: one ONLY notification in the notification area, under
+      // the next message counter (no later fragment needs it as headCounter).
+      q.flight = frame.length + FRAGMENT_HEADER_BYTES;
+      q.flightCarried = frame.length;
+      q.rab.resize(q.outAt + q.flight);
+      q.out[0] = ONLY_HEADER | (q.counter = (q.counter + 1) & FRAGMENT_COUNTER_MASK);
+      q.out.set(frame, FRAGMENT_HEADER_BYTES);
+      q.framesStarted++;
+      q.inFlight = true;
+      q.vacant = false;
+      try {
+        this.transport.notify(q.out, q.flight);
+      } catch {
         q.rab.resize(q.outAt + FRAGMENT_MAX_BYTES);
-        // (A link shut meanwhile has nothing in flight: shut() clears the queue.)
-        if (q.inFlight && q.frames === 0) {
-          // The pump's end: the queue is empty, so the take left nothing (ratio 0: `sampled`
-          // already is); take()'s test first, to leave out working out what it found.
-          this.pumping = false;
-          if (this.signalZero && now < this.detector.quietUntil) this.takeOwedAt = now;
-          else this.take(this.foundWhole(frame.length), 0, now);
-        } else this.drainFrom(this.foundWhole(frame.length));
+        this.failedWhole(frame.length, now);
         return true;
       }
+      q.rab.resize(q.outAt + FRAGMENT_MAX_BYTES);
+      // (A link shut meanwhile has nothing in flight: shut() clears the queue.)
+      if (q.inFlight && q.frames === 0) {
+        // The pump's end: the queue is empty, so the take left nothing (ratio 0: `sampled`
+        // already is); take()'s test first, to leave out working out what it found.
+        this.pumping = false;
+        if (this.signalZero && now < this.detector.quietUntil) this.takeOwedAt = now;
+        else this.take(this.foundWhole(frame.length), 0, now);
+      } else this.drainFrom(this.foundWhole(frame.length));
+      return true;
     }
     if (this.shutDown) return false;
-    const now = this.clock.now();
-    const q = this.queue;
-    const length = frame.length;
+    now = this.clock.now();
     const empty = q.frames === 0 && !q.retryPending;
     // A notification queue holds a few frames: STATE values are not conflated here (§13.6).
-    if (!q.push(frame, length, this.size, now, (tag & Tag.SAMPLE) !== 0)) {
+    if (!q.push(frame, frame.length, this.size, now, (tag & Tag.SAMPLE) !== 0)) {
       // §13.5.5: a frame turned away reads as a full queue.
       this.refusedSends++;
       if (now === this.takeOwedAt) this.repayTake(now);
       this.detector.refused(now);
       this.signalZero = false;
       this.fed = true;
+      this.dueAt = -Infinity;
       return false;
     }
     if (empty) this.movedAt = now;
@@ -496,8 +527,8 @@ export class BleLink implements ReassemblySink, BindingLink {
     const now = this.clock.now();
     if (this.deliveredBytes > this.handedBytes) this.handCarried(this.deliveredBytes);
     this.est.throughputBps = this.throughput.bps(now);
-    // The estimator's roll: its window starts again at `now` once it has closed, or when the clock stepped back.
-    if (now - this.windowFrom >= THROUGHPUT_WINDOW_MS || now < this.windowFrom) this.windowFrom = now;
+    // The estimator's roll may have started its window again.
+    this.windowDue = this.throughput.windowStart + (THROUGHPUT_WINDOW_MS - 1);
     return this.est;
   }
 
@@ -542,6 +573,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (now === this.takeOwedAt) this.repayTake(now);
     this.judgedAt = now;
     this.fed = false;
+    this.dueAt = -Infinity;
     const d = this.detector;
     // Before its next deadline the detector's tick finds nothing new (its own test, without the call).
     if (!(now < d.quietUntil)) d.tick(now);
@@ -565,6 +597,13 @@ export class BleLink implements ReassemblySink, BindingLink {
   private resize(mw: number): void {
     this.mw = mw;
     this.size = fragmentSize(mw);
+    if (this.directBelow !== 0) this.direct();
+  }
+
+  /** Notifications may go: `directBelow` from the fragment size and the queue's storage. */
+  private direct(): void {
+    const below = this.queue.capacityBytes + 1;
+    this.directBelow = below < this.size ? below : this.size;
   }
 
   /** The depth a hand-out of a whole frame of `length` bytes found: its one notification, or its bytes of the storage. */
@@ -608,6 +647,7 @@ export class BleLink implements ReassemblySink, BindingLink {
           if (now === this.takeOwedAt) this.repayTake(now);
           this.detector.stale(now);
           this.fed = true;
+          this.dueAt = -Infinity;
           if (found < 0) found = ahead;
         }
         const before = found < 0 ? q.fill : 0;
@@ -638,8 +678,11 @@ export class BleLink implements ReassemblySink, BindingLink {
       this.detector.queued(r, now);
       this.signalZero = false;
       this.heard();
+      this.dueAt = -Infinity;
     }
     this.sampled = r;
+    // Frames left: each tick reads the fragment size (dueAt).
+    if (r !== 0) this.dueAt = -Infinity;
   }
 
   /**
@@ -659,6 +702,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     d.drained(found, after, now);
     this.signalZero = !(after > 0);
     this.heard();
+    this.dueAt = -Infinity;
   }
 
   /**
@@ -677,6 +721,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.takeOwedAt = NaN;
     // With the queue left empty, drained ignores what the take found.
     this.detector.drained(0, 0, now);
+    this.dueAt = -Infinity;
   }
 
   private retryLater(now: number): void {
@@ -690,40 +735,40 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (bytes <= 0) return;
     this.movedAt = now;
     this.deliveredBytes += bytes;
-    if (!(now - this.windowFrom < THROUGHPUT_WINDOW_MS && now >= this.windowFrom)) this.carried(now);
+    if (now >= this.windowDue) this.carried(now);
   }
 
   /**
-   * The notification just completed at `now`, after the estimator's window (or with the clock
-   * stepped back), into the estimator. A completion within its window only adds to the window's
-   * sum there (ThroughputEstimator.add): the link leaves that sum in deliveredBytes
-   * (less `handedBytes`) and hands it over in one add, dated in the same window, just before the
-   * estimator next looks at the clock (here, and `estimate`). `windowFrom` follows the
-   * estimator's window start as its roll moves it: this add rolls it, to `now`.
+   * The notification just completed at `now`, at the end of the estimator's window or after it,
+   * into the estimator. A completion within its window only adds to the window's sum there
+   * (ThroughputEstimator.add): the link leaves that sum in deliveredBytes (less `handedBytes`)
+   * and hands it over in one add, dated in the same window, just before the estimator next looks
+   * at the clock (here, and `estimate`). `windowDue` follows the estimator's window start as its
+   * roll moves it (this add rolls it to `now` when the window has closed).
    */
   private carried(now: number): void {
+    const t = this.throughput;
     // The sum first, as an add within its window would (no roll): to the estimator's field.
-    this.throughput.bytes += this.deliveredBytes - this.queue.flightCarried - this.handedBytes;
-    this.throughput.add(this.queue.flightCarried, now);
+    t.bytes += this.deliveredBytes - this.queue.flightCarried - this.handedBytes;
+    t.add(this.queue.flightCarried, now);
     this.handedBytes = this.deliveredBytes;
-    this.windowFrom = now;
+    this.windowDue = t.windowStart + (THROUGHPUT_WINDOW_MS - 1);
   }
 
   /** The completed bytes up to `total` that the estimator has not had, in its current window. */
   private handCarried(total: number): void {
-    this.throughput.add(total - this.handedBytes, this.windowFrom);
+    this.throughput.add(total - this.handedBytes, this.throughput.windowStart);
     this.handedBytes = total;
   }
 
   /** One notification's service time: bindings/link.ts WindowedMax.sample, and the budget from it. */
   private serviceSample(v: number, now: number): void {
     if (!(v >= 0)) return;
-    const age = now - this.serviceStart;
-    if (age >= SERVICE_HALF_MS) {
+    if (now >= this.serviceEnd) {
       // A bucket more than one half old is forgotten outright; else it becomes the previous one.
-      this.servicePrev = age >= 2 * SERVICE_HALF_MS ? -1 : this.serviceCur;
+      this.servicePrev = now >= this.serviceEnd + SERVICE_HALF_MS ? -1 : this.serviceCur;
       this.serviceCur = v;
-      this.serviceStart = now;
+      this.serviceEnd = now + SERVICE_HALF_MS;
     } else if (v > this.serviceCur) this.serviceCur = v;
     else return;
     const cur = this.serviceCur;
