@@ -160,10 +160,10 @@ export class BleLink implements ReassemblySink, BindingLink {
   private dueAt = -Infinity;
   // The detector judged an input since the link last compared its level (tick, level).
   private fed = false;
-  // The detector's queue signal is known to be 0 (a refusal raises it, and a take that leaves the
-  // queue empty lowers it to 0): then such a take, before the detector's next deadline, changes
-  // nothing in it (see take).
-  private signalZero = true;
+  // While the detector's queue signal is known to be 0 (a refusal raises it, and a take that
+  // leaves the queue empty lowers it to 0), the detector's next deadline (its quietUntil, kept
+  // here as it moves), else NaN: before it such a take changes nothing in the detector (see take).
+  private zeroUntil = -Infinity;
   // The instant of such a take left out: another input at that instant first hands it over.
   private takeOwedAt = NaN;
 
@@ -194,6 +194,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.reassembler = new Reassembler(this, limits, this.queue.spare);
     const now = clock.now();
     this.detector = new WatermarkDetector(now);
+    this.zeroUntil = this.detector.quietUntil;
     this.throughput = new ThroughputEstimator(now);
     this.windowDue = now + (THROUGHPUT_WINDOW_MS - 1);
     this.movedAt = now;
@@ -279,7 +280,6 @@ export class BleLink implements ReassemblySink, BindingLink {
       // NotifyQueue.complete, inline (a notification carries at least one byte of a frame, so
       // `delivered`'s test is left out).
       q.inFlight = false;
-      q.flight = 0;
       q.vacant = q.held === 0;
       q.completed++;
       this.deliveredBytes += q.flightCarried;
@@ -442,7 +442,7 @@ export class BleLink implements ReassemblySink, BindingLink {
         // The pump's end: the queue is empty, so the take left nothing (ratio 0: `sampled`
         // already is); take()'s test first, to leave out working out what it found.
         this.pumping = false;
-        if (this.signalZero && now < this.detector.quietUntil) this.takeOwedAt = now;
+        if (now < this.zeroUntil) this.takeOwedAt = now;
         else this.take(this.foundWhole(frame.length), 0, now);
       } else this.drainFrom(this.foundWhole(frame.length));
       return true;
@@ -456,7 +456,7 @@ export class BleLink implements ReassemblySink, BindingLink {
       this.refusedSends++;
       if (now === this.takeOwedAt) this.repayTake(now);
       this.detector.refused(now);
-      this.signalZero = false;
+      this.zeroUntil = NaN;
       this.fed = true;
       this.dueAt = -Infinity;
       return false;
@@ -576,7 +576,10 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.dueAt = -Infinity;
     const d = this.detector;
     // Before its next deadline the detector's tick finds nothing new (its own test, without the call).
-    if (!(now < d.quietUntil)) d.tick(now);
+    if (!(now < d.quietUntil)) {
+      d.tick(now);
+      if (this.zeroUntil === this.zeroUntil) this.zeroUntil = d.quietUntil;
+    }
     // Judged with no deadline ahead: until the detector's next input the level stands (`level`).
     this.judgementsSeen = d.quietUntil === Infinity ? d.judgements : NaN;
     const l = d.level();
@@ -646,6 +649,7 @@ export class BleLink implements ReassemblySink, BindingLink {
           q.expire(now, this.budgetMs, size);
           if (now === this.takeOwedAt) this.repayTake(now);
           this.detector.stale(now);
+          if (this.zeroUntil === this.zeroUntil) this.zeroUntil = this.detector.quietUntil;
           this.fed = true;
           this.dueAt = -Infinity;
           if (found < 0) found = ahead;
@@ -676,7 +680,7 @@ export class BleLink implements ReassemblySink, BindingLink {
       const now = this.clock.now();
       if (now === this.takeOwedAt) this.repayTake(now);
       this.detector.queued(r, now);
-      this.signalZero = false;
+      this.zeroUntil = NaN;
       this.heard();
       this.dueAt = -Infinity;
     }
@@ -694,13 +698,13 @@ export class BleLink implements ReassemblySink, BindingLink {
    */
   private take(found: number, after: number, now: number): void {
     const d = this.detector;
-    if (!(after > 0) && this.signalZero && now < d.quietUntil) {
+    if (!(after > 0) && now < this.zeroUntil) {
       this.takeOwedAt = now;
       return;
     }
     if (now === this.takeOwedAt) this.repayTake(now);
     d.drained(found, after, now);
-    this.signalZero = !(after > 0);
+    this.zeroUntil = after > 0 ? NaN : d.quietUntil;
     this.heard();
     this.dueAt = -Infinity;
   }
@@ -721,6 +725,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.takeOwedAt = NaN;
     // With the queue left empty, drained ignores what the take found.
     this.detector.drained(0, 0, now);
+    if (this.zeroUntil === this.zeroUntil) this.zeroUntil = this.detector.quietUntil;
     this.dueAt = -Infinity;
   }
 

@@ -172,7 +172,10 @@ export class NotifyQueue {
   private pendingN = 0; // notifications still to hand out for the queued frames, counted at countedAt
   /** @internal The last message counter taken. */
   counter = FRAGMENT_COUNTER_MASK;
-  /** @internal The length of the notification in `out`; 0: none. */
+  /**
+   * @internal The length of the notification in `out`: the last one handed out (kept once it
+   * completed; a failed one's until it goes again).
+   */
   flight = 0;
   /** @internal The frame bytes the notification in flight carries (or the last one did, once it completed). */
   flightCarried = 0;
@@ -304,8 +307,7 @@ export class NotifyQueue {
    * nothing waits. A failed one is handed out again, unchanged, before anything else.
    */
   next(size: number): number {
-    if (this.flight > 0) {
-      if (!this.retryPending) return 0;
+    if (this.retryPending) {
       this.retryPending = false;
       this.inFlight = true;
       this.refill();
@@ -313,6 +315,7 @@ export class NotifyQueue {
       this.fit(this.flight);
       return this.flight;
     }
+    if (this.inFlight) return 0;
     const all = this.all;
     const o = this.outAt;
     if (this.held > this.frames) {
@@ -428,7 +431,6 @@ export class NotifyQueue {
   complete(): number {
     if (!this.inFlight) return 0;
     this.inFlight = false;
-    this.flight = 0;
     this.vacant = this.held === 0;
     this.completed++;
     return this.flightCarried;
@@ -456,7 +458,7 @@ export class NotifyQueue {
     }
     if (dropped > 0) {
       this.expired += dropped;
-      this.vacant = this.held === 0 && this.flight === 0;
+      this.vacant = this.held === 0 && !this.inFlight && !this.retryPending;
       this.refill();
     }
     return dropped;
