@@ -244,7 +244,8 @@ export class ThroughputEstimator {
     this.primed = false;
   }
 
-  private roll(now: number): void {
+  /** @internal Closes the window if it has closed by `now` (a link that sums within the window itself calls it, then adds). */
+  roll(now: number): void {
     const dt = now - this.windowStart;
     if (dt < this.windowMs) {
       // A clock that stepped back restarts the window rather than reading a negative rate.

@@ -156,7 +156,9 @@ export class BleLink implements ReassemblySink, BindingLink {
   // rounding never makes it late: the tick then checks exactly), or the detector's deadline while
   // an input to it was judged since the link last compared its level; −Infinity while frames are
   // queued (the tick reads the fragment size then) or once the detector had an input, until a
-  // tick works it out again (`idle`). Events only lower it.
+  // tick works it out again (`idle`). Events only lower it. A tick never sets it later than
+  // dueAfterMs after itself: a notification handed out since times out after it (so the direct
+  // send need not lower it), and one in flight then is timed by it.
   private dueAt = -Infinity;
   // The detector judged an input since the link last compared its level (tick, level).
   private fed = false;
@@ -344,7 +346,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     // its ahead (its judgements unchanged, as `level` reads them), or its deadline not reached and
     // its level compared: nothing to do until then.
     if (now < due && (q.fill === 0 || this.transport.maximumWrite() === this.mw) && (this.detector.judgements === this.judgementsSeen || (!this.fed && now < this.detector.quietUntil))) {
-      this.idle(due);
+      this.idle(due, now);
       return;
     }
     this.reassembler.tick(now);
@@ -362,15 +364,16 @@ export class BleLink implements ReassemblySink, BindingLink {
     due = this.reassembler.expiresAt - 1;
     if (q.inFlight && this.flightSince + this.dueAfterMs < due) due = this.flightSince + this.dueAfterMs;
     if (q.retryPending && this.retryAt < due) due = this.retryAt;
-    this.idle(due);
+    this.idle(due, now);
   }
 
   /**
-   * `dueAt` once the tick found nothing to do before the link's own deadline `due`: then also
-   * the detector's, while its judgements are not the ones the link has seen (its level compared,
-   * `fed` clear); none while frames are queued.
+   * `dueAt` once the tick at `now` found nothing to do before the link's own deadline `due`: then
+   * also the detector's, while its judgements are not the ones the link has seen (its level
+   * compared, `fed` clear); none while frames are queued; and at most dueAfterMs from now.
    */
-  private idle(due: number): void {
+  private idle(due: number, now: number): void {
+    if (now + this.dueAfterMs < due) due = now + this.dueAfterMs;
     if (this.queue.fill !== 0) due = -Infinity;
     else if (this.detector.judgements !== this.judgementsSeen) {
       if (this.fed) due = -Infinity;
@@ -417,8 +420,8 @@ export class BleLink implements ReassemblySink, BindingLink {
       now = this.clock.now();
       this.movedAt = now;
       this.pumping = true;
+      // (Its timeout is the tick's to watch: dueAt is at most dueAfterMs after the last tick.)
       this.flightSince = now;
-      if (now + this.dueAfterMs < this.dueAt) this.dueAt = now + this.dueAfterMs;
       // NotifyQueue.notifyWhole, inline: one ONLY notification in the notification area, under
       // the next message counter (no later fragment needs it as headCounter).
       q.flight = frame.length + FRAGMENT_HEADER_BYTES;
@@ -753,9 +756,11 @@ export class BleLink implements ReassemblySink, BindingLink {
    */
   private carried(now: number): void {
     const t = this.throughput;
-    // The sum first, as an add within its window would (no roll): to the estimator's field.
+    // The sum first, as an add within its window would (no roll): to the estimator's field; then
+    // ThroughputEstimator.add of this notification's bytes (its roll, then the sum).
     t.bytes += this.deliveredBytes - this.queue.flightCarried - this.handedBytes;
-    t.add(this.queue.flightCarried, now);
+    t.roll(now);
+    t.bytes += this.queue.flightCarried;
     this.handedBytes = this.deliveredBytes;
     this.windowDue = t.windowStart + (THROUGHPUT_WINDOW_MS - 1);
   }
