@@ -230,6 +230,41 @@ describe('BLE: the notification queue', () => {
     equal(link.counters.unconfirmed, 1);
   });
 
+  it('a notification sent straight out after quiet ticks times out exactly on time, each of many in turn', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    // Quiet ticks first: nothing in flight, nothing queued.
+    for (let i = 0; i < 2500; i++) {
+      clock.advance(1);
+      link.tick();
+    }
+    for (const wait of [0, 3, 700, 1999]) {
+      for (let i = 0; i < wait; i++) {
+        clock.advance(1);
+        link.tick();
+      }
+      const before = link.counters.unconfirmed;
+      ok(link.send(frameOf(19, wait), KEEP, 0));
+      equal(link.queue.counters.handedOut, t.sent.length, 'sent straight out');
+      const sentAt = clock.now();
+      while (link.counters.unconfirmed === before && clock.now() - sentAt < 2 * BLE_NOTIFY_TIMEOUT_MS) {
+        clock.advance(1);
+        link.tick();
+      }
+      equal(clock.now() - sentAt, BLE_NOTIFY_TIMEOUT_MS, `counted unconfirmed ${BLE_NOTIFY_TIMEOUT_MS} ms after it went, after ${wait} quiet ms`);
+    }
+    // And with a coarser tick (every 7 ms): at the first tick at or after the timeout.
+    ok(link.send(frameOf(19, 9), KEEP, 0));
+    const sentAt = clock.now();
+    const before = link.counters.unconfirmed;
+    while (link.counters.unconfirmed === before && clock.now() - sentAt < 2 * BLE_NOTIFY_TIMEOUT_MS) {
+      clock.advance(7);
+      link.tick();
+    }
+    equal(clock.now() - sentAt, 7 * Math.ceil(BLE_NOTIFY_TIMEOUT_MS / 7));
+  });
+
   it('the throughput estimate follows the frame bytes the stack reported sent', () => {
     const clock = new VirtualClock();
     const t = new ManualTransport();
