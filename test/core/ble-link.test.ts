@@ -124,6 +124,22 @@ describe('BLE: the notification queue', () => {
     equal(link.queue.depth(20), 6, 'a frame queued behind the one in flight is counted at the size of the moment');
   });
 
+  it('after an MTU exchange nobody asked about, a frame only the new size takes whole still goes as one notification', () => {
+    const clock = new VirtualClock();
+    const t = new ManualTransport();
+    const link = new BleLink(t, clock, {}, true);
+    ok(link.send(frameOf(19), KEEP, 0));
+    link.notified(0);
+    t.mw = 244;
+    ok(link.send(frameOf(100, 1), KEEP, 0));
+    equal(t.sent.length, 2);
+    equal((t.sent[1] as Uint8Array).length, 101, 'one ONLY notification at the new size');
+    equal((t.sent[1] as Uint8Array)[0], header(FragmentPosition.ONLY, 1));
+    link.notified(0);
+    ok(link.send(frameOf(200, 2), KEEP, 0));
+    equal((t.sent[2] as Uint8Array).length, 201, 'and straight out from then on');
+  });
+
   it('an empty queue takes any frame its storage holds, the largest hub frame included (243 notifications at MTU 23)', () => {
     const clock = new VirtualClock();
     const t = new ManualTransport();
