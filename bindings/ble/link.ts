@@ -157,8 +157,8 @@ export class BleLink implements ReassemblySink, BindingLink {
   // an input to it was judged since the link last compared its level; −Infinity while frames are
   // queued (the tick reads the fragment size then) or once the detector had an input, until a
   // tick works it out again (`idle`). Events only lower it. A tick never sets it later than
-  // dueAfterMs after itself: a notification handed out since times out after it (so the direct
-  // send need not lower it), and one in flight then is timed by it.
+  // dueAfterMs after itself: a notification handed out since times out after it (so a hand-out
+  // need not lower it), and one in flight then is timed by it.
   private dueAt = -Infinity;
   // The detector judged an input since the link last compared its level (tick, level).
   private fed = false;
@@ -663,8 +663,7 @@ export class BleLink implements ReassemblySink, BindingLink {
         const n = q.notifyNext(size, this.transport);
         if (n === 0) break;
         if (found < 0) found = before;
-        const due = now + this.dueAfterMs;
-        if (due < this.dueAt) this.dueAt = due;
+        // (Its timeout is the tick's to watch: dueAt is at most dueAfterMs after the last tick.)
         if (n < 0 && q.inFlight) {
           q.done(false);
           this.retryLater(now);
