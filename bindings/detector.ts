@@ -286,7 +286,8 @@ export interface CongestionDetector {
  * buffer shows lag first. 64 frames is more than a healthy client ever has in flight (a 200
  * frames/s session with a 20 ms RTT acking every 100 ms lags about 24), more than fits in an
  * lwIP send buffer on the device (4 × 1436 bytes at ≥ 80-byte DATA frames), and the depth of the
- * never-shed ring (hub/session.ts): a client that far behind for a whole second is congested.
+ * never-shed ring at the hub's default size (hub/session.ts neverShedFrames; 32 on the device): a
+ * client that far behind for a whole second is congested.
  */
 export const ACK_LAG_CONGESTED_FRAMES = 64;
 /**

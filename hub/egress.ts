@@ -333,8 +333,10 @@ export class Egress {
     const wasEmpty = q.size === 0;
     const now = this.clock.now();
     if (!q.push(frame, tag | Tag.CRITICAL, now)) {
-      // The queue holds far more than never-shed traffic makes in 2 s: a link that cannot take
-      // even that is broken, and parking it now is the same §10.4 transition, only sooner.
+      // The queue holds a burst of never-shed traffic (at the hub's default size, more than it
+      // makes in 2 s even under a re-asserted ESTOP; on the device about 1.6 s of that): a link
+      // that cannot take even that is broken, and parking it now is the same §10.4 transition,
+      // only sooner.
       this.counters.neverShedOverflows++;
       this.host.overflowed(s);
       return false;

@@ -84,11 +84,15 @@ export function ensureCompiler32() {
   const cc = process.env.CC || 'cc';
   const works = () => spawnSync(cc, ['-m32', '-x', 'c', '-o', '/dev/null', '-'], { input: '#include <stdint.h>\n#include <math.h>\nint main(void) { return (int)sizeof(void *) - 4; }\n', encoding: 'utf8' }).status === 0;
   if (works()) return null;
+  // gcc-multilib is Debian's for x86-64 hosts (its -m32 builds i386 programs); elsewhere, say so.
+  if (process.arch !== 'x64') return `${cc} -m32 cannot build a 32-bit program; on a ${process.arch} host set CC to a compiler that builds 32-bit little-endian programs this machine runs, then npm test again`;
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   if (!root) return `${cc} -m32 cannot build a 32-bit program and this is not root; run \`apt-get install -y gcc-multilib\` as root (Debian's package), then npm test again`;
   if (!existsSync('/usr/bin/apt-get')) return `${cc} -m32 cannot build a 32-bit program and there is no apt-get to install Debian's gcc-multilib with`;
-  if (!sh('apt-get', ['install', '-y', '--no-install-recommends', 'gcc-multilib']) && !(sh('apt-get', ['update']) && sh('apt-get', ['install', '-y', '--no-install-recommends', 'gcc-multilib']))) {
-    return 'apt-get install -y gcc-multilib failed';
+  // --no-remove: gcc-multilib conflicts with Debian's cross compilers, and none is removed for it.
+  const install = ['install', '-y', '--no-install-recommends', '--no-remove', 'gcc-multilib'];
+  if (!sh('apt-get', install) && !(sh('apt-get', ['update']) && sh('apt-get', install))) {
+    return 'apt-get install -y --no-remove gcc-multilib failed (a cross compiler it conflicts with is installed?)';
   }
   return works() ? null : `gcc-multilib is installed but ${cc} -m32 still cannot build a 32-bit program`;
 }

@@ -86,6 +86,29 @@ describe('hub parking (§10.4)', () => {
     }
   });
 
+  it('a link stalled through an ESTOP asserted every 100 ms: parked at the 2 s stall at 2048 bytes, at 1,600 ms by overflow at the device\'s 768', () => {
+    for (const [bytes, parkedAt, overflows] of [[2048, 2000, 0], [768, 1600, 1]] as const) {
+      const fx = makeHub({ neverShedBytes: bytes });
+      const a = new TestClient(fx.hub);
+      const w = a.hello({ subWishes: [{ channelId: SAFETY, wishedRateHz: 10 }, { channelId: 2, wishedRateHz: 20 }, { channelId: 3, wishedRateHz: 2 }] });
+      const b = new TestClient(fx.hub);
+      b.hello();
+      a.link.capacity = 0;
+      const t0 = fx.clock.now();
+      let at = -1;
+      let seq = 1;
+      for (let t = 0; t <= 3000 && at < 0; t += 10) {
+        fx.clock.t = t0 + t;
+        if (t % 100 === 0) b.estop(seq++);
+        fx.hub.tick();
+        if (stateOf(fx, w.sessionId) !== SessionState.ACTIVE) at = t;
+      }
+      equal(at, parkedAt, `${bytes} bytes`);
+      equal(stateOf(fx, w.sessionId), SessionState.STALE);
+      equal(fx.hub.counters.neverShedOverflows, overflows);
+    }
+  });
+
   it('times the stall from the last progress: a queue that drains a little is not parked', () => {
     const fx = makeHub();
     const { c, w, t0 } = wedged(fx);

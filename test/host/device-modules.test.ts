@@ -134,6 +134,12 @@ describe('device/config: the device configuration', () => {
     for (const key of ['uplink_broker', 'uplink_site', 'uplink_telemetry', 'uplink_format', 'hub_id']) assert.ok(problems.some((x) => x.startsWith(key)), `${key} in ${problems.join('; ')}`);
   });
 
+  it('takes a never-shed queue of 512 to 16384 bytes', () => {
+    assert.equal(resolveDeviceConfig({ never_shed_bytes: '512' }).neverShedBytes, 512);
+    assert.equal(resolveDeviceConfig({ never_shed_bytes: 16384 }).neverShedBytes, 16384);
+    for (const bad of ['511', 16385]) assert.ok(problemsOf({ never_shed_bytes: bad }).some((x) => x.startsWith('never_shed_bytes')), String(bad));
+  });
+
   it('lists every problem at once', () => {
     const problems = problemsOf({
       wifi_channel: 14,

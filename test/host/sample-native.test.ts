@@ -93,7 +93,7 @@ describe('device/native/samplewriter: the DATA writer in C against the hub’s i
     try {
       bits32 = buildBroken(native.host, repo, join(dir, '32'), 'samplewriter.h', from, to, 32);
     } catch (e) {
-      assert.match((e as Error).message, /-m32[\s\S]*error:/, 'the 32-bit build fails in the compiler');
+      assert.match((e as Error).message, /-m32[\s\S]*(type-limits|always true)/, 'the 32-bit build fails in the compiler, on the long');
       return;
     }
     try {
