@@ -744,6 +744,66 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
   }
 
   /**
+   * `sent` for a sender that has one datagram in flight and knows which (a radio that reports
+   * each datagram's status before the next goes): nothing joins the send-status FIFO, and its
+   * status comes as `failed` of that number when the MAC gave up; a status that it went needs
+   * nothing (`sendStatus(true)` would change nothing but the instant of its judgement, which
+   * `tick` takes at any later instant alike once due). Returns the level.
+   */
+  sentInFlight(seq: number, now: number): number {
+    const t = now > this.latest ? (this.latest = now) : this.latest;
+    const s = seq & SEQ_MASK;
+    const i = s & RING_MASK;
+    const seqs = this.seqs;
+    if (seqs[i] !== s) {
+      // As in sent: an empty slot, or another datagram's (one still pending there is lost).
+      seqs[i] = s;
+      this.times[i] = t;
+      const e = t + this.timeoutMs;
+      if (e < this.expiry) this.expiry = e;
+      if (i < 32) {
+        if (this.pendingLo & (1 << i)) {
+          this.count(t, 1, 1);
+          return this.judge(t);
+        }
+        this.pendingLo |= 1 << i;
+        this.openLo |= 1 << i;
+      } else {
+        if (this.pendingHi & (1 << (i - 32))) {
+          this.count(t, 1, 1);
+          return this.judge(t);
+        }
+        this.pendingHi |= 1 << (i - 32);
+        this.openHi |= 1 << (i - 32);
+      }
+    }
+    // Nothing resolved, so the rate stands: judge's first case, without the call.
+    if (t < this.calmUntil && t <= this.expiry) {
+      this.judgedAt = t;
+      const e = this.expiry + 1e-9;
+      this.quietUntil = e < this.calmUntil ? e : this.calmUntil;
+      return this.lvl;
+    }
+    return this.judge(t);
+  }
+
+  /** The radio's send status of datagram `seq` (sent by `sentInFlight`): every MAC retry failed. Returns the level. */
+  failed(seq: number, now: number): number {
+    const t = now > this.latest ? (this.latest = now) : this.latest;
+    const s = seq & SEQ_MASK;
+    const i = s & RING_MASK;
+    if (this.seqs[i] === s && ((i < 32 ? this.pendingLo >>> i : this.pendingHi >>> (i - 32)) & 1) !== 0) {
+      this.markLost(i, t);
+      return this.judge(t);
+    }
+    if (t < this.calmUntil && t <= this.expiry) {
+      this.judgedAt = t;
+      return this.lvl;
+    }
+    return this.judge(t);
+  }
+
+  /**
    * The peer's ACK: bit i of `bitmap` set ⇔ datagram (base − i) mod 65536 received. Only the
    * datagrams still open (pending, or lost and not yet taken back) can change; the others it
    * covers are settled. Returns the level.

@@ -21,6 +21,7 @@
 
 import { Tier } from '../../catalog/schema.js';
 import { ESTOP_MAGIC } from '../../hub/estop-frame.js';
+import { RECOVERED_WATERMARK } from '../../hub/constants.js';
 import { AckForm, type Clock, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { LOSS_BYTES, LOSS_NUMBERS, LossDetector, WatermarkDetector } from '../detector.js';
 import { ownValue } from '../link.js';
@@ -368,11 +369,15 @@ export class EspNowLink implements Link, LinkEstimate {
       this.movedAt = now;
       o.queuedMask |= 1 << this.index;
     }
-    // fed(), inline.
-    if (ql.queued(q.nBytes / q.capacityBytes, now) !== this.lvl) {
-      this.dirty = true;
-      o.wakeAt = -Infinity;
-    } else if (ql.quietUntil < o.wakeAt) o.wakeAt = ql.quietUntil;
+    // fed(), inline. A queue below the recovery threshold, before and after, before the
+    // watermark's next deadline, meets the conditions it last judged: it is not told (quiet()).
+    const r = q.nBytes / q.capacityBytes;
+    if (!(r < RECOVERED_WATERMARK && ql.queue < RECOVERED_WATERMARK && now < ql.quietUntil)) {
+      if (ql.queued(r, now) !== this.lvl) {
+        this.dirty = true;
+        o.wakeAt = -Infinity;
+      } else if (ql.quietUntil < o.wakeAt) o.wakeAt = ql.quietUntil;
+    }
     o.dry = false;
     if (!o.txBusy && !o.radioWait) o.pump();
     return true;
@@ -758,7 +763,7 @@ export class EspNowBinding implements RadioHandler {
     this.counters.datagramsSent++;
     const loss = link.loss;
     // fed(), inline.
-    if (loss.sent(n, after) !== link.lvl) {
+    if (loss.sentInFlight(n, after) !== link.lvl) {
       link.dirty = true;
       this.wakeAt = -Infinity;
     } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
@@ -930,8 +935,11 @@ export class EspNowBinding implements RadioHandler {
     if (link !== null) {
       link.movedAt = now;
       const ql = link.queueLevel;
-      // fed(), inline.
-      if (ql.drained(found, left / cap, now) !== link.lvl) {
+      // fed(), inline; a take that empties a queue the watermark reads below the recovery
+      // threshold, before its next deadline, is not told (EspNowLink.send).
+      if (left === 0 && found < RECOVERED_WATERMARK && ql.queue < RECOVERED_WATERMARK && now < ql.quietUntil) {
+        // (nothing changes)
+      } else if (ql.drained(found, left / cap, now) !== link.lvl) {
         link.dirty = true;
         this.wakeAt = -Infinity;
       } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
@@ -952,7 +960,7 @@ export class EspNowBinding implements RadioHandler {
     if (link !== null) {
       const loss = link.loss;
       // fed(), inline.
-      if (loss.sent(seq, now) !== link.lvl) {
+      if (loss.sentInFlight(seq, now) !== link.lvl) {
         link.dirty = true;
         this.wakeAt = -Infinity;
       } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
@@ -982,11 +990,15 @@ export class EspNowBinding implements RadioHandler {
     const payload = this.txLen - HEADER_BYTES;
     if (link !== null) {
       if (!link.closed && link.mac === mac) {
+        // The datagram in flight is the link's last committed: a status that it went changes
+        // nothing the detector judges until its next deadline (sentInFlight).
         const loss = link.loss;
-        if (loss.sendStatus(ok, now) !== link.lvl) {
-          link.dirty = true;
-          this.wakeAt = -Infinity;
-        } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
+        if (!ok || now >= loss.quietUntil) {
+          if ((ok ? loss.tick(now) : loss.failed(link.egress.committedSeq, now)) !== link.lvl) {
+            link.dirty = true;
+            this.wakeAt = -Infinity;
+          } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
+        }
         const c = link.cols;
         const latency = now - this.txAt;
         const rtt = c[COL_RTT] as number;

@@ -1064,6 +1064,47 @@ describe('ESP-NOW loss: the radio send status', () => {
   });
 });
 
+describe('ESP-NOW loss: one datagram in flight (sentInFlight, failed)', () => {
+  it('judges as sent and sendStatus do, each status given for the datagram it concerns', () => {
+    const a = new LossDetector(0);
+    const b = new LossDetector(0);
+    let t = 0;
+    for (let k = 0; k < 400; k++) {
+      t += 3;
+      const seq = k % 5 === 4 ? k - 1 : k; // every fifth a resend under the last number
+      const went = k % 7 !== 0 && k % 11 !== 0;
+      a.sent(seq, t);
+      b.sentInFlight(seq, t);
+      a.sendStatus(went, t + 2);
+      if (!went) b.failed(seq, t + 2);
+      if (k % 8 === 7) {
+        a.ack(seq, 0xfffffffb, t + 2);
+        b.ack(seq, 0xfffffffb, t + 2);
+      }
+      a.tick(t + 2);
+      b.tick(t + 2);
+      equal(b.level(), a.level(), `level at ${t}`);
+      equal(b.ratio(), a.ratio(), `ratio at ${t}`);
+      equal(b.outstanding(), a.outstanding());
+      equal(counts(b), counts(a));
+    }
+    ok(a.lostInWindow() > 0);
+  });
+
+  it('a failure after the ACK already said received does not count', () => {
+    const d = new LossDetector(0);
+    d.sentInFlight(0, 0);
+    d.ack(0, 1, 1);
+    d.failed(0, 2);
+    equal(counts(d), '0/1');
+    d.sentInFlight(LOSS_RING + 1, 3);
+    d.failed(1, 4);
+    equal(counts(d), '0/1', 'no datagram 1 was sent');
+    d.failed(LOSS_RING + 1, 5);
+    equal(counts(d), '1/2');
+  });
+});
+
 describe('ESP-NOW loss: resends under the datagram’s own number (§13.3.3)', () => {
   it('a resend is the same datagram: counted once, lost by the failed status, received by the ACK', () => {
     const d = new LossDetector(0);
