@@ -208,7 +208,8 @@ export class FrameQueue {
   // the frames lie end to end from `head`, and the one after the frame ending at `gapAt` at 0.
   /** @internal The lengths, then the owner's `extraWords` from [capacityFrames]. */
   readonly lens: Uint16Array;
-  private readonly tags: Uint32Array;
+  /** @internal The tags (the binding's scheduler reads the head frame's). */
+  readonly tags: Uint32Array;
   /** @internal The ring's state (Egress.commit and the binding's scheduler empty it inline). */
   headFrame = 0;
   /** @internal Frames and bytes queued (`frames`, `bytes`), read as fields by the binding's scheduler. */

@@ -22,7 +22,7 @@
 import { Tier } from '../../catalog/schema.js';
 import { ESTOP_MAGIC } from '../../hub/estop-frame.js';
 import { RECOVERED_WATERMARK } from '../../hub/constants.js';
-import { AckForm, type Clock, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
+import { AckForm, Tag, type Clock, type GrantSet, type Link, type LinkCaps, type LinkEstimate, type LinkSink } from '../../hub/ports.js';
 import { LOSS_BYTES, LOSS_NUMBERS, LossDetector, WatermarkDetector } from '../detector.js';
 import { ownValue } from '../link.js';
 import { BroadcastSegment, Route } from './broadcast.js';
@@ -66,6 +66,8 @@ export const ESPNOW_MAX_ENCRYPTED_PEERS = 7;
 export const BROADCAST_MAC = 0xffffffffffff;
 /** Byte 0 of a plain datagram: version 1, no flags. */
 const DATAGRAM_HEADER_BYTE = DATAGRAM_VERSION << 4;
+/** The tag bit of a frame that must survive a failed send (datagram.ts reliableTag). */
+const CRITICAL = Tag.CRITICAL;
 /** Egress queue per peer (datagram.ts): about four full datagrams, 12 ms of air at 1 Mbps. Late is worse than lost (§10.4). */
 export { DEFAULT_QUEUE_BYTES, DEFAULT_QUEUE_FRAMES };
 /**
@@ -860,59 +862,61 @@ export class EspNowBinding implements RadioHandler {
     // The streams in slot order, the broadcast stream last; the turn passes on from the last
     // served (after the broadcast stream, it is first again). An urgent datagram (ESTOP, a resend)
     // goes first and does not take its stream's turn: the round-robin order stands; else the
-    // first stream in turn with anything queued.
+    // first stream in turn with anything queued. (Few locals: this runs for every datagram.)
     const urgent = this.urgentMask;
-    const queued = this.queuedMask;
-    const rr = this.rrAfter;
-    const from = rr < this.slots ? rr + 1 : this.slots;
-    let pick: number;
+    let m = urgent !== 0 ? urgent : this.queuedMask;
+    if (m === 0) {
+      this.dry = true;
+      return;
+    }
     // Whether the stream served is the only one with anything.
-    let sole = false;
-    if (urgent !== 0) {
-      const later = urgent & (-1 << from);
-      const m = later !== 0 ? later : urgent;
-      pick = 31 - Math.clz32(m & -m);
-    } else {
-      if (queued === 0) {
-        this.dry = true;
-        return;
-      }
-      const later = queued & (-1 << from);
-      const m = later !== 0 ? later : queued;
-      pick = 31 - Math.clz32(m & -m);
-      sole = (queued & (queued - 1)) === 0;
-      this.rrAfter = pick;
+    const sole = urgent === 0 && (m & (m - 1)) === 0;
+    let pick = this.rrAfter;
+    pick = m & (-1 << (pick < this.slots ? pick + 1 : this.slots));
+    if (pick !== 0) m = pick;
+    pick = 31 - Math.clz32(m & -m);
+    if (urgent === 0) this.rrAfter = pick;
+    if (pick >= this.slots) {
+      this.pumpBroadcast(pick, urgent, sole);
+      return;
     }
-    let link: EspNowLink | null = null;
-    if (pick < this.slots) {
-      // The open link in that slot: the open links are in slot order, none later in `open` than
-      // its slot (at it while no lower slot is free).
-      const open = this.open;
-      let i = pick < open.length ? pick : open.length - 1;
-      link = open[i] as EspNowLink;
-      while (link.index !== pick && i > 0) link = open[--i] as EspNowLink;
-    }
-    const e = link !== null ? link.egress : (this.bcast as Egress);
+    // The open link in that slot: the open links are in slot order, none later in `open` than
+    // its slot (at it while no lower slot is free).
+    const open = this.open;
+    m = pick < open.length ? pick : open.length - 1;
+    let link = open[m] as EspNowLink;
+    while (link.index !== pick && m > 0) link = open[--m] as EspNowLink;
+    const e = link.egress;
     const q = e.queue;
     // Egress.pack; plain traffic (nothing `hot`) straight from the queue.
     const plain = !e.hot;
     let len: number;
     if (!plain) len = e.pack(HEADER_BYTES);
-    else {
+    else if (q.pre && q.nFrames === 1) {
+      // FrameQueue.packInto's first case, inline: the one frame lies in the datagram area
+      // already, where packing writes it (a frame pushed there fits a datagram).
+      len = q.capacityBytes + HEADER_BYTES;
+      m = q.lens[q.headFrame] as number;
+      if (((q.tags[q.headFrame] as number) & CRITICAL) !== 0) {
+        q.mem.copyWithin(q.capacityBytes + PLAIN_STAGE_OFFSET, len, len + 1 + m);
+        q.staged = 1 + m;
+      } else q.staged = 0;
+      q.packed = 1;
+      len = HEADER_BYTES + 1 + m;
+    } else {
       len = q.packInto(HEADER_BYTES, DATAGRAM_MAX_BYTES, q.capacityBytes + PLAIN_STAGE_OFFSET);
       if (len === HEADER_BYTES) len = 0;
     }
     if (len === 0) return;
     const tx = q.datagram;
     // The header (writeHeader's three bytes); plain traffic is numbered from the stream's next.
-    const number = plain ? e.seq : e.packedSeq();
-    tx[0] = link !== null ? DATAGRAM_HEADER_BYTE : DATAGRAM_HEADER_BYTE | DatagramFlag.BROADCAST;
-    tx[1] = number >>> 8;
-    tx[2] = number & 0xff;
-    const mac = link !== null ? link.mac : BROADCAST_MAC;
-    let status = this.radio.send(mac, tx, len);
+    m = plain ? e.seq : e.packedSeq();
+    tx[0] = DATAGRAM_HEADER_BYTE;
+    tx[1] = m >>> 8;
+    tx[2] = m & 0xff;
+    let status = this.radio.send(link.mac, tx, len);
     if (status !== OK) {
-      if (status === NOT_FOUND && link !== null) status = this.sendAgain(mac, tx, len);
+      if (status === NOT_FOUND) status = this.sendAgain(link.mac, tx, len);
       if (status === BUSY || status === NO_MEM) {
         if (status === NO_MEM) this.counters.radioNoMem++;
         this.radioWait = true;
@@ -921,33 +925,40 @@ export class EspNowBinding implements RadioHandler {
     }
     const now = this.clock.now();
     // §13.5.1: the watermark is the backlog this datagram found queued.
-    const cap = q.capacityBytes;
-    const found = q.nBytes / cap;
-    // Egress.commit, its plain case at once (a plain pack took only the queue's frames).
-    const seq = plain ? e.commitQueued(COMMITTED_PLAIN) : e.commit();
-    const left = q.nBytes;
-    if (left === 0) {
+    const found = q.nBytes / q.capacityBytes;
+    if (plain) {
+      // Egress.commitQueued, inline: the frames packed consumed (all of them: the queue is
+      // empty, as FrameQueue.shift leaves it), the stream's next number taken.
+      e.committed = COMMITTED_PLAIN;
+      e.committedGen = 0;
+      m = e.seq;
+      e.committedSeq = m;
+      e.seq = (m + 1) & 0xffff;
+      if (q.packed >= q.nFrames) {
+        q.head = q.tail = q.headFrame = q.nFrames = q.nBytes = q.packed = 0;
+        q.gapAt = -1;
+        q.pre = false;
+      } else {
+        q.shift(q.packed);
+        q.packed = 0;
+      }
+    } else m = e.commit();
+    if (q.nBytes === 0) {
       this.queuedMask &= ~(1 << pick);
       // The only stream with anything took all it had: every stream is idle.
       if (sole) this.dry = true;
     }
     if (urgent !== 0 && !e.hot) this.urgentMask &= ~(1 << pick);
-    if (link !== null) {
-      link.movedAt = now;
-      const ql = link.queueLevel;
-      // fed(), inline; a take that empties a queue the watermark reads below the recovery
-      // threshold, before its next deadline, is not told (EspNowLink.send).
-      if (left === 0 && found < RECOVERED_WATERMARK && ql.queue < RECOVERED_WATERMARK && now < ql.quietUntil) {
-        // (nothing changes)
-      } else if (ql.drained(found, left / cap, now) !== link.lvl) {
-        link.dirty = true;
-        this.wakeAt = -Infinity;
-      } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
-    } else {
-      const bl = this.bcastLevel as WatermarkDetector;
-      bl.drained(found, left / cap, now);
-      this.broadcastJudged(bl);
-    }
+    link.movedAt = now;
+    let d: WatermarkDetector | LossDetector = link.queueLevel;
+    // fed(), inline; a take that empties a queue the watermark reads below the recovery
+    // threshold, before its next deadline, is not told (EspNowLink.send).
+    if (q.nBytes === 0 && found < RECOVERED_WATERMARK && d.queue < RECOVERED_WATERMARK && now < d.quietUntil) {
+      // (nothing changes)
+    } else if (d.drained(found, q.nBytes / q.capacityBytes, now) !== link.lvl) {
+      link.dirty = true;
+      this.wakeAt = -Infinity;
+    } else if (d.quietUntil < this.wakeAt) this.wakeAt = d.quietUntil;
     if (status !== OK) {
       this.counters.radioRefused++;
       return;
@@ -957,21 +968,65 @@ export class EspNowBinding implements RadioHandler {
     this.txLink = link;
     this.txAt = now;
     this.counters.datagramsSent++;
-    if (link !== null) {
-      const loss = link.loss;
-      // fed(), inline.
-      if (loss.sentInFlight(seq, now) !== link.lvl) {
-        link.dirty = true;
-        this.wakeAt = -Infinity;
-      } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
-    } else {
-      this.counters.broadcastDatagrams++;
-      const open = this.open;
-      for (let i = 0; i < open.length; i++) {
-        const l = open[i] as EspNowLink;
-        const bl = l.broadcastLoss;
-        if (bl !== null) this.fed(l, bl.sent(seq, now), bl.quietUntil);
-      }
+    d = link.loss;
+    // fed(), inline.
+    if (d.sentInFlight(m, now) !== link.lvl) {
+      link.dirty = true;
+      this.wakeAt = -Infinity;
+    } else if (d.quietUntil < this.wakeAt) this.wakeAt = d.quietUntil;
+  }
+
+  // pump, for the segment's broadcast stream (slot `pick`).
+  private pumpBroadcast(pick: number, urgent: number, sole: boolean): void {
+    const e = this.bcast as Egress;
+    const q = e.queue;
+    const plain = !e.hot;
+    let len: number;
+    if (!plain) len = e.pack(HEADER_BYTES);
+    else {
+      len = q.packInto(HEADER_BYTES, DATAGRAM_MAX_BYTES, q.capacityBytes + PLAIN_STAGE_OFFSET);
+      if (len === HEADER_BYTES) len = 0;
+    }
+    if (len === 0) return;
+    const tx = q.datagram;
+    const number = plain ? e.seq : e.packedSeq();
+    tx[0] = DATAGRAM_HEADER_BYTE | DatagramFlag.BROADCAST;
+    tx[1] = number >>> 8;
+    tx[2] = number & 0xff;
+    const status = this.radio.send(BROADCAST_MAC, tx, len);
+    if (status === BUSY || status === NO_MEM) {
+      if (status === NO_MEM) this.counters.radioNoMem++;
+      this.radioWait = true;
+      return;
+    }
+    const now = this.clock.now();
+    const cap = q.capacityBytes;
+    const found = q.nBytes / cap;
+    const seq = plain ? e.commitQueued(COMMITTED_PLAIN) : e.commit();
+    const left = q.nBytes;
+    if (left === 0) {
+      this.queuedMask &= ~(1 << pick);
+      if (sole) this.dry = true;
+    }
+    if (urgent !== 0 && !e.hot) this.urgentMask &= ~(1 << pick);
+    const bl = this.bcastLevel as WatermarkDetector;
+    bl.drained(found, left / cap, now);
+    this.broadcastJudged(bl);
+    if (status !== OK) {
+      this.counters.radioRefused++;
+      return;
+    }
+    this.txBusy = true;
+    this.txLen = len;
+    this.txLink = null;
+    this.txAt = now;
+    this.counters.datagramsSent++;
+    this.counters.broadcastDatagrams++;
+    const open = this.open;
+    for (let i = 0; i < open.length; i++) {
+      const l = open[i] as EspNowLink;
+      const bll = l.broadcastLoss;
+      if (bll !== null) this.fed(l, bll.sent(seq, now), bll.quietUntil);
     }
   }
 
@@ -986,44 +1041,56 @@ export class EspNowBinding implements RadioHandler {
     this.txBusy = false;
     const now = this.clock.now();
     const link = this.txLink;
-    this.txLink = null;
-    const payload = this.txLen - HEADER_BYTES;
-    if (link !== null) {
-      if (!link.closed && link.mac === mac) {
-        // The datagram in flight is the link's last committed: a status that it went changes
-        // nothing the detector judges until its next deadline (sentInFlight).
-        const loss = link.loss;
-        if (!ok || now >= loss.quietUntil) {
-          if ((ok ? loss.tick(now) : loss.failed(link.egress.committedSeq, now)) !== link.lvl) {
-            link.dirty = true;
-            this.wakeAt = -Infinity;
-          } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
-        }
-        const c = link.cols;
-        const latency = now - this.txAt;
-        const rtt = c[COL_RTT] as number;
-        c[COL_RTT] = rtt === 0 ? latency : rtt + RTT_GAIN * (latency - rtt);
-        if (ok) meterAdd(c, payload, now);
-        else {
-          this.counters.datagramsFailed++;
-          const e = link.egress;
-          e.failed(e.queue.datagram, HEADER_BYTES, this.txLen);
-          if (e.hot) this.urgentMask |= 1 << link.index;
-          this.dry = false;
-        }
+    if (link === null) this.sentBroadcast(ok, now);
+    else if (!link.closed && link.mac === mac) {
+      this.txLink = null;
+      // The datagram in flight is the link's last committed: a status that it went changes
+      // nothing the detector judges until its next deadline (sentInFlight).
+      const loss = link.loss;
+      if (!ok || now >= loss.quietUntil) {
+        if ((ok ? loss.tick(now) : loss.failed(link.egress.committedSeq, now)) !== link.lvl) {
+          link.dirty = true;
+          this.wakeAt = -Infinity;
+        } else if (loss.quietUntil < this.wakeAt) this.wakeAt = loss.quietUntil;
       }
-    } else {
-      const open = this.open;
-      for (let i = 0; i < open.length; i++) {
-        const l = open[i] as EspNowLink;
-        const bl = l.broadcastLoss;
-        if (bl === null) continue;
-        this.fed(l, bl.sendStatus(ok, now), bl.quietUntil);
-        // Broadcast has no acknowledgement: what a peer got is the payload less its loss rate.
-        meterAdd(l.cols, payload * (1 - bl.ratio()), now);
-      }
-    }
+      const c = link.cols;
+      // The send-status latency, smoothed (RTT_GAIN).
+      c[COL_RTT] = c[COL_RTT] === 0 ? now - this.txAt : (c[COL_RTT] as number) + RTT_GAIN * (now - this.txAt - (c[COL_RTT] as number));
+      if (ok) {
+        // meterAdd, inline: the payload delivered in the bucket of `now`.
+        const id = Math.floor(now / METER_BUCKET_MS);
+        const b = COL_METER + (id % METER_BUCKETS);
+        if (c[b] !== id && (c[b] as number) < id) {
+          c[b] = id;
+          c[b + METER_BUCKETS] = 0;
+        }
+        if (c[b] === id) c[b + METER_BUCKETS] = (c[b + METER_BUCKETS] as number) + this.txLen - HEADER_BYTES;
+      } else this.sendFailed(link);
+    } else this.txLink = null;
     if (!this.dry) this.pump();
+  }
+
+  // The datagram in flight of `link` failed: what must survive it is owed a resend.
+  private sendFailed(link: EspNowLink): void {
+    this.counters.datagramsFailed++;
+    const e = link.egress;
+    e.failed(e.queue.datagram, HEADER_BYTES, this.txLen);
+    if (e.hot) this.urgentMask |= 1 << link.index;
+    this.dry = false;
+  }
+
+  // The broadcast datagram in flight went (`ok`) or failed at `now`.
+  private sentBroadcast(ok: boolean, now: number): void {
+    const payload = this.txLen - HEADER_BYTES;
+    const open = this.open;
+    for (let i = 0; i < open.length; i++) {
+      const l = open[i] as EspNowLink;
+      const bl = l.broadcastLoss;
+      if (bl === null) continue;
+      this.fed(l, bl.sendStatus(ok, now), bl.quietUntil);
+      // Broadcast has no acknowledgement: what a peer got is the payload less its loss rate.
+      meterAdd(l.cols, payload * (1 - bl.ratio()), now);
+    }
   }
 
   received(mac: number, data: Uint8Array, length: number): void {
