@@ -713,8 +713,9 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     // Nothing resolved, so the rate stands: judge's first case, without the call.
     if (!resolved && t < this.calmUntil && t <= this.expiry) {
       this.judgedAt = t;
+      // The expiry can only have come nearer.
       const e = this.expiry + 1e-9;
-      this.quietUntil = e < this.calmUntil ? e : this.calmUntil;
+      if (e < this.quietUntil) this.quietUntil = e;
       return this.lvl;
     }
     return this.judge(t);
@@ -780,8 +781,9 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     // Nothing resolved, so the rate stands: judge's first case, without the call.
     if (t < this.calmUntil && t <= this.expiry) {
       this.judgedAt = t;
+      // The expiry can only have come nearer.
       const e = this.expiry + 1e-9;
-      this.quietUntil = e < this.calmUntil ? e : this.calmUntil;
+      if (e < this.quietUntil) this.quietUntil = e;
       return this.lvl;
     }
     return this.judge(t);
@@ -924,6 +926,10 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     if (id > at - LOSS_BUCKETS && id <= at) {
       this.lostN += lost;
       this.resolvedN += resolved;
+    } else if (!(id <= at)) {
+      // A bucket after the sums' window (its roll waited, see judge): the judgement that
+      // follows rolls the window on first.
+      this.calmUntil = -Infinity;
     }
   }
 
@@ -980,8 +986,10 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
       if (c === this.stepped && t < this.nextAt && t >= this.last) this.last = t;
       else this.step(c, t);
     }
-    // Quiet until a datagram times out, the window rolls (the next bucket) or a level window closes.
-    let q = (newest + 1) * LOSS_BUCKET_MS;
+    // Quiet until a datagram times out, the window rolls (the next bucket) or a level window
+    // closes. With nothing lost in the window the rate is 0 whatever buckets leave it: the roll
+    // changes nothing then, and waits for the next datagram resolved in a later bucket (count).
+    let q = this.lostN === 0 ? Infinity : (newest + 1) * LOSS_BUCKET_MS;
     const c = this.nextAt;
     this.calmUntil = c < q ? c : q;
     const e = this.expiry;
@@ -1017,7 +1025,9 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     const n = this.times;
     if (newest > from && newest - from < LOSS_BUCKETS) {
       for (let j = from + 1; j <= newest; j++) {
-        const b = bucketSlot(j);
+        // bucketSlot, inline.
+        let b = j % LOSS_BUCKETS;
+        if (b < 0) b += LOSS_BUCKETS;
         const id = n[BUCKET_IDS + b];
         if (id === j - LOSS_BUCKETS) {
           this.lostN -= n[LOST_AT + b] as number;
