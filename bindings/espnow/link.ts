@@ -354,26 +354,42 @@ export class EspNowLink implements Link, LinkEstimate {
     if (this.closed || length > MAX_DATAGRAM_FRAME) return false;
     const o = this.owner;
     if (o.segment !== null) return o.offerSegment(this, frame, tag, seq);
-    const q = this.egress.queue;
+    const e = this.egress;
+    const q = e.queue;
     if (o.dry && !o.txBusy && !o.radioWait && length > 0 && length <= q.capacityBytes && q.capacityFrames > 0) return o.direct(this, frame, tag);
     const now = o.clock.now();
-    const ql = this.queueLevel;
-    const empty = q.nBytes === 0;
-    const e = this.egress;
-    // Into an empty queue of a stream whose datagram area is free (its datagram in the air, if
-    // any, plain): the frame is written where packing its datagram would copy it to.
-    if (!(empty && !e.hot && e.committed === COMMITTED_PLAIN ? q.pushPacked(frame, tag) : q.push(frame, tag))) {
-      ql.refused(now);
-      o.fed(this, ql.level(), ql.quietUntil);
-      return false;
-    }
-    if (empty) {
+    if (q.nFrames === 0 && !e.hot && e.committed === COMMITTED_PLAIN && length > 0 && length <= q.capacityBytes && q.capacityFrames !== 0) {
+      // FrameQueue.pushPacked, inline: into an empty queue of a stream whose datagram area is
+      // free (its datagram in the air, if any, plain), the frame is written where packing its
+      // datagram would copy it to.
+      q.mem[q.capacityBytes + HEADER_BYTES] = length;
+      q.mem.set(frame, q.capacityBytes + HEADER_BYTES + 1);
+      q.head = 0;
+      q.lens[0] = length;
+      q.tags[0] = tag;
+      q.nFrames = 1;
+      q.nBytes = length;
+      q.tail = length;
+      q.pre = true;
       this.movedAt = now;
       o.queuedMask |= 1 << this.index;
+    } else {
+      const empty = q.nBytes === 0;
+      if (!q.push(frame, tag)) {
+        const ql = this.queueLevel;
+        ql.refused(now);
+        o.fed(this, ql.level(), ql.quietUntil);
+        return false;
+      }
+      if (empty) {
+        this.movedAt = now;
+        o.queuedMask |= 1 << this.index;
+      }
     }
     // fed(), inline. A queue below the recovery threshold, before and after, before the
-    // watermark's next deadline, meets the conditions it last judged: it is not told (quiet()).
+    // watermark's next deadline, meets the conditions it last judged: it is not told.
     const r = q.nBytes / q.capacityBytes;
+    const ql = this.queueLevel;
     if (!(r < RECOVERED_WATERMARK && ql.queue < RECOVERED_WATERMARK && now < ql.quietUntil)) {
       if (ql.queued(r, now) !== this.lvl) {
         this.dirty = true;
@@ -714,19 +730,16 @@ export class EspNowBinding implements RadioHandler {
   direct(link: EspNowLink, frame: Uint8Array, tag: number): boolean {
     const e = link.egress;
     const q = e.queue;
-    const length = frame.length;
     const now = this.clock.now();
     const n = e.direct(frame, tag);
-    const tx = q.datagram;
-    const len = HEADER_BYTES + 1 + length;
+    const len = HEADER_BYTES + 1 + frame.length;
     // The stream served: pump would have picked it (the only one with anything) in its turn.
     this.rrAfter = link.index;
-    const mac = link.mac;
-    let status = this.radio.send(mac, tx, len);
-    if (status === NOT_FOUND) status = this.sendAgain(mac, tx, len);
+    let status = this.radio.send(link.mac, q.datagram, len);
+    if (status === NOT_FOUND) status = this.sendAgain(link.mac, q.datagram, len);
     const after = this.clock.now();
     const ql = link.queueLevel;
-    const ratio = length / q.capacityBytes;
+    const ratio = frame.length / q.capacityBytes;
     if (status === BUSY || status === NO_MEM) {
       // Not taken: the number is the stream's again, and the frame waits in the queue as any other.
       e.seq = n;
@@ -741,19 +754,21 @@ export class EspNowBinding implements RadioHandler {
       return true;
     }
     link.movedAt = after;
-    // §13.5.1: the watermark is the backlog this datagram found queued: the frame alone.
-    let lv: number;
-    if (after === now) lv = ql.through(ratio, now);
-    else {
-      ql.queued(ratio, now);
-      ql.drained(ratio, 0, after);
-      lv = ql.level();
+    // §13.5.1: the watermark is the backlog this datagram found queued: the frame alone. Below
+    // the recovery threshold, with the watermark reading so, before its next deadline, that
+    // changes nothing it judges (EspNowLink.send): it is not told.
+    if (!(ratio < RECOVERED_WATERMARK && ql.queue < RECOVERED_WATERMARK && after < ql.quietUntil)) {
+      if (after === now) ql.through(ratio, now);
+      else {
+        ql.queued(ratio, now);
+        ql.drained(ratio, 0, after);
+      }
+      // fed(), inline.
+      if (ql.level() !== link.lvl) {
+        link.dirty = true;
+        this.wakeAt = -Infinity;
+      } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
     }
-    // fed(), inline.
-    if (lv !== link.lvl) {
-      link.dirty = true;
-      this.wakeAt = -Infinity;
-    } else if (ql.quietUntil < this.wakeAt) this.wakeAt = ql.quietUntil;
     if (status !== OK) {
       this.counters.radioRefused++;
       return true;
