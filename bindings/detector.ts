@@ -752,16 +752,20 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
    * `tick` takes at any later instant alike once due). Returns the level.
    */
   sentInFlight(seq: number, now: number): number {
+    // (Few locals: this runs for every datagram.)
     const t = now > this.latest ? (this.latest = now) : this.latest;
-    const s = seq & SEQ_MASK;
-    const i = s & RING_MASK;
-    const seqs = this.seqs;
-    if (seqs[i] !== s) {
+    seq &= SEQ_MASK;
+    const i = seq & RING_MASK;
+    if (this.seqs[i] !== seq) {
       // As in sent: an empty slot, or another datagram's (one still pending there is lost).
-      seqs[i] = s;
+      this.seqs[i] = seq;
       this.times[i] = t;
       const e = t + this.timeoutMs;
-      if (e < this.expiry) this.expiry = e;
+      if (e < this.expiry) {
+        this.expiry = e;
+        // The first case below leaves quietUntil as it was but for the expiry, nearer now.
+        if (e + 1e-9 < this.quietUntil) this.quietUntil = e + 1e-9;
+      }
       if (i < 32) {
         if (this.pendingLo & (1 << i)) {
           this.count(t, 1, 1);
@@ -781,9 +785,6 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     // Nothing resolved, so the rate stands: judge's first case, without the call.
     if (t < this.calmUntil && t <= this.expiry) {
       this.judgedAt = t;
-      // The expiry can only have come nearer.
-      const e = this.expiry + 1e-9;
-      if (e < this.quietUntil) this.quietUntil = e;
       return this.lvl;
     }
     return this.judge(t);
