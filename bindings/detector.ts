@@ -935,67 +935,64 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
   }
 
   private judge(t: number): number {
-    const rs = this.resolvedN;
-    const rate = this.lostN / (rs > LOSS_MIN_RESOLVED ? rs : LOSS_MIN_RESOLVED);
-    if (rate === this.rate && t < this.calmUntil && t <= this.expiry && t >= this.judgedAt) {
+    // (Few locals, reused: every ACK and input ends here.)
+    let r = this.lostN / (this.resolvedN > LOSS_MIN_RESOLVED ? this.resolvedN : LOSS_MIN_RESOLVED);
+    if (r === this.rate && t < this.calmUntil && t <= this.expiry && t >= this.judgedAt) {
       // Nothing timed out, the window has not moved and the rate is the one judged: the machine
       // would take the same conditions before any of its windows closes, and change nothing.
       this.judgedAt = t;
-      const e = this.expiry + 1e-9;
-      this.quietUntil = e < this.calmUntil ? e : this.calmUntil;
+      r = this.expiry + 1e-9;
+      this.quietUntil = r < this.calmUntil ? r : this.calmUntil;
       return this.lvl;
     }
     this.judgedAt = t;
     if (t > this.expiry) this.expire(t);
     const newest = Math.floor(t / LOSS_BUCKET_MS);
-    const from = this.summedAt;
-    if (newest === from + 1) {
+    let b = this.summedAt;
+    if (newest === b + 1) {
       // The window moved on by one bucket, as a tick finds it at each bucket's end (sum's first
       // case, inline): the bucket that left is taken off, or the one that entered (counted in
       // since, outside the sums then) added.
-      let b = newest % LOSS_BUCKETS; // bucketSlot
+      b = newest % LOSS_BUCKETS; // bucketSlot
       if (b < 0) b += LOSS_BUCKETS;
-      const n = this.times;
-      const id = n[BUCKET_IDS + b];
-      if (id === newest - LOSS_BUCKETS) {
-        this.lostN -= n[LOST_AT + b] as number;
-        this.resolvedN -= n[RESOLVED_AT + b] as number;
-      } else if (id === newest) {
-        this.lostN += n[LOST_AT + b] as number;
-        this.resolvedN += n[RESOLVED_AT + b] as number;
+      r = this.times[BUCKET_IDS + b] as number;
+      if (r === newest - LOSS_BUCKETS) {
+        this.lostN -= this.times[LOST_AT + b] as number;
+        this.resolvedN -= this.times[RESOLVED_AT + b] as number;
+      } else if (r === newest) {
+        this.lostN += this.times[LOST_AT + b] as number;
+        this.resolvedN += this.times[RESOLVED_AT + b] as number;
       }
       this.summedAt = newest;
-    } else if (newest !== from) this.sum(newest);
-    const resolved = this.resolvedN;
-    const r = this.lostN / (resolved > LOSS_MIN_RESOLVED ? resolved : LOSS_MIN_RESOLVED);
+    } else if (newest !== b) this.sum(newest);
+    r = this.lostN / (this.resolvedN > LOSS_MIN_RESOLVED ? this.resolvedN : LOSS_MIN_RESOLVED);
     // The same rate before a window closes: the machine would take the same conditions and
     // change nothing (its own first case), so it is not asked.
     if (r !== this.rate || !(t < this.nextAt)) {
-      let c = this.cond;
+      b = this.cond;
       if (r !== this.rate) {
         this.rate = r;
         // classify(r, LOSS_THRESHOLDS), inline.
-        c = 0;
-        if (r > CONGESTED_LOSS) c |= ABOVE_CONGESTED;
-        if (r < CONGESTED_LOSS) c |= BELOW_CONGESTED;
-        if (r < RECOVERED_LOSS) c |= BELOW_RECOVERED;
-        if (r > SEVERE_LOSS) c |= ABOVE_SEVERE;
-        if (r >= SATURATED_SIGNAL) c |= SATURATED;
-        this.cond = c;
+        b = 0;
+        if (r > CONGESTED_LOSS) b |= ABOVE_CONGESTED;
+        if (r < CONGESTED_LOSS) b |= BELOW_CONGESTED;
+        if (r < RECOVERED_LOSS) b |= BELOW_RECOVERED;
+        if (r > SEVERE_LOSS) b |= ABOVE_SEVERE;
+        if (r >= SATURATED_SIGNAL) b |= SATURATED;
+        this.cond = b;
       }
       // The machine's first case (the conditions it last took, before a window of them closes), inline.
-      if (c === this.stepped && t < this.nextAt && t >= this.last) this.last = t;
-      else this.step(c, t);
+      if (b === this.stepped && t < this.nextAt && t >= this.last) this.last = t;
+      else this.step(b, t);
     }
     // Quiet until a datagram times out, the window rolls (the next bucket) or a level window
     // closes. With nothing lost in the window the rate is 0 whatever buckets leave it: the roll
     // changes nothing then, and waits for the next datagram resolved in a later bucket (count).
-    let q = this.lostN === 0 ? Infinity : (newest + 1) * LOSS_BUCKET_MS;
-    const c = this.nextAt;
-    this.calmUntil = c < q ? c : q;
-    const e = this.expiry;
-    if (e < q) q = e + 1e-9;
-    this.quietUntil = c < q ? c : q;
+    r = this.lostN === 0 ? Infinity : (newest + 1) * LOSS_BUCKET_MS;
+    b = this.nextAt;
+    this.calmUntil = b < r ? b : r;
+    if (this.expiry < r) r = this.expiry + 1e-9;
+    this.quietUntil = b < r ? b : r;
     return this.lvl;
   }
 
