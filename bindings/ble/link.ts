@@ -332,7 +332,10 @@ export class BleLink implements ReassemblySink, BindingLink {
    * the tick then costs one comparison (dueAt; the clock is monotonic, hub/ports.ts Clock). While no
    * frame is queued and no notification waits to be retried (the queue's fill is 0), the fragment
    * size counts nothing (the fill is 0 at any size, an ESTOP is one fragment at any size, and what
-   * is sent or completed next takes the size again first): it is not asked.
+   * is sent or completed next takes the size again first): it is not asked. `now`, when given, is
+   * this link's clock's reading (what the hub's tick read): a later one would move the tick's
+   * deadlines past what the clock then reads, and a notification handed out after it could time
+   * out late.
    */
   tick(now: number = this.clock.now()): void {
     if (now < this.dueAt) return;

@@ -18,9 +18,12 @@ import { BLE_UUIDS } from '../../bindings/ble/uuids.js';
 /** A transport the test completes by hand. */
 class ManualTransport implements BleTransport {
   mw = 20;
+  /** How often the link asked for the maximum write. */
+  mwReads = 0;
   sent: Uint8Array[] = [];
   closed = false;
   maximumWrite(): number {
+    this.mwReads++;
     return this.mw;
   }
   notify(value: Uint8Array, length: number): void {
@@ -136,8 +139,10 @@ describe('BLE: the notification queue', () => {
     equal((t.sent[1] as Uint8Array).length, 101, 'one ONLY notification at the new size');
     equal((t.sent[1] as Uint8Array)[0], header(FragmentPosition.ONLY, 1));
     link.notified(0);
+    const reads = t.mwReads;
     ok(link.send(frameOf(200, 2), KEEP, 0));
     equal((t.sent[2] as Uint8Array).length, 201, 'and straight out from then on');
+    equal(t.mwReads, reads, 'straight out: the size the queue took is known, not asked again');
   });
 
   it('an empty queue takes any frame its storage holds, the largest hub frame included (243 notifications at MTU 23)', () => {
