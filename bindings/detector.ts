@@ -496,7 +496,9 @@ export class WatermarkDetector extends LevelMachine implements CongestionDetecto
 
   /**
    * The queue signal as judged: the backlog the link found at its last take, or more since;
-   * full while samples dropped stale hold it so (as of the last judgement).
+   * full while samples dropped stale hold it so (as of the last judgement). An ESP-NOW link does
+   * not pass on a frame queued and taken below the recovery threshold before the next deadline,
+   * so there a signal under 20 % may be a little off either way (no level depends on it).
    */
   ratio(): number {
     return this.judgedAt < this.staleUntil && this.queue < SATURATED_SIGNAL ? SATURATED_SIGNAL : this.queue;
@@ -747,9 +749,10 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
   /**
    * `sent` for a sender that has one datagram in flight and knows which (a radio that reports
    * each datagram's status before the next goes): nothing joins the send-status FIFO, and its
-   * status comes as `failed` of that number when the MAC gave up; a status that it went needs
-   * nothing (`sendStatus(true)` would change nothing but the instant of its judgement, which
-   * `tick` takes at any later instant alike once due). Returns the level.
+   * status comes as `failed` of that number when the MAC gave up; a status that it went resolves
+   * nothing and is not passed on, but `sendStatus(true)` would also have judged at its instant:
+   * the sender calls `tick(now)` then once `now` has reached `quietUntil` (the ESP-NOW binding
+   * does), so that a judgement due is not left for the next tick. Returns the level.
    */
   sentInFlight(seq: number, now: number): number {
     // (Few locals: this runs for every datagram.)
@@ -1061,7 +1064,11 @@ export class LossDetector extends LevelMachine implements CongestionDetector {
     return this.lostN;
   }
 
-  /** Datagrams resolved (received or lost) in the window, as of the last call. */
+  /**
+   * Datagrams resolved (received or lost) in the window, as of the last judgement: with nothing
+   * lost in the window its roll is no deadline, so the figure may stand until the next input
+   * (the loss rate, 0 then, is the same either way).
+   */
   resolvedInWindow(): number {
     return this.resolvedN;
   }

@@ -294,7 +294,8 @@ export class FrameQueue {
    * push into an empty queue, the frame written straight into the datagram area as the first of
    * the next datagram (packInto then leaves it where it is), for an owner with nothing else to
    * write there before that datagram is packed (Egress.committed says when); a frame that would
-   * not fit a datagram is pushed as push does.
+   * not fit a datagram is pushed as push does. (EspNowLink.send has this case inline, relying on
+   * its own refusal of frames over MAX_DATAGRAM_FRAME: a change here changes it there too.)
    */
   pushPacked(frame: Uint8Array, tag: number): boolean {
     const length = frame.length;
@@ -350,7 +351,8 @@ export class FrameQueue {
    * `p` (an offset in `datagram`) while they fit below `max`, and those that must survive a failed
    * send (`reliableTag`) the same way from mem[stageAt]; returns where they end in the datagram.
    * `packed` says how many frames it took, `staged` how many bytes it wrote from stageAt.
-   * Nothing is consumed (shift does that).
+   * Nothing is consumed (shift does that). (EspNowBinding's scheduler has the first case, one
+   * frame already in the datagram area, inline: a change here changes it there too.)
    */
   packInto(p: number, max: number, stageAt: number): number {
     // A head frame already in the datagram area is where this would write it only from HEADER_BYTES.

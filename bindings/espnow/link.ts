@@ -1079,7 +1079,7 @@ export class EspNowBinding implements RadioHandler {
           c[b] = id;
           c[b + METER_BUCKETS] = 0;
         }
-        if (c[b] === id) c[b + METER_BUCKETS] = (c[b + METER_BUCKETS] as number) + this.txLen - HEADER_BYTES;
+        if (c[b] === id) c[b + METER_BUCKETS] = (c[b + METER_BUCKETS] as number) + (this.txLen - HEADER_BYTES);
       } else this.sendFailed(link);
     } else this.txLink = null;
     if (!this.dry) this.pump();

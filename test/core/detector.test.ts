@@ -1055,6 +1055,61 @@ describe('ESP-NOW loss: the radio send status', () => {
     equal(counts(d), '2/2', 'this one is for seq 64');
   });
 
+  it('judges as sent and sendStatus do, at the same instants, over random traffic, losses, ACKs and silences', () => {
+    // The binding's way (bindings/espnow/link.ts): sentInFlight per datagram, failed on a failed
+    // status, tick on a status that went; against sent and sendStatus per status. Both ticked
+    // every 10 ms; compared at every step: level, since, loss rate, outstanding.
+    for (let seed = 1; seed <= 24; seed++) {
+      let x = seed * 2654435761;
+      const rnd = (): number => {
+        x = (Math.imul(x ^ (x >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) | 0;
+        return ((x ^ (x >>> 13)) >>> 0) / 4294967296;
+      };
+      const a = new LossDetector(0);
+      const b = new LossDetector(0);
+      const lossP = [0, 0.05, 0.3, 0.8][seed % 4] as number;
+      let seq = -1;
+      let inFlight = -1;
+      let statusAt = Infinity;
+      let silentUntil = 0;
+      const received: boolean[] = [];
+      for (let t = 1; t <= 6000; t++) {
+        if (t >= statusAt) {
+          const went = rnd() >= lossP;
+          a.sendStatus(went, t);
+          if (went) b.tick(t);
+          else b.failed(inFlight, t);
+          statusAt = Infinity;
+          inFlight = -1;
+        }
+        if (t >= silentUntil && inFlight < 0 && rnd() < 0.3) {
+          if (rnd() < 0.02) silentUntil = t + 200 + Math.floor(rnd() * 2500); // a silence after this one
+          // A new datagram, or now and then a resend under the last number.
+          const s = seq >= 0 && rnd() < 0.1 ? seq : (seq = (seq + 1) & 0xffff);
+          received[s & 63] = rnd() >= lossP;
+          a.sent(s, t);
+          b.sentInFlight(s, t);
+          inFlight = s;
+          statusAt = t + 2;
+        }
+        if (seq >= 0 && t % 50 === 25 && t >= silentUntil && rnd() >= lossP) {
+          let bits = 0;
+          for (let i = 0; i < 32; i++) if (received[(seq - i) & 63]) bits |= 1 << i;
+          a.ack(seq, bits >>> 0, t);
+          b.ack(seq, bits >>> 0, t);
+        }
+        if (t % 10 === 0) {
+          a.tick(t);
+          b.tick(t);
+        }
+        if (b.level() !== a.level() || b.since() !== a.since() || b.ratio() !== a.ratio() || b.outstanding() !== a.outstanding()) {
+          equal(`${b.level()} since ${b.since()} rate ${b.ratio()} out ${b.outstanding()}`, `${a.level()} since ${a.since()} rate ${a.ratio()} out ${a.outstanding()}`, `seed ${seed} at ${t} ms`);
+        }
+      }
+      if (lossP >= 0.3) ok(a.level() > 0 || a.since() > 0, `seed ${seed}: the level moved at some point`);
+    }
+  });
+
   it('a failure after the ACK already said received does not count', () => {
     const d = new LossDetector(0);
     d.sent(0, 0);

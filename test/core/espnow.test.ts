@@ -1229,3 +1229,73 @@ describe('bindings/espnow: a real Hub end to end over the simulated air', () => 
     equal(first.slice(0, e1).filter((x) => x.bytes.length === 240).length, 1, 'only the datagram in flight came first');
   });
 });
+
+describe('ESP-NOW link: a failed send status, the inline queue and a silent peer', () => {
+  const PEER = peerMac(1);
+  const SAMPLE = tagOf(FrameType.DATA, Tag.SAMPLE, 1);
+  const PONG = tagOf(FrameType.PONG, Tag.CRITICAL);
+
+  /** One admitted peer on a lossless air (no MAC retries); every datagram the hub's radio started, copied. */
+  function rig(): { air: SimAir; link: EspNowLink; sent: Uint8Array[]; step(ms: number): void } {
+    const air = new SimAir({ prng: new Mulberry32(1), loss: 0, retries: 0 }, 1000);
+    const inner = air.radio(HUB_MAC);
+    const sent: Uint8Array[] = [];
+    const radio: Radio = {
+      setHandler: (h) => inner.setHandler(h),
+      addPeer: (m, k) => inner.addPeer(m, k),
+      removePeer: (m) => inner.removePeer(m),
+      send: (m, d, l) => {
+        const r = inner.send(m, d, l);
+        if (r === RadioStatus.OK) sent.push(d.slice(0, l));
+        return r;
+      },
+    };
+    const sink: LinkSink = { frame() {}, lost() {}, levelChanged() {} } as unknown as LinkSink;
+    const binding = new EspNowBinding({ clock: air, radio, attach: () => sink, allowUnencrypted: true });
+    const peer = new SimPeer(air, PEER, HUB_MAC);
+    peer.send(enc({ type: FrameType.PING, t0: 0 }));
+    const step = (ms: number): void => {
+      const end = air.now() + ms;
+      while (air.now() < end) {
+        air.advance(air.now() + 1);
+        binding.tick();
+      }
+    };
+    step(120); // admitted, its PONG acknowledged, everything settled
+    const link = binding.linkOf(PEER);
+    ok(link !== undefined, 'the peer has a link');
+    return { air, link: link as EspNowLink, sent, step };
+  }
+
+  it('a failed send status counts its datagram lost at once, long before the ACK timeout', () => {
+    const r = rig();
+    const lost = r.link.loss.lostInWindow();
+    r.air.loss = 1; // every attempt lost: the MAC gives up and the status fails
+    ok(r.link.send(new Uint8Array(20).fill(0xa0), SAMPLE, 0));
+    r.step(5);
+    equal(r.link.loss.lostInWindow() - lost, 1, 'lost on the failed status, 5 ms after it went');
+  });
+
+  it('a control frame queued behind the datagram in flight is resent with its own datagram until the limit', () => {
+    const r = rig();
+    ok(r.link.send(new Uint8Array(200).fill(0xa0), SAMPLE, 0)); // straight out: in flight
+    ok(r.link.send(new Uint8Array(10).fill(0xa1), PONG, 0)); // an empty queue: written into the datagram area
+    ok(r.link.egress.queue.pre, 'written ahead into the datagram area');
+    r.air.loss = 1;
+    r.step(60);
+    const carrying = r.sent.filter((d) => d.length === HEADER_BYTES + 1 + 10 && d[HEADER_BYTES + 1] === 0xa1);
+    equal(carrying.length, 1 + RETRANSMIT_LIMIT, 'sent, then resent RETRANSMIT_LIMIT times');
+  });
+
+  it('a datagram the MAC took and the peer never acknowledges is lost at LOSS_ACK_TIMEOUT_MS + 1 with no other input', () => {
+    const r = rig();
+    const lost = r.link.loss.lostInWindow();
+    ok(r.link.send(new Uint8Array(20).fill(0xa0), SAMPLE, 0)); // delivered, its status ok
+    const at = r.air.now();
+    r.air.loss = 1; // from now on the peer's ACKs are lost: nothing else reaches the link
+    r.step(LOSS_ACK_TIMEOUT_MS);
+    equal(r.link.loss.lostInWindow() - lost, 0, `not lost at ${r.air.now() - at} ms`);
+    r.step(60);
+    equal(r.link.loss.lostInWindow() - lost, 1, 'lost by its timeout, judged by the tick');
+  });
+});
