@@ -364,7 +364,9 @@ export class WatermarkDetector extends LevelMachine implements CongestionDetecto
     const q = this.queue;
     // Below the recovery threshold before and after, the signal meets the conditions of the last
     // judgement (unheld) before any of its windows can close: judging changes nothing (`now` not
-    // before the latest time seen: clamp would leave it as it is).
+    // before the latest time seen: clamp would leave it as it is). The ESP-NOW link tests this
+    // inline and leaves out the call (bindings/espnow/link.ts EspNowLink.send and the binding's
+    // direct send and pump; it never calls `stale`): a change here changes it there too.
     if (q < RECOVERED_WATERMARK && q >= 0 && old < RECOVERED_WATERMARK && old >= 0 && now < this.quietUntil && now >= this.judgedAt && this.judgedAt >= this.staleUntil && now >= this.last) {
       this.last = now;
       this.judgedAt = now;
