@@ -22,7 +22,8 @@
 //   the pendant's cost per control period and heap against pendant/manifest.json's
 //   (`device.pendant`, bench/pendant.bench.ts), the robot link (`device.robotLink`,
 //   bench/robot-link.bench.ts) (`device` in the JSON; --no-device leaves it out, --only=device runs it with its cases;
-//   --host-coremark=N gives this machine's CoreMark score when it is not the reference machine).
+//   --host-coremark=N gives this machine's CoreMark score when it is not the reference machine;
+//   --coremark=PATH, or COREMARK=PATH, a CoreMark binary to measure it with, in the same run).
 // `--json` prints one JSON object with every number; `--quick` uses tiny counts (smoke test).
 // Exit code 1 if any case failed on any engine.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -50,6 +51,12 @@ const runDevice = runXs && !args.includes('--no-device') && (!only || only.inclu
 const coreMarkArg = args.find((a) => a.startsWith('--host-coremark='));
 const hostCoreMark = coreMarkArg ? Number(coreMarkArg.slice('--host-coremark='.length)) : CALIBRATION.hostCoreMark;
 if (!(hostCoreMark > 0)) throw new Error(`--host-coremark wants a positive score, not ${coreMarkArg}`);
+// A CoreMark binary (EEMBC's, built by its own makefile): the device section measures this host's
+// score in the same run, interleaved with its XS calibration, instead of taking the reference's.
+const coreMarkBinArg = args.find((a) => a.startsWith('--coremark='));
+const coreMark = coreMarkBinArg ? coreMarkBinArg.slice('--coremark='.length) : process.env.COREMARK || null;
+if (coreMark !== null && coreMarkArg) throw new Error('--coremark measures the host\'s CoreMark score; --host-coremark gives it: use one');
+if (coreMark !== null && !existsSync(coreMark)) throw new Error(`--coremark (or COREMARK): no CoreMark binary at ${coreMark}`);
 
 // A slot is 16 bytes on the ESP32 (docs/architecture.md "The device runtime"); the host build's are 32.
 const DEVICE_SLOT_BYTES = 16;
@@ -361,7 +368,7 @@ function printTable(report) {
       log(`  pendant heap (upper bound): ${p.memory.slots.used} of ${p.memory.slots.budget} slots (${p.memory.slots.percent} %), ${p.memory.chunk.used} of ${p.memory.chunk.budget} chunk bytes (${p.memory.chunk.percent} %)`);
     } else if (p) log(`  pendant: ERROR ${p.error}`);
     const c = d.calibration;
-    log(`  calibration: ${c.nsPerComputron} ns per computron here; ESP32 ${c.esp32HostRatio.low}–${c.esp32HostRatio.high}× slower (CoreMark ${c.hostCoreMark} here, ${c.esp32CoreMark.low}–${c.esp32CoreMark.high} ESP32)`);
+    log(`  calibration: ${c.nsPerComputron} ns per computron here; ESP32 ${c.esp32HostRatio.low}–${c.esp32HostRatio.high}× slower (CoreMark ${c.hostCoreMark} here${c.hostCoreMarkMeasured ? ', measured in this run' : ', not measured in this run'}, ${c.esp32CoreMark.low}–${c.esp32CoreMark.high} ESP32)`);
     const show = (v) => (typeof v === 'object' && v !== null ? Object.values(v).join(' / ') : v);
     for (const t of d.targets) log(`  ${t.met ? 'met ' : 'MISS'} ${t.name}: ${show(t.value)} (limit ${show(t.limit)} ${t.unit})`);
   } else if (d) log(`device: ERROR ${d.error}`);
@@ -473,7 +480,7 @@ async function main() {
         if (!name.startsWith('device.') || !c.xs || c.xs.bytesPerItem === null) continue;
         allocation[name.startsWith('device.deliver.') ? `delivery (${name.slice('device.deliver.'.length)}, its ACKs and PINGs)` : `${c.item} (${name})`] = c.xs.bytesPerItem;
       }
-      report.device = await deviceReport(repo, { quick, hostCoreMark, memory: report.cases['memory.device'] ?? null, allocation, log });
+      report.device = await deviceReport(repo, { quick, hostCoreMark, coreMark, memory: report.cases['memory.device'] ?? null, allocation, log });
     } catch (e) {
       failed++;
       report.device = { error: errorText(e) };
