@@ -53,9 +53,12 @@ const hostCoreMark = coreMarkArg ? Number(coreMarkArg.slice('--host-coremark='.l
 if (!(hostCoreMark > 0)) throw new Error(`--host-coremark wants a positive score, not ${coreMarkArg}`);
 // A CoreMark binary (EEMBC's, built by its own makefile): the device section measures this host's
 // score in the same run, interleaved with its XS calibration, instead of taking the reference's.
+// (--host-coremark wins over COREMARK from the environment; the two flags together are an error.)
 const coreMarkBinArg = args.find((a) => a.startsWith('--coremark='));
-const coreMark = coreMarkBinArg ? coreMarkBinArg.slice('--coremark='.length) : process.env.COREMARK || null;
-if (coreMark !== null && coreMarkArg) throw new Error('--coremark measures the host\'s CoreMark score; --host-coremark gives it: use one');
+if (coreMarkBinArg && coreMarkArg) throw new Error('--coremark measures the host\'s CoreMark score; --host-coremark gives it: use one');
+const coreMarkPath = coreMarkBinArg ? coreMarkBinArg.slice('--coremark='.length) : coreMarkArg ? '' : process.env.COREMARK || '';
+// A path, not a name to look up on PATH.
+const coreMark = coreMarkPath !== '' ? resolve(coreMarkPath) : null;
 if (coreMark !== null && !existsSync(coreMark)) throw new Error(`--coremark (or COREMARK): no CoreMark binary at ${coreMark}`);
 
 // A slot is 16 bytes on the ESP32 (docs/architecture.md "The device runtime"); the host build's are 32.
@@ -168,6 +171,8 @@ globalThis.__B = B;
     logLevel: 'silent',
     // Modules are strict; the bundle must be too, or writes to frozen objects fail silently on XS.
     banner: { js: '"use strict";' },
+    // The device's opcodes: no LINE opcode for each new source line (scripts/lib/device-budget.mjs bundleEntry).
+    minifyWhitespace: true,
   });
   return out.outputFiles[0].text;
 }

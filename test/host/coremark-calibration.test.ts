@@ -75,7 +75,21 @@ describe('the device report calibrated with a CoreMark binary', function () {
     assert.throws(() => budget.runCoreMark(bin, 60000), /2K performance run with its known CRCs/);
   });
 
-  it('bench --coremark: the host score is the median of the runs interleaved with the calibration, and the ratio follows it', function () {
+  it('refuses a build that runs several threads (its score is every thread’s together)', function () {
+    const bin = standIn('parallel', '0xe714\n[1]crclist       : 0xe714');
+    assert.throws(() => budget.runCoreMark(bin, 60000), /2K performance run with its known CRCs/);
+  });
+
+  it('takes a relative path as a path, not a name to look up on PATH', function () {
+    const bin = standIn('relative');
+    const r = spawnSync(process.execPath, [join(repo, 'scripts', 'bench.mjs'), '--quick', '--json', '--only=device', '--no-node', '--coremark=relative'], { cwd: dir, encoding: 'utf8' });
+    assert.equal(r.status, 0, `bench exited ${r.status}: ${r.stderr}`);
+    const c = (JSON.parse(r.stdout) as { device: { calibration: { hostCoreMarkMeasured: boolean; source: string[] } } }).device.calibration;
+    assert.equal(c.hostCoreMarkMeasured, true);
+    assert.ok((c.source[0] as string).includes(bin), c.source[0]);
+  });
+
+  it('bench --coremark: one CoreMark run for each calibration run, the host score their median, and the ratio follows it', function () {
     const bin = standIn('bench');
     const r = spawnSync(process.execPath, [join(repo, 'scripts', 'bench.mjs'), '--quick', '--json', '--only=device', '--no-node', `--coremark=${bin}`], { cwd: repo, encoding: 'utf8' });
     assert.equal(r.status, 0, `bench exited ${r.status}: ${r.stderr}`);
