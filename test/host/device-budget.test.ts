@@ -51,6 +51,15 @@ describe('device budget guard (XS engine)', function () {
     bundle = await budget.bundleDevice(repo);
   });
 
+  it("counts the device's opcodes: the bundle is nearly one line, so XS compiles no LINE opcode for each new source line", function () {
+    // xsnap's XS is built with its debugger support and compiles a LINE opcode (a computron)
+    // wherever the code reaches a new line; the device's release build compiles none
+    // (docs/performance.md "Fits the ESP32", Method). Only template literals' line breaks stay.
+    const lines = bundle.split('\n').length;
+    assert.ok(lines < 50, `the device bundle has ${lines} lines: its computrons would include a LINE opcode for each`);
+    assert.ok(bundle.length > 100000, 'the whole device bundle');
+  });
+
   for (const binding of ['tcp', 'ws', 'ble', 'espnow']) {
     it(`one delivery through ${binding} stays under its computron ceiling, with the device's DATA writer and all in script, and allocates nothing`, async function () {
       const r = await budget.onXs(bundle, `__D.perDelivery('${binding}', 1, 'device')`);
