@@ -21,8 +21,10 @@ import { encodeCredentials, CREDENTIALS_KEY } from '../hub/credentials.js';
 import { encodeFrame, FrameType, Key, PROTOCOL_VERSION, type Frame, type PubWish, type SubWish } from '../hub/frames.js';
 import { Hub, type HubConfig } from '../hub/hub.js';
 import { SessionState } from '../hub/session.js';
-import type { Clock, Random, RobotPort, SampleBlock, SampleWriter, Store } from '../hub/ports.js';
+import type { Clock, Link, Random, RobotPort, RouteHost, SampleBlock, SampleRouter, SampleWriter, Store } from '../hub/ports.js';
 import { ScriptSampleWriter } from '../hub/fast-frames.js';
+import type { HubCounters } from '../hub/counters.js';
+import type { SealedBytes } from '../hub/bytes.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_DEFAULTS, DEVICE_ESPNOW_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES } from '../device/config.js';
 import { LinkFraming, TakePool, TcpLink, type DirectTransport } from '../bindings/tcp/egress.js';
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
@@ -778,16 +780,294 @@ export interface WorldOptions {
 export class NativeSampleWriterStandIn implements SampleWriter {
   frames = 0;
   values = 0;
+  /** What entering `writeSample` costs beyond a host function's call with as many arguments (as NativeSampleRouterStandIn.entry). */
+  entry = 0;
+  private probing = false;
   private readonly inner = new ScriptSampleWriter();
   constructor(private readonly world: DeviceWorld) {}
+
+  /** As NativeSampleRouterStandIn.measureEntry. */
+  measureEntry(): void {
+    const b = new Uint8Array(1);
+    this.probing = true;
+    meter();
+    this.writeSample(b, 0, 0, 0, b.buffer, 0, 0);
+    const script = meter();
+    meter();
+    Math.max(0, 0, 0, 0, 0, 0, 0);
+    const host = meter();
+    this.probing = false;
+    this.entry = script > host ? script - host : 0;
+  }
+
   writeSample(b: Uint8Array, p: number, seq: number, t: number, values: ArrayBufferLike, at: number, count: number): number {
+    if (this.probing) return 0;
     this.world.pause();
+    this.world.discount(this.entry);
     this.frames++;
     this.values += count;
+    return this.write(b, p, seq, t, values, at, count);
+  }
+
+  private write(b: Uint8Array, p: number, seq: number, t: number, values: ArrayBufferLike, at: number, count: number): number {
     const end = this.inner.writeSample(b, p, seq, t, values, at, count);
     this.world.resume();
     return end;
   }
+}
+
+/**
+ * The device's SampleRouter (device/native/route.h behind device/native/route.c) as the bench
+ * counts it: the call into it counts, and so does all the script it calls (a link's `level` and
+ * `send`, the hub's `dataFrame` and `turn`); the route's own steps do not (C on the device), and
+ * run here in script between the world's pause() and resume(), step for step what route.h does.
+ * `reads` counts the C's reads and writes of script objects' properties (a session, its link,
+ * its never-shed queue's size, its sentFrames; property lookups in XS's C, which the report
+ * prices apart), `calls` its calls into script.
+ */
+export class NativeSampleRouterStandIn implements SampleRouter {
+  pushes = 0;
+  subscribers = 0;
+  reads = 0;
+  calls = 0;
+  turns = 0;
+  private buffer: ArrayBufferLike | null = null;
+  private f64: Float64Array<ArrayBufferLike> = new Float64Array(0);
+  private u8: Uint8Array<ArrayBufferLike> = new Uint8Array(0);
+  private u16: Uint16Array<ArrayBufferLike> = new Uint16Array(0);
+  private i8: Int8Array<ArrayBufferLike> = new Int8Array(0);
+  private lay: Uint32Array<ArrayBufferLike> = new Uint32Array(0);
+  private readonly writer = new ScriptSampleWriter();
+  constructor(private readonly world: DeviceWorld) {}
+
+  /** What entering `route` costs beyond a host function's call with as many arguments (measureEntry), taken off each call's count. */
+  entry = 0;
+  private probing = false;
+
+  /**
+   * The device's route is a host function: a call into it runs no bytecode of its own, where a
+   * script function's entry sets up each of its parameters. What this one's entry costs beyond
+   * a host function's call with the same arguments (Math.max) is measured here and taken off
+   * each call.
+   */
+  measureEntry(): void {
+    const v = new Float64Array(1);
+    this.probing = true;
+    meter();
+    this.route(this as unknown as RouteHost, v, 0, v, 0, 0);
+    const script = meter();
+    meter();
+    Math.max(0, 0, 0, 0, 0, 0);
+    const host = meter();
+    this.probing = false;
+    this.entry = script > host ? script - host : 0;
+  }
+
+  route(host: RouteHost, route: object, t: number, values: Float64Array, count: number, now: number): number {
+    if (this.probing) return 0;
+    this.world.pause();
+    this.world.discount(this.entry);
+    return this.walk(host, route as RouteState, t, values, count, now);
+  }
+
+  /** device/native/route.c and route.h's routePush, in script, the world paused but for the calls into script. */
+  private walk(host: RouteHost, route: RouteState, t: number, values: Float64Array, count: number, now: number): number {
+    const w = this.world;
+    const ch = route.ch;
+    const fields = ch.fieldCount;
+    this.reads += 4;
+    if (ch.critical || host.levelFloor >= 1) {
+      w.resume();
+      return -1;
+    }
+    this.pushes++;
+    const seq = route.seq === 0xffffffff ? 0 : route.seq + 1;
+    route.seq = seq;
+    this.reads += 4;
+    const table = host.tableBuffer;
+    if (this.buffer !== table) {
+      // Views made once per table (the C takes the buffer's address at each call instead).
+      this.buffer = table;
+      this.f64 = new Float64Array(table, 0, table.byteLength >>> 3);
+      this.u8 = new Uint8Array(table);
+      this.u16 = new Uint16Array(table, 0, table.byteLength >>> 1);
+      this.i8 = new Int8Array(table);
+      this.lay = new Uint32Array(host.layout);
+    }
+    const L = this.lay;
+    const f64 = this.f64;
+    const u8 = this.u8;
+    const wide = L[8] as number;
+    const slotCount = L[11] as number;
+    const index = route.index;
+    this.reads++;
+    const end = wide === 2 ? (this.u16[((L[12] as number) >>> 1) + index] as number) : (u8[(L[12] as number) + index] as number);
+    if (end === 0) {
+      w.resume();
+      return 0;
+    }
+    let n = fields;
+    if (count < n) n = count > 0 ? count - (count % 1) : 0;
+    if (n > values.length) n = values.length;
+    const lastAt = route.lastAt;
+    const gated = route.shedBase !== host.segmentsBase;
+    const tag = route.tag | host.sharedFlag;
+    const slots = (host as unknown as { slots: readonly unknown[] }).slots;
+    host.frame = null;
+    host.routing = true;
+    // length, lastAt, shedBase, segmentsBase, tag, sharedFlag, slots, frame, routing, data.
+    this.reads += 10;
+    const first = index * slotCount;
+    const granted = (L[0] as number) / 8;
+    const nextDue = (L[1] as number) / 8;
+    const lastValues = (L[2] as number) / 8;
+    const subs = L[3] as number;
+    const firstPush = L[4] as number;
+    const sourceDropped = L[5] as number;
+    const decimation = L[6] as number;
+    const lastLen = L[7] as number;
+    let rateGated = 0;
+    let clear = 0;
+    let drops = 0;
+    let delivered = 0;
+    let frame: Uint8Array | null = null;
+    for (let i = 0; i < end; i++) {
+      const slot = wide === 2 ? (this.u16[(subs >>> 1) + first + i] as number) : (u8[subs + first + i] as number);
+      if (slot >= slotCount) continue;
+      const k = first + slot;
+      this.subscribers++;
+      this.reads += 2;
+      const s = slots[slot] as { link: Link | null; neverShed: { size: number }; sentFrames: number } | null;
+      if (s === null || s === undefined) continue;
+      const link = s.link;
+      if (link === null) continue;
+      let g = 0;
+      let due = 0;
+      if (gated) {
+        g = f64[granted + k] as number;
+        if (!(g > 0) || now < (due = f64[nextDue + k] as number)) {
+          rateGated++;
+          continue;
+        }
+      } else if (!((f64[granted + k] as number) > 0)) {
+        rateGated++;
+        u8[sourceDropped + k] = 1;
+        continue;
+      }
+      this.calls++;
+      w.resume();
+      const level = link.level;
+      w.pause();
+      if (level >= 1 || u8[sourceDropped + k] === 1 || (this.reads += 2, s.neverShed.size > 0)) {
+        this.calls++;
+        this.turns++;
+        w.resume();
+        const went = host.turn(route, s, link, k, slot, level, seq, t, values, n, now);
+        w.pause();
+        this.reads++;
+        frame = host.frame;
+        if (!went) continue;
+      } else {
+        clear++;
+        if (u8[decimation + 2 * k] !== 1) {
+          u8[decimation + 2 * k] = 1;
+          u8[decimation + 2 * k + 1] = 0;
+        }
+        if (frame === null) frame = this.frame(host, route, seq, t, values, n);
+        this.calls++;
+        w.resume();
+        const took = link.send(frame, tag, seq);
+        w.pause();
+        if (!took) {
+          drops++;
+          if (!gated) u8[sourceDropped + k] = 1;
+          continue;
+        }
+        this.reads += 2;
+        s.sentFrames++;
+      }
+      delivered++;
+      u8[firstPush + k] = 0;
+      if (gated) {
+        g = 1000 / g;
+        due += g;
+        f64[nextDue + k] = due < now - g ? now + g : due;
+      }
+      if (lastAt >= 0) {
+        this.reads += 2;
+        const at = lastValues + lastAt + slot * fields;
+        for (let j = 0; j < n; j++) f64[at + j] = values[j] as number;
+        this.i8[lastLen + k] = n;
+      }
+    }
+    host.routing = false;
+    this.reads += 2;
+    if (host.frame !== null) {
+      // The push buffer whole again (route.c routeOpen: a resize, two reads, a write), the frame forgotten.
+      (host as unknown as { data: SealedBytes }).data.open();
+      host.frame = null;
+      this.reads += 4;
+      this.calls++;
+    }
+    const counters = (host as unknown as { counters: HubCounters }).counters;
+    this.reads++;
+    if (rateGated > 0) {
+      counters.rateGated += rateGated;
+      this.reads += 2;
+    }
+    if (drops > 0) {
+      counters.egressDrops += drops;
+      this.reads += 2;
+    }
+    if (delivered > 0) {
+      counters.delivered += delivered;
+      this.reads += 2;
+    }
+    if (clear > 0) {
+      counters.rows[1] = (counters.rows[1] as number) + clear;
+      this.reads += 3;
+    }
+    w.resume();
+    return delivered;
+  }
+
+  /**
+   * route.c routeFrame: the push's DATA frame in the egress's push buffer (hub/bytes.ts
+   * SealedBytes), as Egress.dataFrame writes it, with the DATA writer's C; counted as the
+   * device's DATA writer (the world's nativeData: the report adds the C's time for it).
+   */
+  private frame(host: RouteHost, route: RouteState, seq: number, t: number, values: Float64Array, n: number): Uint8Array {
+    const data = (host as unknown as { data: SealedBytes }).data;
+    // sealedAt, the values' byteOffset and buffer, prefix, prefixed, bytes, rab, sealedAt, frame; the resize.
+    this.reads += 9;
+    this.calls++;
+    if (data.sealedAt >= 0) {
+      data.open();
+      this.reads += 3;
+      this.calls++;
+    }
+    data.bytes.set(route.prefix);
+    host.prefixed = route.prefix;
+    const writer = this.world.nativeData;
+    if (writer !== null) {
+      writer.frames++;
+      writer.values += n;
+    }
+    const frame = data.seal(this.writer.writeSample(data.bytes, route.prefix.length, seq, t >= 0 && t <= Number.MAX_SAFE_INTEGER ? t - (t % 1) : 0, values.buffer, values.byteOffset, n));
+    host.frame = frame;
+    return frame;
+  }
+}
+
+/** The route's fields the device's route reads and writes (hub/session.ts ChannelRoute). */
+interface RouteState {
+  seq: number;
+  readonly prefix: Uint8Array;
+  readonly index: number;
+  readonly lastAt: number;
+  readonly tag: number;
+  readonly shedBase: number;
+  readonly ch: { readonly fieldCount: number; readonly critical: boolean };
 }
 
 export class DeviceWorld {
@@ -823,11 +1103,14 @@ export class DeviceWorld {
   afterTick: (() => void) | null = null;
   /** The device's DATA writer, as the world counts it (null: the hub writes in script, `sampleWriter: 'script'`). */
   readonly nativeData: NativeSampleWriterStandIn | null;
+  /** The device's route, as the world counts it (null: the hub routes in script, `sampleWriter: 'script'`). */
+  readonly nativeRoute: NativeSampleRouterStandIn | null;
 
   constructor(mix: readonly MixClient[] = DEFAULT_MIX, options: WorldOptions = {}, config: Partial<HubConfig> = {}) {
     this.options = options;
     this.config = config;
     this.nativeData = options.sampleWriter === 'script' ? null : new NativeSampleWriterStandIn(this);
+    this.nativeRoute = options.sampleWriter === 'script' ? null : new NativeSampleRouterStandIn(this);
     this.catalog = loadCatalog(options.catalog ?? DEFAULT_CATALOG);
     this.store.set(CREDENTIALS_KEY, encodeCredentials([{ tier: Tier.operator, credential: utf8(OPERATOR_CREDENTIAL) }]));
     this.radio = new BenchRadio(this);
@@ -859,7 +1142,7 @@ export class DeviceWorld {
   boot(): void {
     const config = this.config;
     this.hub = new Hub(
-      { clock: this.clock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog, sampleWriter: this.nativeData ?? undefined },
+      { clock: this.clock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog, sampleWriter: this.nativeData ?? undefined, sampleRouter: this.nativeRoute ?? undefined },
       { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, neverShedBytes: DEVICE_DEFAULTS.never_shed_bytes, maxFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, ...config },
     );
     // The device makes its TCP and WebSocket connections' egress memory at start, for as many as it serves.
@@ -901,6 +1184,8 @@ export class DeviceWorld {
       paired += this.take();
     }
     this.pauseCost = paired / 16;
+    this.nativeData?.measureEntry();
+    this.nativeRoute?.measureEntry();
   }
 
   /** Computrons of the interval ending now: what pause() set aside plus what ran since, less the meter's own cost. */
@@ -924,6 +1209,11 @@ export class DeviceWorld {
   /** Ends the uncounted stretch pause() began. */
   resume(): void {
     if (this.pausing) meter();
+  }
+
+  /** Takes `computrons` off the interval's count (a stand-in's entry, beyond what the device's host function costs). */
+  discount(computrons: number): void {
+    if (this.pausing) this.carry -= computrons;
   }
 
   peerByMac(mac: number): EspNowClient | undefined {
@@ -1090,6 +1380,27 @@ export interface WorkloadResult {
   /** How the DATA frames were written, and what the device's C wrote in the measured seconds (not in the computrons). */
   readonly sampleWriter: 'device' | 'script';
   readonly native: { readonly frames: number; readonly values: number };
+  /** What the device's route did in the measured seconds (NativeSampleRouterStandIn; zeros all in script): pushes through it, subscribers, its reads of script objects' properties, its calls into script, the rarer turns among them. */
+  readonly route: RouteCounts;
+  /** What entering each stand-in for the device's C costs beyond a host function's call, taken off each call (measureEntry). */
+  readonly standInEntry: { readonly route: number; readonly data: number };
+}
+
+export interface RouteCounts {
+  readonly pushes: number;
+  readonly subscribers: number;
+  readonly reads: number;
+  readonly calls: number;
+  readonly turns: number;
+}
+
+function routeCounts(r: NativeSampleRouterStandIn | null): RouteCounts {
+  return r === null ? { pushes: 0, subscribers: 0, reads: 0, calls: 0, turns: 0 } : { pushes: r.pushes, subscribers: r.subscribers, reads: r.reads, calls: r.calls, turns: r.turns };
+}
+
+function routeSince(r: NativeSampleRouterStandIn | null, a: RouteCounts): RouteCounts {
+  const b = routeCounts(r);
+  return { pushes: b.pushes - a.pushes, subscribers: b.subscribers - a.subscribers, reads: b.reads - a.reads, calls: b.calls - a.calls, turns: b.turns - a.turns };
 }
 
 /** Warms the mix up for `warmMs`, then measures `seconds` of it; `sampleWriter` as WorldOptions says. */
@@ -1103,6 +1414,7 @@ export function runDeviceWorkload(seconds: number, warmMs = 3000, sampleWriter: 
   const counts0 = { ...world.counts };
   const nd = world.nativeData;
   const native0 = nd === null ? { frames: 0, values: 0 } : { frames: nd.frames, values: nd.values };
+  const route0 = routeCounts(world.nativeRoute);
   const s = world.split;
   world.run(seconds * 1000);
   const c = world.counts;
@@ -1131,6 +1443,8 @@ export function runDeviceWorkload(seconds: number, warmMs = 3000, sampleWriter: 
     pauseComputrons: world.pauseCost,
     sampleWriter,
     native: nd === null ? { frames: 0, values: 0 } : { frames: nd.frames - native0.frames, values: nd.values - native0.values },
+    route: routeSince(world.nativeRoute, route0),
+    standInEntry: { route: world.nativeRoute?.entry ?? 0, data: world.nativeData?.entry ?? 0 },
   };
 }
 
@@ -1161,7 +1475,7 @@ export function perDelivery(
   binding: BindingName,
   seconds = 2,
   sampleWriter: 'device' | 'script' = 'device',
-): { computrons: number; deliveries: number; perDelivery: number; native: { frames: number; values: number } } {
+): { computrons: number; deliveries: number; perDelivery: number; native: { frames: number; values: number }; route: RouteCounts } {
   const world = deliveryWorld(binding, sampleWriter);
   world.calibrate();
   world.split.reset();
@@ -1169,10 +1483,11 @@ export function perDelivery(
   const nd = world.nativeData;
   const f0 = nd?.frames ?? 0;
   const v0 = nd?.values ?? 0;
+  const route0 = routeCounts(world.nativeRoute);
   world.run(seconds * 1000);
   const deliveries = world.hub.counters.delivered - before;
   const computrons = world.split.delivery + world.split.bindings;
-  return { computrons, deliveries, perDelivery: deliveries > 0 ? computrons / deliveries : NaN, native: { frames: (nd?.frames ?? 0) - f0, values: (nd?.values ?? 0) - v0 } };
+  return { computrons, deliveries, perDelivery: deliveries > 0 ? computrons / deliveries : NaN, native: { frames: (nd?.frames ?? 0) - f0, values: (nd?.values ?? 0) - v0 }, route: routeSince(world.nativeRoute, route0) };
 }
 
 /** The per-delivery world of `binding`, started: 8 clients on it, each subscribed to imu at PER_DELIVERY_HZ. */

@@ -26,7 +26,7 @@ import { utf8ByteLength } from './utf8.js';
 /** An EVENT frame's bytes besides its values and its text's bytes: the keys, seq, t, dropped and the heads (generous). */
 const EVENT_FRAME_OVERHEAD = 64;
 import type { HealthMetrics } from './health.js';
-import { Tag, tagOf, type Clock, type Link, type SampleWriter } from './ports.js';
+import { Tag, tagOf, type Clock, type Link, type RouteHost, type SampleWriter } from './ports.js';
 import { FrameRing, RingColumns } from './queues.js';
 import { neverShedFrames, type ChannelRoute, type EventRecord, type Session, type SubscriptionTable } from './session.js';
 import { sendGap, shedSubscriber } from './sample-shed.js';
@@ -56,7 +56,7 @@ export interface EgressConn {
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const SHARED = Tag.SHARED;
 
-export class Egress {
+export class Egress implements RouteHost {
   readonly counters = new HubCounters();
   /** A push's DATA frame, encoded once for all its subscribers. */
   readonly data: SealedBytes;
@@ -70,8 +70,15 @@ export class Egress {
   levelFloor = 0;
   /** The float scratch of the DATA writers. */
   readonly fp = new FloatProbe();
-  /** The route prefix `data` holds at its start (the last push's). */
-  private prefixed: Uint8Array | null = null;
+  /** The push's DATA frame once written (dataFrame), null until then. */
+  frame: Uint8Array | null = null;
+  /** @internal What a SampleRouter reads (RouteHost): the table's buffer and layout (each taken once: on XS `.buffer` is a call), the segments streams' shedding block, the shared encoding's flag. */
+  readonly tableBuffer: ArrayBufferLike;
+  readonly layout: ArrayBufferLike;
+  readonly segmentsBase = SEGMENTS_SHED_BASE;
+  readonly sharedFlag = SHARED;
+  /** The route prefix `data` holds at its start (the last push's; a SampleRouter writes it too). */
+  prefixed: Uint8Array | null = null;
   private readonly rings: (FrameRing | undefined)[];
   private columns: RingColumns | null = null;
   private readonly neverShedBytes: number;
@@ -98,6 +105,8 @@ export class Egress {
     this.arena = new StagedBytes(slots.length * neverShedBytes, maxFrameBytes);
     this.w = new CborWriter(this.arena.out);
     this.rings = new Array<FrameRing | undefined>(slots.length).fill(undefined);
+    this.tableBuffer = table.grantedHz.buffer;
+    this.layout = table.layout.buffer;
   }
 
   /** The never-shed queue of a session slot, in the arena (made at the slot's first session), its per-frame bookkeeping in `columns`, one buffer for every ring (on XS each typed array costs heap slots). */
@@ -135,10 +144,10 @@ export class Egress {
     const gated = !ch.critical && route.shedBase !== SEGMENTS_SHED_BASE;
     const sharedTag = route.tag | SHARED;
     const first = route.index * tab.slots;
-    const nextDue = tab.nextDue;
     // docs/operations.md "Health, admission and overload" ladder rung 1: the table reads every link at this level at least.
     const floorSheds = this.levelFloor >= LEVEL_CONGESTED;
-    let frame: Uint8Array | null = null;
+    this.frame = null;
+    const nextDue = tab.nextDue;
     // What the loop works with, declared once out here: a block that declares its own makes XS
     // open a scope on every pass (and a for loop's own `let` a copy of it on every pass).
     let i = 0;
@@ -173,48 +182,24 @@ export class Egress {
         tab.sourceDropped[k] = 1;
         continue;
       }
-      if (floorSheds || (level = link.level) >= LEVEL_CONGESTED) {
-        // The link's level, read once (at a floor of 2 or more the condition did not read it).
-        if (floorSheds) {
-          level = link.level;
-          if (level < this.levelFloor) level = this.levelFloor;
-        }
-        // The table's packed entry (its row, its decision above), in `level`: one local fewer.
-        level = SHED_LOOKUP[route.shedBase + (tab.priority[k] as number) * 6 + (tab.firstPush[k] as number) * 3 + (level >= LEVEL_SEVERE ? 2 : 1)] as number;
-        this.counters.rows[level & 0xf]!++;
-        if (level >>> 4 !== SEND || tab.decimation[k * DECIMATION_STATE] !== 1) {
-          if (shedSubscriber(this, route, level >>> 4, k, slot, values, n, now)) continue;
-        }
+      // The link's level, read once.
+      level = link.level;
+      if (floorSheds && level < this.levelFloor) level = this.levelFloor;
+      if (level >= LEVEL_CONGESTED || ch.critical || tab.sourceDropped[k] === 1 || s.neverShed.size > 0) {
+        // The rarer turns (a congested link, a critical channel, a source dropped, a never-shed queue that holds frames).
+        if (!this.turn(route, s, link, k, slot, level, seq, t, values, n, now)) continue;
       } else {
         // A clear link: row 1 for every subscription (shed.ts shedDecide), a send; a subscription
         // that was decimating starts afresh.
         clear++;
         if (tab.decimation[k * DECIMATION_STATE] !== 1) resetDecimation(tab.decimation, k * DECIMATION_STATE);
-      }
-      if (tab.sourceDropped[k] === 1) {
-        // The subscriber's own variant, carrying gap (the shared frame goes only to those owed none).
-        if (!sendGap(this, route, s, link, k, seq, t, values, n)) continue;
-      } else {
-        if (frame === null) {
-          // The push's one encoding, for the first subscriber that gets it; a time that is no unsigned integer reads as 0.
-          // (No local here: a block that declares one makes XS open a scope for it.)
-          if (this.data.sealedAt >= 0) this.data.open(); // whole already, unless a link threw while the last push was handed on
-          // The buffer keeps the last push's prefix (only the push writes it, and a frame is longer than its prefix).
-          if (this.prefixed !== route.prefix) {
-            this.data.bytes.set(route.prefix);
-            this.prefixed = route.prefix;
-          }
-          if (this.sw === null) frame = this.data.seal(writeSampleAfter(this.data.bytes, this.data.view, this.fp, route.prefix.length, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values, n));
-          else frame = this.data.seal(this.sw.writeSample(this.data.bytes, route.prefix.length, seq, t >= 0 && t <= MAX_SAFE ? t - (t % 1) : 0, values.buffer, values.byteOffset, n));
-        }
-        if (ch.critical) {
-          if (!this.critical(s, frame, sharedTag, seq)) continue;
-        } else if (s.neverShed.size > 0 || !link.send(frame, sharedTag, seq)) {
+        if (!link.send(this.frame ?? this.dataFrame(route, seq, t, values, n), sharedTag, seq)) {
           // The link cannot take it now: dropped at once, never queued for later (no delay-and-burst).
           this.counters.egressDrops++;
           if (route.shedBase === SEGMENTS_SHED_BASE) tab.sourceDropped[k] = 1; // a lost segment is a lost command: say so
           continue;
-        } else s.sentFrames++;
+        }
+        s.sentFrames++;
       }
       delivered++;
       tab.firstPush[k] = 0;
@@ -237,7 +222,57 @@ export class Egress {
     this.counters.rows[1] = (this.counters.rows[1] as number) + clear;
     this.counters.delivered += delivered;
     // Whole again once every link has copied it: a buffer stays shrunk only while it is handed on (hub/bytes.ts).
-    if (frame !== null) this.data.open();
+    if (this.frame !== null) {
+      this.data.open();
+      this.frame = null;
+    }
+  }
+
+  /** The push's one DATA frame, written for the first subscriber that gets it (publishSample; SampleRouter). */
+  dataFrame(route: ChannelRoute, seq: number, t: number, values: Float64Array, n: number): Uint8Array {
+    if (this.data.sealedAt >= 0) this.data.open(); // whole already, unless a link threw while the last push was handed on
+    // The buffer keeps the last push's prefix (only the push writes it, and a frame is longer than its prefix).
+    if (this.prefixed !== route.prefix) {
+      this.data.bytes.set(route.prefix);
+      this.prefixed = route.prefix;
+    }
+    // A time that is no whole number from 0 to 2^53 - 1 reads as 0.
+    if (!(t >= 0 && t <= MAX_SAFE)) t = 0;
+    else t -= t % 1;
+    if (this.sw === null) return (this.frame = this.data.seal(writeSampleAfter(this.data.bytes, this.data.view, this.fp, route.prefix.length, seq, t, values, n)));
+    return (this.frame = this.data.seal(this.sw.writeSample(this.data.bytes, route.prefix.length, seq, t, values.buffer, values.byteOffset, n)));
+  }
+
+  /**
+   * A subscriber the grant lets through whose route is not the plain send: its link at `level` 1
+   * or more (the §10.4 table, sample-shed.ts), a critical channel, a source dropped (its own
+   * frame with gap), or a never-shed queue that holds frames (then the sample is dropped). True
+   * when the push went to it; the caller keeps the delivery's books.
+   */
+  turn(route: ChannelRoute, s: Session, link: Link, k: number, slot: number, level: number, seq: number, t: number, values: Float64Array, n: number, now: number): boolean {
+    const tab = this.table;
+    if (level >= LEVEL_CONGESTED) {
+      // The table's packed entry (its row, its decision above).
+      level = SHED_LOOKUP[route.shedBase + (tab.priority[k] as number) * 6 + (tab.firstPush[k] as number) * 3 + (level >= LEVEL_SEVERE ? 2 : 1)] as number;
+      this.counters.rows[level & 0xf]!++;
+      if (level >>> 4 !== SEND || tab.decimation[k * DECIMATION_STATE] !== 1) {
+        if (shedSubscriber(this, route, level >>> 4, k, slot, values, n, now)) return false;
+      }
+    } else {
+      this.counters.rows[1]!++;
+      if (tab.decimation[k * DECIMATION_STATE] !== 1) resetDecimation(tab.decimation, k * DECIMATION_STATE);
+    }
+    // The subscriber's own variant, carrying gap (the shared frame goes only to those owed none).
+    if (tab.sourceDropped[k] === 1) return sendGap(this, route, s, link, k, seq, t, values, n);
+    const frame = this.frame ?? this.dataFrame(route, seq, t, values, n);
+    if (route.ch.critical) return this.critical(s, frame, route.tag | SHARED, seq);
+    if (s.neverShed.size > 0 || !link.send(frame, route.tag | SHARED, seq)) {
+      this.counters.egressDrops++;
+      if (route.shedBase === SEGMENTS_SHED_BASE) tab.sourceDropped[k] = 1; // a lost segment is a lost command: say so
+      return false;
+    }
+    s.sentFrames++;
+    return true;
   }
 
   /** One EVENT (§9.4): queued per subscriber, bounded, oldest dropped and counted. */

@@ -23,7 +23,7 @@ import { Ladder, parkCandidate } from './ladder.js';
 import { Load, type HealthSummary, type HubFootprint, type SessionView } from './load.js';
 import { Nack } from './nack.js';
 import { Plan } from './plan.js';
-import { NULL_LOG, type Clock, type HeapUsed, type Link, type LinkSink, type Log, type Random, type RobotPort, type Store } from './ports.js';
+import { NULL_LOG, type Clock, type HeapUsed, type Link, type LinkSink, type Log, type Random, type RobotPort, type SampleRouter, type Store } from './ports.js';
 import { Safety } from './safety.js';
 import { makeRoutes, type ChannelRoute, Session, SessionState, type SubscriptionTable } from './session.js';
 import { SessionKeeper } from './sessions.js';
@@ -73,6 +73,8 @@ export class Hub {
   /** @internal */ owner: Session | null = null;
   /** @internal The layers. */
   readonly egress: Egress;
+  /** @internal Routes a push's common case in C on the device (HubPorts.sampleRouter); null: the egress routes every push. */
+  readonly router: SampleRouter | null;
   /** @internal */ readonly ingress: Ingress;
   /** @internal */ readonly keeper: SessionKeeper;
   /** @internal */ readonly plan: Plan;
@@ -124,6 +126,7 @@ export class Hub {
       throw new RangeError(`HubConfig.maxFrameBytes must be within ${MIN_MAX_FRAME_BYTES}..${MAX_HUB_FRAME_BYTES}`);
     }
     this.egress = new Egress(this.clock, this.table, this.slots, this.health, this, maxFields, cfg.neverShedBytes, cfg.maxFrameBytes, ports.sampleWriter ?? null);
+    this.router = ports.sampleRouter ?? null;
     this.ingress = new Ingress(this);
     this.keeper = new SessionKeeper(this);
     this.plan = new Plan(this);
@@ -215,17 +218,14 @@ export class Hub {
 
   // ------------------------------------------------------------------ the robot's side
 
-  /**
-   * One telemetry sample (STREAM) or value (STATE) from the robot, routed to every subscriber
-   * through the grant and the shedding table (egress.ts). `values` is the host's own, reused:
-   * nothing is kept of it.
-   */
+  /** A robot's STREAM sample or STATE value to its subscribers (egress.ts; on the device route.c). `values` is the host's, reused: none of it is kept. */
   publishSample(channelId: number, t: number, values: Float64Array, count: number): void {
     if (this.observer !== null) this.observer.entered();
     // No route (an id of 0, or none: routes[-1], routes[NaN]) reads undefined; one local only.
     const route = this.routes[(this.routeIds[channelId] as number) - 1];
     if (route === undefined || route.events !== null) return;
-    this.egress.publishSample(route, t, values, count);
+    // On the device in C (HubPorts.sampleRouter), but for a critical push or one under the ladder's level floor (-1).
+    if (this.router === null || this.router.route(this.egress, route, t, values, count, this.clock.now()) < 0) this.egress.publishSample(route, t, values, count);
     if (this.deferred) this.afterRouting();
   }
 

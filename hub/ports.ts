@@ -82,6 +82,42 @@ export interface SampleWriter {
 }
 
 /**
+ * A push's route in C (device/native/route.h and route.c; the device's is
+ * device/route-native.ts): exactly what Egress.publishSample does in script with `route`, `t`,
+ * `values` and `count` at `now`, for a push that is not critical and not under the hub ladder's
+ * level floor (for one that is it returns -1 and leaves everything as it was, and the hub has the
+ * egress route it): the route's sequence, the values it carries, for each subscriber its
+ * session's link, the grant gate (or the segments stream's whole-source test), the link's
+ * level, a plain send of the push's one DATA frame (written once, as Egress.dataFrame writes it)
+ * with the link's `send`, the bookkeeping of a delivery and the counts; each rarer turn it hands
+ * to `host.turn`, as the script's loop does. It reads and writes the egress's own fields by
+ * name (RouteHost). Returns the deliveries.
+ */
+export interface SampleRouter {
+  route(host: RouteHost, route: object, t: number, values: Float64Array, count: number, now: number): number;
+}
+
+/**
+ * What a SampleRouter reads, writes and calls (hub/egress.ts Egress): the push's frame once
+ * written (else null), the push buffer it is written in (hub/bytes.ts SealedBytes) and the route
+ * prefix that buffer holds, whether a push is being routed, the ladder's level floor, the
+ * session slots, the subscription table's buffer and layout (SubscriptionTable.layout's
+ * buffer), the segments streams' shedding block (shed.ts SEGMENTS_SHED_BASE), the shared
+ * encoding's tag flag (Tag.SHARED), the counters it adds to, and the rarer turn.
+ */
+export interface RouteHost {
+  frame: Uint8Array | null;
+  prefixed: Uint8Array | null;
+  routing: boolean;
+  readonly levelFloor: number;
+  readonly tableBuffer: ArrayBufferLike;
+  readonly layout: ArrayBufferLike;
+  readonly segmentsBase: number;
+  readonly sharedFlag: number;
+  turn(route: object, s: object, link: Link, k: number, slot: number, level: number, seq: number, t: number, values: Float64Array, n: number, now: number): boolean;
+}
+
+/**
  * The robot's real-time core as the hub sees it. Telemetry flows the other way:
  * the host calls `Hub.publishSample` when the robot produces a sample.
  */

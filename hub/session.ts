@@ -173,6 +173,12 @@ export class SubscriptionTable {
   readonly lastLen: Int8Array;
   /** §10.4 row 8: the STATE channels' values last sent, per slot (ChannelRoute.lastAt). */
   readonly lastValues: Float64Array;
+  /**
+   * Where the columns a SampleRouter reads lie in the table's buffer (`grantedHz.buffer`), as byte
+   * offsets: grantedHz, nextDue, lastValues, subscribers, firstPush, sourceDropped, decimation,
+   * lastLen; then the bytes of a subscribers entry (1 or 2), the rows, the conflation values and the slots; then subscriberCount (its entries as wide as subscribers').
+   */
+  readonly layout: Uint32Array;
 
   constructor(routes: number, slots: number, stateFields = 0) {
     if (!Number.isInteger(slots) || slots < 1 || slots > 0xffff) throw new RangeError('SubscriptionTable slots must be an integer in 1..65535');
@@ -218,6 +224,21 @@ export class SubscriptionTable {
     this.sourceDropped = u8(rows);
     this.decimation = u8(rows * DECIMATION_STATE);
     this.lastLen = new Int8Array(buffer, at, rows);
+    this.layout = Uint32Array.of(
+      this.grantedHz.byteOffset,
+      this.nextDue.byteOffset,
+      this.lastValues.byteOffset,
+      this.subscribers.byteOffset,
+      this.firstPush.byteOffset,
+      this.sourceDropped.byteOffset,
+      this.decimation.byteOffset,
+      this.lastLen.byteOffset,
+      slotsWide ? 2 : 1,
+      rows,
+      values,
+      slots,
+      this.subscriberCount.byteOffset,
+    );
   }
 
   row(route: number, slot: number): number {

@@ -9,11 +9,12 @@
 //      (the SDK's digital-bank hooks included) without $MODDABLE, and against the SDK's XS and
 //      digital-bank headers with it; each time once with the SDK's sdkconfig defaults (no task
 //      watchdog) and once with device/sdkconfig/sdkconfig.defaults turned into definitions;
-//   3. device/native/robotframe.c (the robot link's CRC and values) and
-//      device/native/samplewriter.c (a DATA frame's seq, t and values) against the xsnap XS
-//      headers, and against the SDK's when $MODDABLE is set;
+//   3. device/native/robotframe.c (the robot link's CRC and values),
+//      device/native/samplewriter.c (a DATA frame's seq, t and values) and device/native/route.c
+//      (a push's common route) against the xsnap XS headers, and against the SDK's when
+//      $MODDABLE is set;
 //   4. bindings/espnow/device.ts, device/stop-native.ts, device/stop-path.ts and
-//      device/robot-native.ts and device/sample-native.ts with tsc (strict, ES2022, no Node or DOM types), since the host
+//      device/robot-native.ts, device/sample-native.ts and device/route-native.ts with tsc (strict, ES2022, no Node or DOM types), since the host
 //      tsconfig.json leaves device adapters out.
 // Exits non-zero with the compiler's output on the first failure.
 //
@@ -39,6 +40,7 @@ const checkStopLine = atStop >= 0 || at < 0;
 const checkRobotFrame = at < 0 && atStop < 0;
 const robotFrameSource = join(repo, 'device/native/robotframe.c');
 const sampleWriterSource = join(repo, 'device/native/samplewriter.c');
+const routeSource = join(repo, 'device/native/route.c');
 const skipTs = args.includes('--skip-ts');
 
 const stubs = join(repo, 'bindings/espnow/native/stubs');
@@ -127,6 +129,10 @@ if (checkRobotFrame) {
   compile('samplewriter.c, xsnap XS headers', [xsnapIncludes], [], sampleWriterSource, stopStubs);
   compile('samplewriter.c, xsnap XS headers, debug build', [xsnapIncludes], ['mxDebug=1'], sampleWriterSource, stopStubs);
   if (sdk) compile(`samplewriter.c, SDK XS headers in ${sdk}`, [join(sdk, 'xs/includes')], [], sampleWriterSource, stopStubs);
+  if (!existsSync(routeSource)) fail(`no such file: ${routeSource}`, '');
+  compile('route.c, xsnap XS headers', [xsnapIncludes], [], routeSource, stopStubs);
+  compile('route.c, xsnap XS headers, debug build', [xsnapIncludes], ['mxDebug=1'], routeSource, stopStubs);
+  if (sdk) compile(`route.c, SDK XS headers in ${sdk}`, [join(sdk, 'xs/includes')], [], routeSource, stopStubs);
 }
 
 if (!skipTs) {
@@ -154,11 +160,12 @@ if (!skipTs) {
         join(repo, 'device/stop-path.ts'),
         join(repo, 'device/robot-native.ts'),
         join(repo, 'device/sample-native.ts'),
+        join(repo, 'device/route-native.ts'),
       ],
     }),
   );
   const r = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', config], { encoding: 'utf8', cwd: repo });
   rmSync(dir, { recursive: true, force: true });
-  if (r.status !== 0) fail('device.ts, stop-native.ts, robot-native.ts, sample-native.ts: tsc failed', `${r.stdout}${r.stderr}`);
-  process.stdout.write('  ok  device.ts, stop-native.ts, stop-path.ts, robot-native.ts, sample-native.ts: tsc strict ES2022 without Node types\n');
+  if (r.status !== 0) fail('device.ts, stop-native.ts, robot-native.ts, sample-native.ts, route-native.ts: tsc failed', `${r.stdout}${r.stderr}`);
+  process.stdout.write('  ok  device.ts, stop-native.ts, stop-path.ts, robot-native.ts, sample-native.ts, route-native.ts: tsc strict ES2022 without Node types\n');
 }

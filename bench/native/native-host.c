@@ -11,6 +11,15 @@
  *                                floats HEX AT COUNT            -> each double's 8 bytes in hex (little-endian), space-separated
  *                                data SEQ T HEX                 -> what sampleWrite writes, in hex, for seq, t and the doubles
  *                                                                  in HEX (8 bytes each, this machine's order; "-": none)
+ *                                seq S                          -> the push's sequence after S (routeNextSeq)
+ *                                count FIELDS COUNT LENGTH      -> the values a push carries (routeValueCount; COUNT may
+ *                                                                  be nan, inf, -inf)
+ *                                route FIRST END NOW GATED LASTAT FIELDS N LAYOUT TABLE VALUES MODEL
+ *                                                               -> routePush through a model of its calls (RouteModel):
+ *                                                                  the deliveries, the 3 tallies, each slot's sent frames,
+ *                                                                  the table after (hex) and the log of calls;
+ *                                                                  LAYOUT: 13 numbers joined by commas, TABLE and VALUES
+ *                                                                  hex (this machine's order), MODEL 5 bytes a slot
  *   native-host time N         times N rounds of one imu SAMPLE frame's work (its CRC and its six
  *                              values), of one cmd_vel PUBLISH frame's CRC, of the CRC of 256 bytes
  *                              and of reading 32 values; prints JSON with the nanoseconds of each
@@ -26,6 +35,41 @@
 
 #include "../../device/native/robotframe.h"
 #include "../../device/native/samplewriter.h"
+#include "../../device/native/route.h"
+
+/* The route's calls, as a model: each slot's session (a link or none, its level, its never-shed
+ * queue empty or not, what its link's send and the hub's turn answer), every call logged. */
+typedef struct {
+	RouteCalls calls;
+	uint8_t *table;
+	const uint32_t *layout;
+	const double *values;
+	const uint8_t *model; /* 5 bytes a slot: link, level, never-shed empty, send takes, turn delivers */
+	uint32_t slot;
+	double sentFrames[256];
+	char log[8192];
+	size_t at;
+} RouteModel;
+
+static void modelLog(RouteModel *m, const char *fmt, uint32_t a, uint32_t b, double c)
+{
+	int n = snprintf(m->log + m->at, sizeof(m->log) - m->at, fmt, a, b, c);
+	if (n > 0 && (size_t)n < sizeof(m->log) - m->at)
+		m->at += (size_t)n;
+}
+
+static void modelColumns(RouteCalls *c, RouteColumns *t)
+{
+	RouteModel *m = (RouteModel *)c;
+	routeColumnsAt(m->table, m->layout, t);
+}
+static int modelLink(RouteCalls *c, uint32_t slot) { RouteModel *m = (RouteModel *)c; m->slot = slot; return m->model[5 * slot]; }
+static double modelLevel(RouteCalls *c) { RouteModel *m = (RouteModel *)c; modelLog(m, "L%u.%u.%g ", m->slot, 0, 0); return m->model[5 * m->slot + 1]; }
+static int modelEmpty(RouteCalls *c) { RouteModel *m = (RouteModel *)c; return m->model[5 * m->slot + 2]; }
+static int modelSend(RouteCalls *c) { RouteModel *m = (RouteModel *)c; modelLog(m, "S%u.%u.%g ", m->slot, 0, 0); return m->model[5 * m->slot + 3]; }
+static void modelSent(RouteCalls *c) { RouteModel *m = (RouteModel *)c; m->sentFrames[m->slot & 255]++; }
+static int modelTurn(RouteCalls *c, uint32_t k, uint32_t slot, double level) { RouteModel *m = (RouteModel *)c; modelLog(m, "T%u.%u.%g ", k, slot, level); return m->model[5 * slot + 4]; }
+static const double *modelValues(RouteCalls *c) { return ((RouteModel *)c)->values; }
 
 static int unhex(const char *s, uint8_t *out, int max)
 {
@@ -40,9 +84,68 @@ static int unhex(const char *s, uint8_t *out, int max)
 	return n;
 }
 
+static int routeLine(const char *line)
+{
+	static char tableHex[65536], valuesHex[8192], modelHex[4096], layoutText[512];
+	static uint8_t table[32768] __attribute__((aligned(8)));
+	static double values[512];
+	static uint8_t model[2048];
+	static RouteModel m;
+	uint32_t layout[13];
+	double first, end, now, lastAt, fields, n, tallies[3] = { 0, 0, 0 };
+	int gated, tn, vn, mn;
+	RoutePush p;
+	uint32_t delivered;
+	const char *q;
+	if (sscanf(line, "%lf %lf %lf %d %lf %lf %lf %511s %65535s %8191s %4095s", &first, &end, &now, &gated, &lastAt, &fields, &n, layoutText, tableHex, valuesHex, modelHex) != 11)
+		return 1;
+	q = layoutText;
+	for (int i = 0; i < 13; i++) {
+		char *e;
+		layout[i] = (uint32_t)strtoul(q, &e, 10);
+		if (e == q || (i < 12 && *e != ','))
+			return 1;
+		q = e + 1;
+	}
+	tn = unhex(tableHex, table, sizeof(table));
+	vn = valuesHex[0] == '-' ? 0 : unhex(valuesHex, (uint8_t *)values, sizeof(values));
+	mn = unhex(modelHex, model, sizeof(model));
+	if (tn < 0 || vn < 0 || mn < 0 || (uint32_t)mn < 5 * layout[11])
+		return 1;
+	memset(&m, 0, sizeof(m));
+	m.calls.link = modelLink;
+	m.calls.level = modelLevel;
+	m.calls.neverShedEmpty = modelEmpty;
+	m.calls.send = modelSend;
+	m.calls.sent = modelSent;
+	m.calls.turn = modelTurn;
+	m.calls.columns = modelColumns;
+	m.calls.values = modelValues;
+	m.table = table;
+	m.layout = layout;
+	m.values = values;
+	m.model = model;
+	p.first = (uint32_t)first;
+	p.end = (uint32_t)end;
+	p.slots = layout[11];
+	p.now = now;
+	p.gated = gated;
+	p.lastAt = (int32_t)lastAt;
+	p.fieldCount = (uint32_t)fields;
+	p.n = (uint32_t)n;
+	delivered = routePush(&p, &m.calls, tallies);
+	printf("%u %g %g %g ", delivered, tallies[0], tallies[1], tallies[2]);
+	for (uint32_t i = 0; i < layout[11] && i < 256; i++)
+		printf(i + 1 < layout[11] ? "%g," : "%g ", m.sentFrames[i]);
+	for (int i = 0; i < tn; i++)
+		printf("%02x", table[i]);
+	printf(" %s\n", m.at ? m.log : "-");
+	return 0;
+}
+
 static int check(void)
 {
-	char line[4096], hex[2048];
+	char line[131072], hex[2048];
 	uint8_t buf[1024], dst[2048];
 	double seqT[2];
 	while (fgets(line, sizeof(line), stdin)) {
@@ -84,6 +187,18 @@ static int check(void)
 			for (uint32_t i = 0; i < len; i++)
 				printf("%02x", dst[i]);
 			printf("\n");
+		}
+		else if (sscanf(line, "seq %lf", &seqT[0]) == 1)
+			printf("%.17g\n", routeNextSeq(seqT[0]));
+		else if (!strncmp(line, "count ", 6)) {
+			double f, c, l;
+			if (sscanf(line + 6, "%lf %lf %lf", &f, &c, &l) != 3)
+				return 2;
+			printf("%.17g\n", routeValueCount(f, c, l));
+		}
+		else if (!strncmp(line, "route ", 6)) {
+			if (routeLine(line + 6))
+				return 2;
 		}
 		else
 			return 2;

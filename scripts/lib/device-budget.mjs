@@ -42,6 +42,9 @@ export const TARGETS = Object.freeze({
 
 export const BINDINGS = Object.freeze(['tcp', 'ws', 'ble', 'espnow']);
 
+/** What the device's route in C is charged, in computrons, for each read or write of a script object's property and each call into script (docs/performance.md "Method"). */
+export const ROUTE_PRICE = Object.freeze({ read: 1, call: 3 });
+
 /** manifest.json's `creation`: the heap XS gets on the device. */
 export function creation(repo) {
   const m = JSON.parse(readFileSync(join(repo, 'manifest.json'), 'utf8'));
@@ -342,6 +345,14 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
   }
   /** Computrons at this run's ns per computron for what the C wrote: `frames` DATA frames with `values` values in all. */
   const dataEquiv = (n) => (n.frames * c.nsPerDataFrame + n.values * c.nsPerDataValue) / nsPerComputron;
+  /**
+   * Computrons for what the device's route (device/native/route.c) does in XS's C and XS on the
+   * host cannot count: each read or write of a script object's property (a session's link, its
+   * never-shed queue's size, its sentFrames) priced as the interpreter's property opcode, which
+   * does the same lookup (ROUTE_PRICE.read), each call into script as a call opcode with its
+   * arguments (ROUTE_PRICE.call). The route's own steps are a few ns of C a subscriber.
+   */
+  const routeEquiv = (r) => (r ? r.reads * ROUTE_PRICE.read + r.calls * ROUTE_PRICE.call : 0);
   const native = {
     source: 'bench/native/native-host.c built with this host\'s cc -O2, the median of the runs (scripts/lib/native-host.mjs)',
     host: {
@@ -354,7 +365,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
 
   const w = await onXs(bundle, `__D.workload(${seconds}, ${warmMs}, 'device')`);
   const ws = await onXs(bundle, `__D.workload(${seconds}, ${warmMs}, 'script')`);
-  const dataPerSecond = dataEquiv(w.native) / seconds;
+  const dataPerSecond = (dataEquiv(w.native) + routeEquiv(w.route)) / seconds;
   const cps = w.perSecond.total + dataPerSecond;
   const workload = {
     seconds,
@@ -370,6 +381,14 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
     native: {
       dataFramesPerSecond: round(w.native.frames / seconds, 1),
       dataValuesPerSecond: round(w.native.values / seconds, 1),
+      route: {
+        pushesPerSecond: round(w.route.pushes / seconds, 1),
+        subscribersPerSecond: round(w.route.subscribers / seconds, 1),
+        readsPerSecond: round(w.route.reads / seconds, 1),
+        callsPerSecond: round(w.route.calls / seconds, 1),
+        turnsPerSecond: round(w.route.turns / seconds, 1),
+        price: { ...ROUTE_PRICE },
+      },
       computronsPerSecond: Math.round(dataPerSecond),
     },
     detail: {
@@ -380,7 +399,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
     counts: w.counts,
     deliveriesPerSecond: round(w.deliveries / seconds, 1),
     ticksPerSecond: w.ticks / seconds,
-    meterOverhead: { interval: round(w.probeComputrons, 1), pausePair: round(w.pauseComputrons, 1) },
+    meterOverhead: { interval: round(w.probeComputrons, 1), pausePair: round(w.pauseComputrons, 1), standInEntry: w.standInEntry },
     corePercent: corePercent(cps, nsPerComputron, ratio),
     allScript: {
       computronsPerSecond: Math.round(ws.perSecond.total),
@@ -437,7 +456,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
   for (const b of BINDINGS) {
     const r = await onXs(bundle, `__D.perDelivery('${b}', ${quick ? 1 : 4}, 'device')`);
     const a = await onXs(bundle, `__D.perDelivery('${b}', ${quick ? 1 : 4}, 'script')`);
-    const eq = dataEquiv(r.native);
+    const eq = dataEquiv(r.native) + routeEquiv(r.route);
     perDelivery[b] = round((r.computrons + eq) / r.deliveries, 1);
     perDeliveryAllScript[b] = round(a.perDelivery, 1);
     perDeliveryDetail[b] = { computrons: Math.round(r.computrons), nativeComputrons: Math.round(eq), deliveries: r.deliveries, dataFrames: r.native.frames, allScript: { computrons: Math.round(a.computrons), deliveries: a.deliveries } };

@@ -14,7 +14,7 @@ interface Ceilings {
   perDelivery: Record<string, number>;
   perDeliveryAllScript: Record<string, number>;
   tickNothingDue: number;
-  workload: { perTick: number; perSecond: number; allScriptPerSecond: number };
+  workload: { perTick: number; perSecond: number; allScriptPerSecond: number; routeReadsPerPush: number; routeCallsPerPush: number };
   retained: { slots: number; chunkBytes: number };
   pendant: { perPeriod: number; retained: { slots: number; chunkBytes: number } };
   uplink: { health: number; telemetryJson: number; telemetryCbor: number; retainedSlots: number; retainedChunkBytes: number };
@@ -65,7 +65,7 @@ describe('device budget guard (XS engine)', function () {
       const r = await budget.onXs(bundle, `__D.perDelivery('${binding}', 1, 'device')`);
       assert.ok(r.deliveries > 100, `${binding}: only ${r.deliveries} deliveries`);
       assert.ok(r.native.frames > 0 && r.native.frames * 8 === r.deliveries, `${binding}: the device's writer wrote ${r.native.frames} DATA frames for ${r.deliveries} deliveries to 8 subscribers`);
-      within(r.perDelivery, ceilings.perDelivery[binding] as number, `computrons per delivery through ${binding} (the DATA writer's C left out)`);
+      within(r.perDelivery, ceilings.perDelivery[binding] as number, `computrons per delivery through ${binding} (the device's C left out)`);
       const s = await budget.onXs(bundle, `__D.perDelivery('${binding}', 1, 'script')`);
       assert.equal(s.native.frames, 0);
       within(s.perDelivery, ceilings.perDeliveryAllScript[binding] as number, `computrons per delivery through ${binding}, all in script`);
@@ -106,7 +106,11 @@ describe('device budget guard (XS engine)', function () {
     assert.ok(w.deliveries > 500, `only ${w.deliveries} deliveries`);
     assert.ok(w.native.frames > 500, `the device's writer wrote only ${w.native.frames} DATA frames`);
     within(w.perSecond.tick / (w.ticks / w.seconds), ceilings.workload.perTick, 'computrons per tick in the default mix');
-    within(w.perSecond.total, ceilings.workload.perSecond, "computrons per simulated second of the default mix (the DATA writer's C left out)");
+    within(w.perSecond.total, ceilings.workload.perSecond, "computrons per simulated second of the default mix (the device's C left out)");
+    // The device's route (device/native/route.c): every push that is not critical goes through it; what it reads of script objects and calls is held too.
+    assert.ok(w.route.pushes > 500, `the device's route took only ${w.route.pushes} pushes`);
+    within(w.route.reads / w.route.pushes, ceilings.workload.routeReadsPerPush, "the device's route's reads and writes of script objects' properties per push");
+    within(w.route.calls / w.route.pushes, ceilings.workload.routeCallsPerPush, "the device's route's calls into script per push");
     const s = await budget.onXs(bundle, "__D.workload(2, 1000, 'script')");
     assert.equal(s.deliveries, w.deliveries, 'the same deliveries either way');
     within(s.perSecond.total, ceilings.workload.allScriptPerSecond, 'computrons per simulated second of the default mix, all in script');

@@ -1,0 +1,360 @@
+/*
+ * A push's route as an XS host function, behind the TypeScript wrapper in ../route-native.ts
+ * (hub/ports.ts SampleRouter). The route itself is ./route.h; here is what surrounds it, as
+ * Egress.publishSample does it in script, and its calls into the script: the route's and the
+ * egress's numbers, a session's link and never-shed queue read as properties, the link's level
+ * and send and the egress's turn called as script, the counts added to the egress's counters.
+ * The push's DATA frame is written here as Egress.dataFrame writes it, with the DATA writer's C
+ * (./samplewriter.h) into the egress's push buffer (hub/bytes.ts SealedBytes: its `bytes`,
+ * `rab`, `capacity` and `sealedAt`, which this reads and resizes by name).
+ *
+ * route(host, route, t, values, count, now)
+ *   host    the hub's egress (hub/egress.ts Egress)
+ *   route   the channel's ChannelRoute
+ *   returns the deliveries, or -1 for a push the script routes (a critical channel, or a link
+ *           level floor of 1 or more), untouched
+ *
+ * Every column the route reads or writes is checked against the table's buffer once per push,
+ * and every row it touches against the table's own shape, before the loop; a RangeError is
+ * thrown rather than read or write outside one. The table's address is taken again after every
+ * call that runs script. Nothing allocates but what the script it calls allocates.
+ */
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "xsmc.h"
+
+#include "route.h"
+#include "samplewriter.h"
+
+enum {
+	aHost, aRoute, aT, aValues, aCount, aNow
+};
+enum {
+	vSession, vLink, vFrame, vK, vSlot, vLevel, vScratch, vScratch2, vSeq, vN, vSlots, vTable, vTag, vCounters, vData, vRab, vLen, vCount
+};
+
+enum {
+	lGranted, lNextDue, lLastValues, lSubscribers, lFirstPush, lSourceDropped, lDecimation, lLastLen, lWide, lRows, lValues, lSlots, lSubscriberCount, lCount
+};
+
+/* The property names the route reads and calls, found once (an identifier's number never changes in a machine). */
+static xsIdentifier idLink, idLevel, idNeverShed, idSize, idSend, idSentFrames, idTurn, idDataFrame, idFrame, idBuffer, idByteOffset, idLength;
+static xsIdentifier idCh, idCritical, idLevelFloor, idSeq, idIndex, idFieldCount, idShedBase, idSegmentsBase, idTag, idSharedFlag, idLastAt;
+static xsIdentifier idSlots, idTableBuffer, idLayout, idRouting, idCounters, idRateGated, idEgressDrops, idDelivered, idRows;
+static xsIdentifier idData, idRab, idCapacity, idSealedAt, idBytes, idPrefix, idPrefixed, idResize;
+
+typedef struct {
+	RouteCalls calls;
+	xsMachine *the;
+	uint32_t layout[lCount];
+	int framed;
+	double seq;
+	uint32_t n;
+} RouteGlue;
+
+static void routeColumns(RouteCalls *c, RouteColumns *t)
+{
+	RouteGlue *g = (RouteGlue *)c;
+	xsMachine *the = g->the;
+	void *data;
+	xsUnsignedValue bytes;
+	xsmcGetBufferWritable(xsVar(vTable), &data, &bytes);
+	routeColumnsAt((uint8_t *)data, g->layout, t);
+}
+
+static int routeLink(RouteCalls *c, uint32_t slot)
+{
+	xsMachine *the = ((RouteGlue *)c)->the;
+	xsmcGetIndex(xsVar(vSession), xsVar(vSlots), slot);
+	if (xsmcTypeOf(xsVar(vSession)) != xsReferenceType)
+		return 0;
+	xsmcGet(xsVar(vLink), xsVar(vSession), idLink);
+	return xsmcTypeOf(xsVar(vLink)) == xsReferenceType;
+}
+
+static double routeLevel(RouteCalls *c)
+{
+	xsMachine *the = ((RouteGlue *)c)->the;
+	xsmcGet(xsVar(vScratch), xsVar(vLink), idLevel);
+	return xsmcToNumber(xsVar(vScratch));
+}
+
+static int routeNeverShedEmpty(RouteCalls *c)
+{
+	xsMachine *the = ((RouteGlue *)c)->the;
+	xsmcGet(xsVar(vScratch), xsVar(vSession), idNeverShed);
+	xsmcGet(xsVar(vScratch2), xsVar(vScratch), idSize);
+	return !(xsmcToNumber(xsVar(vScratch2)) > 0);
+}
+
+/* The egress's push buffer (hub/bytes.ts SealedBytes `data`) whole again: its ArrayBuffer at its capacity, unsealed. */
+static void routeOpen(xsMachine *the)
+{
+	xsmcGet(xsVar(vRab), xsVar(vData), idRab);
+	xsmcGet(xsVar(vLen), xsVar(vData), idCapacity);
+	xsmcCall(xsVar(vScratch2), xsVar(vRab), idResize, &xsVar(vLen), NULL);
+	xsmcSetInteger(xsVar(vLen), -1);
+	xsmcSet(xsVar(vData), idSealedAt, xsVar(vLen));
+}
+
+/*
+ * The push's one DATA frame, as Egress.dataFrame writes it: the route's prefix (route.h keeps no
+ * state: it is copied every time, and the egress told which prefix its buffer holds), then seq,
+ * t and the values as samplewriter.h writes them, the buffer sealed at the frame's length.
+ */
+static void routeFrame(RouteGlue *g)
+{
+	xsMachine *the = g->the;
+	void *out, *prefix;
+	xsUnsignedValue capacity, prefixBytes;
+	double t = xsmcToNumber(xsArg(aT));
+	uint32_t end;
+	const double *values;
+	xsmcGet(xsVar(vScratch), xsVar(vData), idSealedAt);
+	if (xsmcToNumber(xsVar(vScratch)) >= 0)
+		routeOpen(the);
+	/* The addresses last: nothing between them and the writing runs script or allocates. */
+	values = g->calls.values(&g->calls);
+	xsmcGet(xsVar(vScratch), xsArg(aRoute), idPrefix);
+	xsmcSet(xsArg(aHost), idPrefixed, xsVar(vScratch));
+	xsmcGetBufferReadable(xsVar(vScratch), &prefix, &prefixBytes);
+	xsmcGet(xsVar(vFrame), xsVar(vData), idBytes);
+	xsmcGetBufferWritable(xsVar(vFrame), &out, &capacity);
+	if (prefixBytes > capacity || (xsUnsignedValue)kSampleWriteMax(g->n) > capacity - prefixBytes)
+		xsRangeError("route: frame out of range");
+	memmove(out, prefix, prefixBytes);
+	/* A time that is no whole number from 0 to 2^53 - 1 reads as 0. */
+	t = t >= 0 && t <= kSampleMaxSafe ? t - fmod(t, 1) : 0;
+	end = (uint32_t)prefixBytes + sampleWrite((uint8_t *)out + prefixBytes, g->seq, t, (const uint8_t *)values, g->n);
+	xsmcGet(xsVar(vRab), xsVar(vData), idRab);
+	xsmcSetInteger(xsVar(vLen), (xsIntegerValue)end);
+	xsmcCall(xsVar(vScratch2), xsVar(vRab), idResize, &xsVar(vLen), NULL);
+	xsmcSet(xsVar(vData), idSealedAt, xsVar(vLen));
+	xsmcSet(xsArg(aHost), idFrame, xsVar(vFrame));
+	g->framed = 1;
+}
+
+static int routeSend(RouteCalls *c)
+{
+	RouteGlue *g = (RouteGlue *)c;
+	xsMachine *the = g->the;
+	if (!g->framed)
+		routeFrame(g);
+	xsmcCall(xsVar(vScratch), xsVar(vLink), idSend, &xsVar(vFrame), &xsVar(vTag), &xsVar(vSeq), NULL);
+	return xsmcTest(xsVar(vScratch));
+}
+
+static void routeSent(RouteCalls *c)
+{
+	xsMachine *the = ((RouteGlue *)c)->the;
+	xsmcGet(xsVar(vScratch), xsVar(vSession), idSentFrames);
+	xsmcSetNumber(xsVar(vScratch), xsmcToNumber(xsVar(vScratch)) + 1);
+	xsmcSet(xsVar(vSession), idSentFrames, xsVar(vScratch));
+}
+
+static int routeTurn(RouteCalls *c, uint32_t k, uint32_t slot, double level)
+{
+	xsMachine *the = ((RouteGlue *)c)->the;
+	xsmcSetInteger(xsVar(vK), (xsIntegerValue)k);
+	xsmcSetInteger(xsVar(vSlot), (xsIntegerValue)slot);
+	xsmcSetNumber(xsVar(vLevel), level);
+	xsmcCall(xsVar(vScratch), xsArg(aHost), idTurn, &xsArg(aRoute), &xsVar(vSession), &xsVar(vLink), &xsVar(vK), &xsVar(vSlot), &xsVar(vLevel), &xsVar(vSeq), &xsArg(aT), &xsArg(aValues), &xsVar(vN), &xsArg(aNow), NULL);
+	/* The turn may have written the push's frame (Egress.frame): the sends after it take that one. */
+	xsmcGet(xsVar(vFrame), xsArg(aHost), idFrame);
+	((RouteGlue *)c)->framed = xsmcTypeOf(xsVar(vFrame)) == xsReferenceType;
+	return xsmcTest(xsVar(vScratch));
+}
+
+static const double *routeValues(RouteCalls *c)
+{
+	xsMachine *the = ((RouteGlue *)c)->the;
+	void *data;
+	xsUnsignedValue bytes;
+	xsIntegerValue at;
+	xsmcGet(xsVar(vScratch), xsArg(aValues), idByteOffset);
+	at = xsmcToInteger(xsVar(vScratch));
+	xsmcGet(xsVar(vScratch), xsArg(aValues), idBuffer);
+	xsmcGetBufferReadable(xsVar(vScratch), &data, &bytes);
+	return (const double *)(const void *)((const uint8_t *)data + at);
+}
+
+/* A number property of `object`. */
+static double routeNumber(xsMachine *the, xsSlot *object, xsIdentifier id)
+{
+	xsmcGet(xsVar(vScratch2), *object, id);
+	return xsmcToNumber(xsVar(vScratch2));
+}
+
+/* counters[id] += n */
+static void routeAdd(xsMachine *the, xsIdentifier id, double n)
+{
+	xsmcGet(xsVar(vScratch2), xsVar(vCounters), id);
+	xsmcSetNumber(xsVar(vScratch2), xsmcToNumber(xsVar(vScratch2)) + n);
+	xsmcSet(xsVar(vCounters), id, xsVar(vScratch2));
+}
+
+void xs_route_push(xsMachine *the)
+{
+	RouteGlue g;
+	RoutePush p;
+	double tallies[3] = { 0, 0, 0 };
+	void *data;
+	xsUnsignedValue bytes, tableBytes;
+	double seq, index, count, length, n, fields, lastAt, end;
+	uint32_t i, cell;
+	xsmcVars(vCount);
+	if (idLink == XS_NO_ID) {
+		idLink = xsID("link");
+		idLevel = xsID("level");
+		idNeverShed = xsID("neverShed");
+		idSize = xsID("size");
+		idSend = xsID("send");
+		idSentFrames = xsID("sentFrames");
+		idTurn = xsID("turn");
+		idDataFrame = xsID("dataFrame");
+		idFrame = xsID("frame");
+		idBuffer = xsID("buffer");
+		idByteOffset = xsID("byteOffset");
+		idLength = xsID("length");
+		idCh = xsID("ch");
+		idCritical = xsID("critical");
+		idLevelFloor = xsID("levelFloor");
+		idSeq = xsID("seq");
+		idIndex = xsID("index");
+		idFieldCount = xsID("fieldCount");
+		idShedBase = xsID("shedBase");
+		idSegmentsBase = xsID("segmentsBase");
+		idTag = xsID("tag");
+		idSharedFlag = xsID("sharedFlag");
+		idLastAt = xsID("lastAt");
+		idSlots = xsID("slots");
+		idTableBuffer = xsID("tableBuffer");
+		idLayout = xsID("layout");
+		idRouting = xsID("routing");
+		idCounters = xsID("counters");
+		idRateGated = xsID("rateGated");
+		idEgressDrops = xsID("egressDrops");
+		idDelivered = xsID("delivered");
+		idRows = xsID("rows");
+		idData = xsID("data");
+		idRab = xsID("rab");
+		idCapacity = xsID("capacity");
+		idSealedAt = xsID("sealedAt");
+		idBytes = xsID("bytes");
+		idPrefix = xsID("prefix");
+		idPrefixed = xsID("prefixed");
+		idResize = xsID("resize");
+	}
+	/* A critical channel, or a level floor under every link: the script's. */
+	xsmcGet(xsVar(vScratch), xsArg(aRoute), idCh);
+	xsmcGet(xsVar(vScratch2), xsVar(vScratch), idCritical);
+	fields = routeNumber(the, &xsVar(vScratch), idFieldCount);
+	if (xsmcTest(xsVar(vScratch2)) || routeNumber(the, &xsArg(aHost), idLevelFloor) >= kRouteCongested) {
+		xsmcSetInteger(xsResult, -1);
+		return;
+	}
+	seq = routeNextSeq(routeNumber(the, &xsArg(aRoute), idSeq));
+	xsmcSetNumber(xsVar(vSeq), seq);
+	xsmcSet(xsArg(aRoute), idSeq, xsVar(vSeq));
+	/* The table's shape against its buffer: each column inside it, aligned, at its length. */
+	xsmcGet(xsVar(vScratch), xsArg(aHost), idLayout);
+	xsmcGetBufferReadable(xsVar(vScratch), &data, &bytes);
+	if (bytes < sizeof(g.layout))
+		xsRangeError("route: layout");
+	memcpy(g.layout, data, sizeof(g.layout));
+	xsmcGet(xsVar(vTable), xsArg(aHost), idTableBuffer);
+	xsmcGetBufferReadable(xsVar(vTable), &data, &tableBytes);
+	{
+		uint32_t rows = g.layout[lRows], values = g.layout[lValues], wide = g.layout[lWide];
+		const uint32_t f64[3][2] = { { lGranted, rows }, { lNextDue, rows }, { lLastValues, values } };
+		const uint32_t u8[5][2] = { { lSubscribers, rows * wide }, { lFirstPush, rows }, { lSourceDropped, rows }, { lDecimation, 2 * rows }, { lLastLen, rows } };
+		if ((wide != 1 && wide != 2) || rows > 0x1000000 || values > 0x1000000 || g.layout[lSlots] == 0 || g.layout[lSlots] > rows || rows % g.layout[lSlots])
+			xsRangeError("route: layout");
+		for (i = 0; i < 3; i++) {
+			cell = g.layout[f64[i][0]];
+			if ((cell & 7) || cell > tableBytes || (uint64_t)f64[i][1] * 8 > tableBytes - cell)
+				xsRangeError("route: layout");
+		}
+		for (i = 0; i < 5; i++) {
+			cell = g.layout[u8[i][0]];
+			if (cell > tableBytes || u8[i][1] > tableBytes - cell || (i == 0 && (cell % wide)))
+				xsRangeError("route: layout");
+		}
+		cell = g.layout[lSubscriberCount];
+		if (cell > tableBytes || (cell % wide) || (rows / g.layout[lSlots]) * wide > tableBytes - cell)
+			xsRangeError("route: layout");
+	}
+	/* The route's row block: its subscribers, at most the table's slots. */
+	p.slots = g.layout[lSlots];
+	index = routeNumber(the, &xsArg(aRoute), idIndex);
+	if (!(index >= 0 && index == floor(index) && index < g.layout[lRows] / p.slots))
+		xsRangeError("route: index out of range");
+	end = g.layout[lWide] == 2 ? ((const uint16_t *)(const void *)((const uint8_t *)data + g.layout[lSubscriberCount]))[(uint32_t)index] : ((const uint8_t *)data + g.layout[lSubscriberCount])[(uint32_t)index];
+	if (end == 0) {
+		xsmcSetInteger(xsResult, 0);
+		return;
+	}
+	if (end > p.slots)
+		xsRangeError("route: subscribers out of range");
+	count = xsmcToNumber(xsArg(aCount));
+	length = routeNumber(the, &xsArg(aValues), idLength);
+	n = routeValueCount(fields, count, length);
+	lastAt = routeNumber(the, &xsArg(aRoute), idLastAt);
+	if (!(fields >= 0 && fields <= 0xffff && fields == floor(fields) && (lastAt == -1 || (lastAt >= 0 && lastAt == floor(lastAt) && lastAt + (double)p.slots * fields <= g.layout[lValues]))))
+		xsRangeError("route: values out of range");
+	xsmcSetNumber(xsVar(vN), n);
+	p.first = (uint32_t)index * p.slots;
+	p.end = (uint32_t)end;
+	p.now = xsmcToNumber(xsArg(aNow));
+	p.gated = routeNumber(the, &xsArg(aRoute), idShedBase) != routeNumber(the, &xsArg(aHost), idSegmentsBase);
+	p.lastAt = (int32_t)lastAt;
+	p.fieldCount = (uint32_t)fields;
+	p.n = (uint32_t)n;
+	xsmcSetInteger(xsVar(vTag), (xsIntegerValue)((uint32_t)routeNumber(the, &xsArg(aRoute), idTag) | (uint32_t)routeNumber(the, &xsArg(aHost), idSharedFlag)));
+	xsmcGet(xsVar(vSlots), xsArg(aHost), idSlots);
+	xsmcSetNull(xsVar(vFrame));
+	xsmcSet(xsArg(aHost), idFrame, xsVar(vFrame));
+	xsmcSetTrue(xsVar(vScratch));
+	xsmcSet(xsArg(aHost), idRouting, xsVar(vScratch));
+	g.the = the;
+	g.framed = 0;
+	g.seq = seq;
+	g.n = p.n;
+	xsmcGet(xsVar(vData), xsArg(aHost), idData);
+	g.calls.link = routeLink;
+	g.calls.level = routeLevel;
+	g.calls.neverShedEmpty = routeNeverShedEmpty;
+	g.calls.send = routeSend;
+	g.calls.sent = routeSent;
+	g.calls.turn = routeTurn;
+	g.calls.columns = routeColumns;
+	g.calls.values = routeValues;
+	i = routePush(&p, &g.calls, tallies);
+	xsmcSetFalse(xsVar(vScratch));
+	xsmcSet(xsArg(aHost), idRouting, xsVar(vScratch));
+	/* Whole again once every link has copied the frame (the turns' frame too: Egress.frame). */
+	xsmcGet(xsVar(vFrame), xsArg(aHost), idFrame);
+	if (xsmcTypeOf(xsVar(vFrame)) == xsReferenceType) {
+		routeOpen(the);
+		xsmcSetNull(xsVar(vFrame));
+		xsmcSet(xsArg(aHost), idFrame, xsVar(vFrame));
+	}
+	/* The counts: rate-gated, row 1, egress drops and deliveries (hub/counters.ts). */
+	xsmcGet(xsVar(vCounters), xsArg(aHost), idCounters);
+	if (tallies[0] > 0)
+		routeAdd(the, idRateGated, tallies[0]);
+	if (tallies[2] > 0)
+		routeAdd(the, idEgressDrops, tallies[2]);
+	if (i > 0)
+		routeAdd(the, idDelivered, (double)i);
+	if (tallies[1] > 0) {
+		xsmcGet(xsVar(vScratch), xsVar(vCounters), idRows);
+		xsmcGetIndex(xsVar(vScratch2), xsVar(vScratch), 1);
+		xsmcSetNumber(xsVar(vScratch2), xsmcToNumber(xsVar(vScratch2)) + tallies[1]);
+		xsmcSetIndex(xsVar(vScratch), 1, xsVar(vScratch2));
+	}
+	xsmcSetInteger(xsResult, (xsIntegerValue)i);
+}
