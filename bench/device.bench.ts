@@ -23,6 +23,7 @@ import { Hub, type HubConfig } from '../hub/hub.js';
 import { SessionState } from '../hub/session.js';
 import type { Clock, Link, Random, RobotPort, RouteHost, SampleBlock, SampleRouter, SampleWriter, Store } from '../hub/ports.js';
 import { ScriptSampleWriter } from '../hub/fast-frames.js';
+import { FastReader } from '../hub/fast-reader.js';
 import type { HubCounters } from '../hub/counters.js';
 import type { SealedBytes } from '../hub/bytes.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_DEFAULTS, DEVICE_ESPNOW_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES } from '../device/config.js';
@@ -1070,6 +1071,64 @@ interface RouteState {
   readonly ch: { readonly fieldCount: number; readonly critical: boolean };
 }
 
+/**
+ * The device's FrameReader (device/native/fastreader.h behind device/native/fastreader.c) as the
+ * bench counts it: the call into it counts, its reading does not (C on the device): the script
+ * reader's, between the world's pause() and resume(), reads the same frames to the same verdicts
+ * and numbers (test/host/fast-native.test.ts). `reads` counts what the C reads and writes of
+ * the reader's fields (its block and numbers for a frame that may be a BUNDLE, the results),
+ * which the report prices as the route's.
+ */
+export class NativeFrameReaderStandIn extends FastReader {
+  frames = 0;
+  reads = 0;
+  /** What entering `read` costs beyond a host function's call with as many arguments (as NativeSampleRouterStandIn.entry). */
+  entry = 0;
+  private probing = false;
+  constructor(
+    private readonly world: DeviceWorld,
+    keepWidth: number,
+  ) {
+    super(keepWidth);
+  }
+
+  /** As NativeSampleRouterStandIn.measureEntry. */
+  measureEntry(): void {
+    const b = new Uint8Array(1);
+    this.probing = true;
+    meter();
+    this.read(b, 0, 0);
+    const script = meter();
+    meter();
+    Math.max(0, 0, 0);
+    const host = meter();
+    this.probing = false;
+    this.entry = script > host ? script - host : 0;
+  }
+
+  override read(buf: Uint8Array, start: number, end: number): number {
+    if (this.probing) return 0;
+    this.world.pause();
+    this.world.discount(this.entry);
+    return this.readUncounted(buf, start, end);
+  }
+
+  private readUncounted(buf: Uint8Array, start: number, end: number): number {
+    const type = super.read(buf, start, end);
+    this.frames++;
+    // fastreader.c: a frame that may be a BUNDLE takes the block, its numbers and their length, byteOffset and buffer; an ACK or PING sets value; a BUNDLE channelId, count, width and finite.
+    if (end - start >= 5 && buf[start] === 0xa3) this.reads += 5;
+    if (type === T_ACK || type === T_PING) this.reads++;
+    else if (type === T_BUNDLE) this.reads += 4;
+    this.world.resume();
+    return type;
+  }
+}
+
+const T_ACK = FrameType.ACK;
+const T_PING = FrameType.PING;
+const T_BUNDLE = FrameType.BUNDLE;
+
 export class DeviceWorld {
   readonly clock = new VirtualClock();
   readonly random = new FixedRandom();
@@ -1105,6 +1164,8 @@ export class DeviceWorld {
   readonly nativeData: NativeSampleWriterStandIn | null;
   /** The device's route, as the world counts it (null: the hub routes in script, `sampleWriter: 'script'`). */
   readonly nativeRoute: NativeSampleRouterStandIn | null;
+  /** The device's reader of the frequent client frames, as the world counts it, once the hub made it (null: the hub reads in script). */
+  nativeReader: NativeFrameReaderStandIn | null = null;
 
   constructor(mix: readonly MixClient[] = DEFAULT_MIX, options: WorldOptions = {}, config: Partial<HubConfig> = {}) {
     this.options = options;
@@ -1142,7 +1203,16 @@ export class DeviceWorld {
   boot(): void {
     const config = this.config;
     this.hub = new Hub(
-      { clock: this.clock, random: this.random, store: this.store, robot: this.robot, catalog: this.catalog, sampleWriter: this.nativeData ?? undefined, sampleRouter: this.nativeRoute ?? undefined },
+      {
+        clock: this.clock,
+        random: this.random,
+        store: this.store,
+        robot: this.robot,
+        catalog: this.catalog,
+        sampleWriter: this.nativeData ?? undefined,
+        sampleRouter: this.nativeRoute ?? undefined,
+        frameReader: this.nativeData === null ? undefined : (keepWidth: number) => (this.nativeReader = new NativeFrameReaderStandIn(this, keepWidth)),
+      },
       { slots: DEVICE_DEFAULTS.slots, tickPeriodMs: DEVICE_DEFAULTS.tick_ms, deadmanMs: DEVICE_DEFAULTS.deadman_ms, neverShedBytes: DEVICE_DEFAULTS.never_shed_bytes, maxFrameBytes: DEVICE_MAX_HUB_FRAME_BYTES, ...config },
     );
     // The device makes its TCP and WebSocket connections' egress memory at start, for as many as it serves.
@@ -1186,6 +1256,7 @@ export class DeviceWorld {
     this.pauseCost = paired / 16;
     this.nativeData?.measureEntry();
     this.nativeRoute?.measureEntry();
+    this.nativeReader?.measureEntry();
   }
 
   /** Computrons of the interval ending now: what pause() set aside plus what ran since, less the meter's own cost. */
@@ -1383,7 +1454,9 @@ export interface WorkloadResult {
   /** What the device's route did in the measured seconds (NativeSampleRouterStandIn; zeros all in script): pushes through it, subscribers, its reads of script objects' properties, its calls into script, the rarer turns among them. */
   readonly route: RouteCounts;
   /** What entering each stand-in for the device's C costs beyond a host function's call, taken off each call (measureEntry). */
-  readonly standInEntry: { readonly route: number; readonly data: number };
+  readonly standInEntry: { readonly route: number; readonly data: number; readonly reader: number };
+  /** What the device's reader of the frequent client frames read in the measured seconds (NativeFrameReaderStandIn; zeros all in script): frames, and its reads and writes of the reader's fields. */
+  readonly reader: { readonly frames: number; readonly reads: number };
 }
 
 export interface RouteCounts {
@@ -1415,6 +1488,7 @@ export function runDeviceWorkload(seconds: number, warmMs = 3000, sampleWriter: 
   const nd = world.nativeData;
   const native0 = nd === null ? { frames: 0, values: 0 } : { frames: nd.frames, values: nd.values };
   const route0 = routeCounts(world.nativeRoute);
+  const reader0 = { frames: world.nativeReader?.frames ?? 0, reads: world.nativeReader?.reads ?? 0 };
   const s = world.split;
   world.run(seconds * 1000);
   const c = world.counts;
@@ -1444,7 +1518,8 @@ export function runDeviceWorkload(seconds: number, warmMs = 3000, sampleWriter: 
     sampleWriter,
     native: nd === null ? { frames: 0, values: 0 } : { frames: nd.frames - native0.frames, values: nd.values - native0.values },
     route: routeSince(world.nativeRoute, route0),
-    standInEntry: { route: world.nativeRoute?.entry ?? 0, data: world.nativeData?.entry ?? 0 },
+    standInEntry: { route: world.nativeRoute?.entry ?? 0, data: world.nativeData?.entry ?? 0, reader: world.nativeReader?.entry ?? 0 },
+    reader: { frames: (world.nativeReader?.frames ?? 0) - reader0.frames, reads: (world.nativeReader?.reads ?? 0) - reader0.reads },
   };
 }
 

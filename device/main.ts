@@ -28,6 +28,7 @@ import { provisionCredentials, ProvisionSource } from './provision.js';
 import { openDeviceRobot } from './robot.js';
 import { attempt, keep, log, openNetworkListeners, random, tickEvery, TicksClock } from './runtime.js';
 import { openStopLineNative } from './stop-native.js';
+import { FrameReaderNative } from './fast-native.js';
 import { SampleRouterNative } from './route-native.js';
 import { SampleWriterNative } from './sample-native.js';
 import { latchesAfterReset, NativeStopPath, ResetCause } from './stop-path.js';
@@ -86,7 +87,7 @@ export default function main(): void {
   // 3. The hub; a latch persisted before the restart stops the robot again here.
   //    The tick period and the heap reading feed loop-delay admission and the heap rung.
   // Each push's DATA frame is written in C (device/native/samplewriter.c), byte for byte what the hub writes in script.
-  const hub = createDeviceHub({ clock, random, store, robot: robot.port, catalog: CATALOG, log, sampleWriter: new SampleWriterNative(), sampleRouter: new SampleRouterNative() }, config, Instrumentation);
+  const hub = createDeviceHub({ clock, random, store, robot: robot.port, catalog: CATALOG, log, sampleWriter: new SampleWriterNative(), sampleRouter: new SampleRouterNative(), frameReader: (w) => new FrameReaderNative(w) }, config, Instrumentation);
   attempt('robot-uart', () => robot.connect(hub));
   //    A reset nobody chose (a panic, a watchdog, a brown-out) comes up latched: the robot does
   //    not resume after a crash until an operator has cleared (device/stop-path.ts).

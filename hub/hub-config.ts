@@ -10,7 +10,7 @@ import { DEFAULT_HEAP_LIMIT_BYTES, DEFAULT_TICK_BUDGET_MS } from './admission.js
 import { DEADMAN_MS, DEFAULT_SLOTS, HANDSHAKE_TIMEOUT_MS, LIVENESS_TIMEOUT_MS, STALE_TTL_MS } from './constants.js';
 import { DEFAULT_HUB_BYTES_PER_S, DEFAULT_SESSION_BYTES_PER_S } from './governor.js';
 import { MAX_FRAME_BYTES, MAX_HUB_FRAME_BYTES } from './frame-types.js';
-import type { Clock, HeapUsed, Log, Random, RobotPort, SampleRouter, SampleWriter, Store } from './ports.js';
+import type { Clock, FrameReader, HeapUsed, Log, Random, RobotPort, SampleRouter, SampleWriter, Store } from './ports.js';
 
 /** The least `maxFrameBytes`: an ECHO or NACK about the largest client frame, and CATALOG and HEALTH chunks within the largest `mtu`, fit. */
 export const MIN_MAX_FRAME_BYTES = MAX_FRAME_BYTES + 256;
@@ -87,6 +87,8 @@ export interface HubPorts {
   readonly sampleWriter?: SampleWriter;
   /** Routes each push's common case (the device's is C); absent: the hub routes it in script. */
   readonly sampleRouter?: SampleRouter;
+  /** Makes the reader of the frequent client frames for samples of at most `keepWidth` numbers (the device's is C); absent: hub/fast-reader.ts, in script. */
+  readonly frameReader?: (keepWidth: number) => FrameReader;
 }
 
 /**

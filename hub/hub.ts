@@ -127,7 +127,7 @@ export class Hub {
     }
     this.egress = new Egress(this.clock, this.table, this.slots, this.health, this, maxFields, cfg.neverShedBytes, cfg.maxFrameBytes, ports.sampleWriter ?? null);
     this.router = ports.sampleRouter ?? null;
-    this.ingress = new Ingress(this);
+    this.ingress = new Ingress(this, ports.frameReader);
     this.keeper = new SessionKeeper(this);
     this.plan = new Plan(this);
     this.inspect = new Load(this);

@@ -20,7 +20,7 @@ import { GovernorVerdict } from './governor.js';
 import type { Hub } from './hub.js';
 import type { TokenBucket } from './limits.js';
 import { Nack } from './nack.js';
-import type { SampleBlock } from './ports.js';
+import type { FrameReader, SampleBlock } from './ports.js';
 import type { Publication, Session } from './session.js';
 
 /**
@@ -57,17 +57,21 @@ function finiteValues(block: SampleBlock): boolean {
 }
 
 export class Ingress {
-  private readonly fast: FastReader;
+  private readonly fast: FrameReader;
   /** The validating decoder for every frame the fast readers do not take. */
   private readonly decoder = new FrameDecoder();
 
-  constructor(private readonly hub: Hub) {
+  constructor(
+    private readonly hub: Hub,
+    /** HubPorts.frameReader: the device's reader in C; absent, FastReader. */
+    frameReader?: (keepWidth: number) => FrameReader,
+  ) {
     // The fast reader keeps samples as wide as a publication of the catalog takes: [t, fields…].
     let width = 1;
     for (const ch of hub.catalog.channels) {
       if (ch.direction === Direction.publication && ch.cls !== ChannelClass.INTENT && ch.fieldCount + 1 > width) width = ch.fieldCount + 1;
     }
-    this.fast = new FastReader(width);
+    this.fast = frameReader !== undefined ? frameReader(width) : new FastReader(width);
   }
 
   /** One whole frame from a transport (LinkSink.frame). */

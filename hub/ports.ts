@@ -118,6 +118,25 @@ export interface RouteHost {
 }
 
 /**
+ * Reads the frequent client frames in place (hub/fast-reader.ts FastReader, whose fields and
+ * `read` this is): the canonical ACK, PING and BUNDLE, anything else Fast.NONE for the general
+ * decoder. Every client frame that is not an ESTOP is read here first, so the device reads them
+ * in C (device/fast-native.ts over device/native/fastreader.h); without one the hub reads in
+ * script (HubPorts.frameReader, made with the widest sample the catalog's publications take).
+ */
+export interface FrameReader {
+  /** ACK: acked; PING: t0. */
+  value: number;
+  /** BUNDLE: the channel. */
+  channelId: number;
+  /** BUNDLE: the samples. */
+  readonly block: { count: number; width: number; readonly numbers: Float64Array };
+  /** BUNDLE: every number after a sample's time is finite. */
+  finite: boolean;
+  read(buf: Uint8Array, start: number, end: number): number;
+}
+
+/**
  * The robot's real-time core as the hub sees it. Telemetry flows the other way:
  * the host calls `Hub.publishSample` when the robot produces a sample.
  */

@@ -10,11 +10,11 @@
 //      digital-bank headers with it; each time once with the SDK's sdkconfig defaults (no task
 //      watchdog) and once with device/sdkconfig/sdkconfig.defaults turned into definitions;
 //   3. device/native/robotframe.c (the robot link's CRC and values),
-//      device/native/samplewriter.c (a DATA frame's seq, t and values) and device/native/route.c
-//      (a push's common route) against the xsnap XS headers, and against the SDK's when
-//      $MODDABLE is set;
+//      device/native/samplewriter.c (a DATA frame's seq, t and values), device/native/route.c
+//      (a push's common route) and device/native/fastreader.c (the frequent client frames read)
+//      against the xsnap XS headers, and against the SDK's when $MODDABLE is set;
 //   4. bindings/espnow/device.ts, device/stop-native.ts, device/stop-path.ts and
-//      device/robot-native.ts, device/sample-native.ts and device/route-native.ts with tsc (strict, ES2022, no Node or DOM types), since the host
+//      device/robot-native.ts, device/sample-native.ts, device/route-native.ts and device/fast-native.ts with tsc (strict, ES2022, no Node or DOM types), since the host
 //      tsconfig.json leaves device adapters out.
 // Exits non-zero with the compiler's output on the first failure.
 //
@@ -41,6 +41,7 @@ const checkRobotFrame = at < 0 && atStop < 0;
 const robotFrameSource = join(repo, 'device/native/robotframe.c');
 const sampleWriterSource = join(repo, 'device/native/samplewriter.c');
 const routeSource = join(repo, 'device/native/route.c');
+const fastSource = join(repo, 'device/native/fastreader.c');
 const skipTs = args.includes('--skip-ts');
 
 const stubs = join(repo, 'bindings/espnow/native/stubs');
@@ -133,6 +134,10 @@ if (checkRobotFrame) {
   compile('route.c, xsnap XS headers', [xsnapIncludes], [], routeSource, stopStubs);
   compile('route.c, xsnap XS headers, debug build', [xsnapIncludes], ['mxDebug=1'], routeSource, stopStubs);
   if (sdk) compile(`route.c, SDK XS headers in ${sdk}`, [join(sdk, 'xs/includes')], [], routeSource, stopStubs);
+  if (!existsSync(fastSource)) fail(`no such file: ${fastSource}`, '');
+  compile('fastreader.c, xsnap XS headers', [xsnapIncludes], [], fastSource, stopStubs);
+  compile('fastreader.c, xsnap XS headers, debug build', [xsnapIncludes], ['mxDebug=1'], fastSource, stopStubs);
+  if (sdk) compile(`fastreader.c, SDK XS headers in ${sdk}`, [join(sdk, 'xs/includes')], [], fastSource, stopStubs);
 }
 
 if (!skipTs) {
@@ -161,11 +166,12 @@ if (!skipTs) {
         join(repo, 'device/robot-native.ts'),
         join(repo, 'device/sample-native.ts'),
         join(repo, 'device/route-native.ts'),
+        join(repo, 'device/fast-native.ts'),
       ],
     }),
   );
   const r = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', config], { encoding: 'utf8', cwd: repo });
   rmSync(dir, { recursive: true, force: true });
-  if (r.status !== 0) fail('device.ts, stop-native.ts, robot-native.ts, sample-native.ts, route-native.ts: tsc failed', `${r.stdout}${r.stderr}`);
-  process.stdout.write('  ok  device.ts, stop-native.ts, stop-path.ts, robot-native.ts, sample-native.ts, route-native.ts: tsc strict ES2022 without Node types\n');
+  if (r.status !== 0) fail('device.ts, stop-native.ts, robot-native.ts, sample-native.ts, route-native.ts, fast-native.ts: tsc failed', `${r.stdout}${r.stderr}`);
+  process.stdout.write('  ok  device.ts, stop-native.ts, stop-path.ts, robot-native.ts, sample-native.ts, route-native.ts, fast-native.ts: tsc strict ES2022 without Node types\n');
 }

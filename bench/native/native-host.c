@@ -14,6 +14,11 @@
  *                                seq S                          -> the push's sequence after S (routeNextSeq)
  *                                count FIELDS COUNT LENGTH      -> the values a push carries (routeValueCount; COUNT may
  *                                                                  be nan, inf, -inf)
+ *                                fast HEX START END CAPACITY   -> fastRead of HEX[START, END) into a block of CAPACITY
+ *                                                                  numbers: the type, then for ACK and PING the value, for
+ *                                                                  a BUNDLE the channel, count, width, finite and the
+ *                                                                  numbers kept (each a float64's bits in hex, NaN as
+ *                                                                  7ff8000000000000)
  *                                route FIRST END NOW GATED LASTAT FIELDS N LAYOUT TABLE VALUES MODEL
  *                                                               -> routePush through a model of its calls (RouteModel):
  *                                                                  the deliveries, the 3 tallies, each slot's sent frames,
@@ -36,6 +41,7 @@
 #include "../../device/native/robotframe.h"
 #include "../../device/native/samplewriter.h"
 #include "../../device/native/route.h"
+#include "../../device/native/fastreader.h"
 
 /* The route's calls, as a model: each slot's session (a link or none, its level, its never-shed
  * queue empty or not, what its link's send and the hub's turn answer), every call logged. */
@@ -195,6 +201,36 @@ static int check(void)
 			if (sscanf(line + 6, "%lf %lf %lf", &f, &c, &l) != 3)
 				return 2;
 			printf("%.17g\n", routeValueCount(f, c, l));
+		}
+		else if (!strncmp(line, "fast ", 5)) {
+			static double numbers[64 * 33];
+			static uint8_t frame[16384];
+			static char frameHex[32769];
+			unsigned fs, fe, cap;
+			int fn, type;
+			FastOut out;
+			if (sscanf(line + 5, "%32768s %u %u %u", frameHex, &fs, &fe, &cap) != 4 || cap > 64 * 33)
+				return 2;
+			fn = frameHex[0] == '-' ? 0 : unhex(frameHex, frame, sizeof(frame));
+			if (fn < 0)
+				return 2;
+			memset(&out, 0, sizeof(out));
+			type = fastRead(frame, (uint32_t)fn, fs, fe, numbers, cap, &out);
+			printf("%d", type);
+			if (type == kFastAck || type == kFastPing)
+				printf(" %.17g", out.value);
+			else if (type == kFastBundle) {
+				uint32_t kept = out.count * out.width > cap ? out.width : out.count * out.width;
+				printf(" %u %u %u %d ", out.channelId, out.count, out.width, out.finite);
+				for (uint32_t i = 0; i < kept; i++) {
+					uint64_t bits;
+					memcpy(&bits, &numbers[i], 8);
+					if (numbers[i] != numbers[i])
+						bits = 0x7ff8000000000000ULL;
+					printf("%016llx", (unsigned long long)bits);
+				}
+			}
+			printf("\n");
 		}
 		else if (!strncmp(line, "route ", 6)) {
 			if (routeLine(line + 6))

@@ -42,8 +42,8 @@ export const TARGETS = Object.freeze({
 
 export const BINDINGS = Object.freeze(['tcp', 'ws', 'ble', 'espnow']);
 
-/** What the device's route in C is charged, in computrons, for each read or write of a script object's property and each call into script (docs/performance.md "Method"). */
-export const ROUTE_PRICE = Object.freeze({ read: 1, call: 3 });
+/** What the device's C (the route, the reader of the frequent client frames) is charged, in computrons, for each read or write of a script object's property and each call into script (docs/performance.md "Method"). */
+export const NATIVE_PRICE = Object.freeze({ read: 1, call: 3 });
 
 /** manifest.json's `creation`: the heap XS gets on the device. */
 export function creation(repo) {
@@ -349,10 +349,12 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
    * Computrons for what the device's route (device/native/route.c) does in XS's C and XS on the
    * host cannot count: each read or write of a script object's property (a session's link, its
    * never-shed queue's size, its sentFrames) priced as the interpreter's property opcode, which
-   * does the same lookup (ROUTE_PRICE.read), each call into script as a call opcode with its
-   * arguments (ROUTE_PRICE.call). The route's own steps are a few ns of C a subscriber.
+   * does the same lookup (NATIVE_PRICE.read), each call into script as a call opcode with its
+   * arguments (NATIVE_PRICE.call). The route's own steps are a few ns of C a subscriber.
    */
-  const routeEquiv = (r) => (r ? r.reads * ROUTE_PRICE.read + r.calls * ROUTE_PRICE.call : 0);
+  const routeEquiv = (r) => (r ? r.reads * NATIVE_PRICE.read + r.calls * NATIVE_PRICE.call : 0);
+  /** The same for the device's reader of the frequent client frames (device/native/fastreader.c): its reads and writes of the reader's fields. */
+  const readerEquiv = (r) => (r ? r.reads * NATIVE_PRICE.read : 0);
   const native = {
     source: 'bench/native/native-host.c built with this host\'s cc -O2, the median of the runs (scripts/lib/native-host.mjs)',
     host: {
@@ -366,7 +368,8 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
   const w = await onXs(bundle, `__D.workload(${seconds}, ${warmMs}, 'device')`);
   const ws = await onXs(bundle, `__D.workload(${seconds}, ${warmMs}, 'script')`);
   const dataPerSecond = (dataEquiv(w.native) + routeEquiv(w.route)) / seconds;
-  const cps = w.perSecond.total + dataPerSecond;
+  const readerPerSecond = readerEquiv(w.reader) / seconds;
+  const cps = w.perSecond.total + dataPerSecond + readerPerSecond;
   const workload = {
     seconds,
     warmMs,
@@ -374,7 +377,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
     computronsPerSecond: Math.round(cps),
     split: {
       delivery: Math.round(w.perSecond.delivery + dataPerSecond),
-      ingress: Math.round(w.perSecond.ingress),
+      ingress: Math.round(w.perSecond.ingress + readerPerSecond),
       tick: Math.round(w.perSecond.tick),
       bindings: Math.round(w.perSecond.bindings),
     },
@@ -387,9 +390,13 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
         readsPerSecond: round(w.route.reads / seconds, 1),
         callsPerSecond: round(w.route.calls / seconds, 1),
         turnsPerSecond: round(w.route.turns / seconds, 1),
-        price: { ...ROUTE_PRICE },
+        price: { ...NATIVE_PRICE },
       },
-      computronsPerSecond: Math.round(dataPerSecond),
+      reader: {
+        framesPerSecond: round(w.reader.frames / seconds, 1),
+        readsPerSecond: round(w.reader.reads / seconds, 1),
+      },
+      computronsPerSecond: Math.round(dataPerSecond + readerPerSecond),
     },
     detail: {
       bindingsBy: mapRound(w.bindingsBy),

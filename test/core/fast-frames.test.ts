@@ -9,6 +9,7 @@ import { decodeFrame, encodeData, encodeFrame, FrameType, type Frame } from '../
 import { deepEqual, equal, ok } from '../lib/assert.js';
 import { runs } from '../lib/env.js';
 import { bytesToHex } from '../lib/vector-json.js';
+import { cborNumber, frameVariants } from '../lib/frame-variants.js';
 
 const w = new CborWriter(new Uint8Array(65536));
 
@@ -27,18 +28,7 @@ function decoded(buf: Uint8Array, start: number, end: number): Frame | null {
   }
 }
 
-// Numbers of every encoding a writer chooses between: small and large integers, binary16,
-// binary32 and binary64 values, integers that are also float32 values (2^11 and beyond, where
-// a float32 with low mantissa bits set is an integer), and the specials.
-const number = fc.oneof(
-  fc.integer({ min: -100000, max: 100000 }),
-  fc.maxSafeInteger(),
-  fc.double(),
-  fc.float().map((x) => Math.fround(x)),
-  fc.float({ min: -4096, max: 4096, noNaN: true }).map((x) => Math.fround(x)),
-  fc.integer({ min: -(2 ** 31), max: 2 ** 31 }).map((x) => Math.fround(x)),
-  fc.constantFrom(0, -0, 0.5, 65504, 2048.5, 2049, 1048577, 8388609, 16777215, 2 ** 31, -(2 ** 31) - 1, 2 ** 53, NaN, Infinity, -Infinity, 5.960464477539063e-8),
-);
+const number = cborNumber;
 
 describe('fast-frames: DATA and PONG, written as the general codec writes them', () => {
   const fp = new FloatProbe();
@@ -112,20 +102,7 @@ describe('fast-frames: the reader of ACK, PING and BUNDLE against decodeFrame', 
       .chain(([channelId, width, n]) => fc.array(sample(width), { minLength: 0, maxLength: n }).map((samples): Frame => ({ type: FrameType.BUNDLE, channelId, samples }))),
   );
   // The frame as sent, one byte of it changed, cut short, or one byte longer; inside a larger buffer.
-  const bytes = fc.tuple(frame, fc.integer({ min: 0, max: 3 }), fc.nat(), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 3 })).map(([f, how, at, byte, offset]) => {
-    let b = enc(f);
-    if (how === 1 && b.length > 0) b[at % b.length] = byte;
-    else if (how === 2) b = b.subarray(0, at % (b.length + 1));
-    else if (how === 3) {
-      const c = new Uint8Array(b.length + 1);
-      c.set(b);
-      c[b.length] = byte;
-      b = c;
-    }
-    const buf = new Uint8Array(offset + b.length + 2).fill(byte);
-    buf.set(b, offset);
-    return { buf, start: offset, end: offset + b.length };
-  });
+  const bytes = frameVariants(frame, enc);
 
   it('what it takes, decodeFrame decodes to the same frame', () => {
     let taken = 0;

@@ -14,7 +14,7 @@ interface Ceilings {
   perDelivery: Record<string, number>;
   perDeliveryAllScript: Record<string, number>;
   tickNothingDue: number;
-  workload: { perTick: number; perSecond: number; allScriptPerSecond: number; routeReadsPerPush: number; routeCallsPerPush: number };
+  workload: { perTick: number; perSecond: number; allScriptPerSecond: number; routeReadsPerPush: number; routeCallsPerPush: number; readerReadsPerFrame: number };
   retained: { slots: number; chunkBytes: number };
   pendant: { perPeriod: number; retained: { slots: number; chunkBytes: number } };
   uplink: { health: number; telemetryJson: number; telemetryCbor: number; retainedSlots: number; retainedChunkBytes: number };
@@ -111,6 +111,9 @@ describe('device budget guard (XS engine)', function () {
     assert.ok(w.route.pushes > 500, `the device's route took only ${w.route.pushes} pushes`);
     within(w.route.reads / w.route.pushes, ceilings.workload.routeReadsPerPush, "the device's route's reads and writes of script objects' properties per push");
     within(w.route.calls / w.route.pushes, ceilings.workload.routeCallsPerPush, "the device's route's calls into script per push");
+    // The device's reader of the frequent client frames (device/native/fastreader.c): every client frame but an ESTOP comes through it.
+    assert.ok(w.reader.frames >= w.counts.framesFromClients, `the device's reader read only ${w.reader.frames} of ${w.counts.framesFromClients} client frames`);
+    within(w.reader.reads / w.reader.frames, ceilings.workload.readerReadsPerFrame, "the device's reader's reads and writes of its fields per frame");
     const s = await budget.onXs(bundle, "__D.workload(2, 1000, 'script')");
     assert.equal(s.deliveries, w.deliveries, 'the same deliveries either way');
     within(s.perSecond.total, ceilings.workload.allScriptPerSecond, 'computrons per simulated second of the default mix, all in script');
