@@ -830,6 +830,8 @@ export class NativeSampleRouterStandIn implements SampleRouter {
   pushes = 0;
   subscribers = 0;
   reads = 0;
+  /** Of them, reads of accessor properties (a typed array's length, byteOffset, buffer): each runs a native getter. */
+  accessors = 0;
   calls = 0;
   turns = 0;
   private buffer: ArrayBufferLike | null = null;
@@ -916,8 +918,9 @@ export class NativeSampleRouterStandIn implements SampleRouter {
     const slots = (host as unknown as { slots: readonly unknown[] }).slots;
     host.frame = null;
     host.routing = true;
-    // length, lastAt, shedBase, segmentsBase, tag, sharedFlag, slots, frame, routing, data.
-    this.reads += 10;
+    // lastAt, shedBase, segmentsBase, tag, sharedFlag, slots, frame, routing, data; the values' length (an accessor).
+    this.reads += 9;
+    this.accessors++;
     const first = index * slotCount;
     const granted = (L[0] as number) / 8;
     const nextDue = (L[1] as number) / 8;
@@ -995,7 +998,8 @@ export class NativeSampleRouterStandIn implements SampleRouter {
         f64[nextDue + k] = due < now - g ? now + g : due;
       }
       if (lastAt >= 0) {
-        this.reads += 2;
+        // The values' byteOffset and buffer (accessors).
+        this.accessors += 2;
         const at = lastValues + lastAt + slot * fields;
         for (let j = 0; j < n; j++) f64[at + j] = values[j] as number;
         this.i8[lastLen + k] = n;
@@ -1004,11 +1008,12 @@ export class NativeSampleRouterStandIn implements SampleRouter {
     host.routing = false;
     this.reads += 2;
     if (host.frame !== null) {
-      // The push buffer whole again (route.c routeOpen: a resize, two reads, a write), the frame forgotten.
-      (host as unknown as { data: SealedBytes }).data.open();
+      // The push buffer whole again (route.c routeOpen: two reads, the resize, a write), the frame forgotten.
+      const data = (host as unknown as { data: SealedBytes }).data;
+      this.resize(data, data.capacity);
+      data.sealedAt = -1;
       host.frame = null;
       this.reads += 4;
-      this.calls++;
     }
     const counters = (host as unknown as { counters: HubCounters }).counters;
     this.reads++;
@@ -1039,13 +1044,13 @@ export class NativeSampleRouterStandIn implements SampleRouter {
    */
   private frame(host: RouteHost, route: RouteState, seq: number, t: number, values: Float64Array, n: number): Uint8Array {
     const data = (host as unknown as { data: SealedBytes }).data;
-    // sealedAt, the values' byteOffset and buffer, prefix, prefixed, bytes, rab, sealedAt, frame; the resize.
-    this.reads += 9;
-    this.calls++;
+    // sealedAt, prefix, prefixed, bytes, rab, sealedAt, frame; the values' byteOffset and buffer (accessors); the resize (counted in resize()).
+    this.reads += 7;
+    this.accessors += 2;
     if (data.sealedAt >= 0) {
-      data.open();
+      this.resize(data, data.capacity);
+      data.sealedAt = -1;
       this.reads += 3;
-      this.calls++;
     }
     data.bytes.set(route.prefix);
     host.prefixed = route.prefix;
@@ -1054,9 +1059,23 @@ export class NativeSampleRouterStandIn implements SampleRouter {
       writer.frames++;
       writer.values += n;
     }
-    const frame = data.seal(this.writer.writeSample(data.bytes, route.prefix.length, seq, t >= 0 && t <= Number.MAX_SAFE_INTEGER ? t - (t % 1) : 0, values.buffer, values.byteOffset, n));
+    const end = this.writer.writeSample(data.bytes, route.prefix.length, seq, t >= 0 && t <= Number.MAX_SAFE_INTEGER ? t - (t % 1) : 0, values.buffer, values.byteOffset, n);
+    this.resize(data, end);
+    data.sealedAt = end;
+    const frame = data.bytes;
     host.frame = frame;
     return frame;
+  }
+
+  /**
+   * route.c's resize of the push buffer (`rab.resize`, an XS builtin the C calls): counted as the
+   * builtin is metered, with the call that makes it (about what the C's call costs).
+   */
+  private resize(data: SealedBytes, length: number): void {
+    const rab = (data as unknown as { rab: { resize(n: number): void } }).rab;
+    this.world.resume();
+    rab.resize(length);
+    this.world.pause();
   }
 }
 
@@ -1082,6 +1101,8 @@ interface RouteState {
 export class NativeFrameReaderStandIn extends FastReader {
   frames = 0;
   reads = 0;
+  /** Reads of accessor properties (as NativeSampleRouterStandIn.accessors). */
+  accessors = 0;
   /** What entering `read` costs beyond a host function's call with as many arguments (as NativeSampleRouterStandIn.entry). */
   entry = 0;
   private probing = false;
@@ -1116,8 +1137,8 @@ export class NativeFrameReaderStandIn extends FastReader {
   private readUncounted(buf: Uint8Array, start: number, end: number): number {
     const type = super.read(buf, start, end);
     this.frames++;
-    // fastreader.c: a frame that may be a BUNDLE takes the block, its numbers and their length, byteOffset and buffer; an ACK or PING sets value; a BUNDLE channelId, count, width and finite.
-    if (end - start >= 5 && buf[start] === 0xa3) this.reads += 5;
+    // fastreader.c: a frame that may be a BUNDLE takes the block, its numbers' buffer and capacity (device/fast-native.ts keeps them as plain fields); an ACK or PING sets value; a BUNDLE channelId, count, width and finite.
+    if (end - start >= 5 && buf[start] === 0xa3) this.reads += 3;
     if (type === T_ACK || type === T_PING) this.reads++;
     else if (type === T_BUNDLE) this.reads += 4;
     this.world.resume();
@@ -1455,25 +1476,26 @@ export interface WorkloadResult {
   readonly route: RouteCounts;
   /** What entering each stand-in for the device's C costs beyond a host function's call, taken off each call (measureEntry). */
   readonly standInEntry: { readonly route: number; readonly data: number; readonly reader: number };
-  /** What the device's reader of the frequent client frames read in the measured seconds (NativeFrameReaderStandIn; zeros all in script): frames, and its reads and writes of the reader's fields. */
-  readonly reader: { readonly frames: number; readonly reads: number };
+  /** What the device's reader of the frequent client frames read in the measured seconds (NativeFrameReaderStandIn; zeros all in script): frames, its reads and writes of the reader's fields, and of them the accessors. */
+  readonly reader: { readonly frames: number; readonly reads: number; readonly accessors: number };
 }
 
 export interface RouteCounts {
   readonly pushes: number;
   readonly subscribers: number;
   readonly reads: number;
+  readonly accessors: number;
   readonly calls: number;
   readonly turns: number;
 }
 
 function routeCounts(r: NativeSampleRouterStandIn | null): RouteCounts {
-  return r === null ? { pushes: 0, subscribers: 0, reads: 0, calls: 0, turns: 0 } : { pushes: r.pushes, subscribers: r.subscribers, reads: r.reads, calls: r.calls, turns: r.turns };
+  return r === null ? { pushes: 0, subscribers: 0, reads: 0, accessors: 0, calls: 0, turns: 0 } : { pushes: r.pushes, subscribers: r.subscribers, reads: r.reads, accessors: r.accessors, calls: r.calls, turns: r.turns };
 }
 
 function routeSince(r: NativeSampleRouterStandIn | null, a: RouteCounts): RouteCounts {
   const b = routeCounts(r);
-  return { pushes: b.pushes - a.pushes, subscribers: b.subscribers - a.subscribers, reads: b.reads - a.reads, calls: b.calls - a.calls, turns: b.turns - a.turns };
+  return { pushes: b.pushes - a.pushes, subscribers: b.subscribers - a.subscribers, reads: b.reads - a.reads, accessors: b.accessors - a.accessors, calls: b.calls - a.calls, turns: b.turns - a.turns };
 }
 
 /** Warms the mix up for `warmMs`, then measures `seconds` of it; `sampleWriter` as WorldOptions says. */
@@ -1488,7 +1510,7 @@ export function runDeviceWorkload(seconds: number, warmMs = 3000, sampleWriter: 
   const nd = world.nativeData;
   const native0 = nd === null ? { frames: 0, values: 0 } : { frames: nd.frames, values: nd.values };
   const route0 = routeCounts(world.nativeRoute);
-  const reader0 = { frames: world.nativeReader?.frames ?? 0, reads: world.nativeReader?.reads ?? 0 };
+  const reader0 = { frames: world.nativeReader?.frames ?? 0, reads: world.nativeReader?.reads ?? 0, accessors: world.nativeReader?.accessors ?? 0 };
   const s = world.split;
   world.run(seconds * 1000);
   const c = world.counts;
@@ -1519,7 +1541,7 @@ export function runDeviceWorkload(seconds: number, warmMs = 3000, sampleWriter: 
     native: nd === null ? { frames: 0, values: 0 } : { frames: nd.frames - native0.frames, values: nd.values - native0.values },
     route: routeSince(world.nativeRoute, route0),
     standInEntry: { route: world.nativeRoute?.entry ?? 0, data: world.nativeData?.entry ?? 0, reader: world.nativeReader?.entry ?? 0 },
-    reader: { frames: (world.nativeReader?.frames ?? 0) - reader0.frames, reads: (world.nativeReader?.reads ?? 0) - reader0.reads },
+    reader: { frames: (world.nativeReader?.frames ?? 0) - reader0.frames, reads: (world.nativeReader?.reads ?? 0) - reader0.reads, accessors: (world.nativeReader?.accessors ?? 0) - reader0.accessors },
   };
 }
 

@@ -16,11 +16,16 @@ export class FrameReaderNative implements FrameReader {
   channelId = 0;
   readonly block: { count: number; width: number; readonly numbers: Float64Array };
   finite = true;
+  /** The block's numbers' buffer and how many it holds, for the C (plain fields: a typed array's are getters). */
+  readonly numbersBuffer: ArrayBuffer;
+  readonly capacity: number;
 
   /** Samples of at most `keepWidth` numbers are kept (hub/fast-reader.ts FastReader: the same block). */
   constructor(keepWidth: number = MAX_SAMPLE_NUMBERS) {
     const size = Math.max(MAX_SAMPLE_NUMBERS, MAX_BUNDLE_SAMPLES * Math.min(Math.max(1, keepWidth), MAX_SAMPLE_NUMBERS));
-    this.block = { count: 0, width: 0, numbers: new Float64Array(size) };
+    this.numbersBuffer = new ArrayBuffer(size * 8);
+    this.capacity = size;
+    this.block = { count: 0, width: 0, numbers: new Float64Array(this.numbersBuffer) };
   }
 
   read(buf: Uint8Array, start: number, end: number): number {

@@ -2,8 +2,9 @@
  * The frequent client frames read in place, as an XS host function behind the TypeScript
  * wrapper in ../fast-native.ts (hub/ports.ts FrameReader). The reading itself is ./fastreader.h;
  * here are its reads and writes of the reader's fields: `value` (ACK, PING), `channelId`,
- * `finite` and the block's `count` and `width` (BUNDLE), and the block's numbers, a Float64Array
- * written where it lies.
+ * `finite` and the block's `count` and `width` (BUNDLE), and the block's numbers, written where
+ * they lie: `numbersBuffer` (their ArrayBuffer, at its start) and `capacity` (how many), plain
+ * fields the reader keeps so that no getter runs.
  *
  * read(buf, start, end) with `this` the reader: the frame type, or 0 (Fast.NONE)
  *
@@ -22,14 +23,13 @@
 
 enum { vBlock, vNumbers, vScratch, vCount };
 
-static xsIdentifier idValue, idChannelId, idFinite, idBlock, idNumbers, idCount, idWidth, idBuffer, idByteOffset, idLength;
+static xsIdentifier idValue, idChannelId, idFinite, idBlock, idCount, idWidth, idCapacity, idNumbersBuffer;
 
 void xs_fast_read(xsMachine *the)
 {
 	xsNumberValue start = xsmcToNumber(xsArg(1)), end = xsmcToNumber(xsArg(2));
 	void *data, *numbers;
 	xsUnsignedValue bytes, numbersBytes;
-	xsIntegerValue at;
 	double capacity = 0;
 	FastOut out;
 	int type;
@@ -39,12 +39,10 @@ void xs_fast_read(xsMachine *the)
 		idChannelId = xsID("channelId");
 		idFinite = xsID("finite");
 		idBlock = xsID("block");
-		idNumbers = xsID("numbers");
 		idCount = xsID("count");
 		idWidth = xsID("width");
-		idBuffer = xsID("buffer");
-		idByteOffset = xsID("byteOffset");
-		idLength = xsID("length");
+		idCapacity = xsID("capacity");
+		idNumbersBuffer = xsID("numbersBuffer");
 	}
 	xsmcSetInteger(xsResult, kFastNone);
 	xsmcGetBufferReadable(xsArg(0), &data, &bytes);
@@ -52,18 +50,14 @@ void xs_fast_read(xsMachine *the)
 		return;
 	numbers = NULL;
 	if (end - start >= 5 && ((const uint8_t *)data)[(uint32_t)start] == 0xa3) {
-		/* A BUNDLE, perhaps: the block's numbers (reading a property runs no script here: the block and its array are the reader's own). */
+		/* A BUNDLE, perhaps: the block's numbers, as the reader keeps them (plain fields: no getter runs). */
 		xsmcGet(xsVar(vBlock), xsThis, idBlock);
-		xsmcGet(xsVar(vNumbers), xsVar(vBlock), idNumbers);
-		xsmcGet(xsVar(vScratch), xsVar(vNumbers), idLength);
+		xsmcGet(xsVar(vScratch), xsThis, idCapacity);
 		capacity = xsmcToNumber(xsVar(vScratch));
-		xsmcGet(xsVar(vScratch), xsVar(vNumbers), idByteOffset);
-		at = xsmcToInteger(xsVar(vScratch));
-		xsmcGet(xsVar(vScratch), xsVar(vNumbers), idBuffer);
-		xsmcGetBufferWritable(xsVar(vScratch), &numbers, &numbersBytes);
-		if (!(capacity >= 0 && at >= 0 && (at & 7) == 0 && (double)at + capacity * 8 <= numbersBytes))
+		xsmcGet(xsVar(vNumbers), xsThis, idNumbersBuffer);
+		xsmcGetBufferWritable(xsVar(vNumbers), &numbers, &numbersBytes);
+		if (!(capacity >= 0 && capacity * 8 <= numbersBytes))
 			xsRangeError("fast read: block");
-		numbers = (uint8_t *)numbers + at;
 		/* The frame's address again: nothing since has run script or allocated, but take it where it is used. */
 		xsmcGetBufferReadable(xsArg(0), &data, &bytes);
 	}

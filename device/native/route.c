@@ -248,14 +248,14 @@ void xs_route_push(xsMachine *the)
 		idPrefixed = xsID("prefixed");
 		idResize = xsID("resize");
 	}
-	/* A critical channel, or a level floor under every link: the script's. */
+	/* A critical channel, or a level floor under every link: the script's. (routeNumber takes vScratch2: the test first.) */
 	xsmcGet(xsVar(vScratch), xsArg(aRoute), idCh);
 	xsmcGet(xsVar(vScratch2), xsVar(vScratch), idCritical);
-	fields = routeNumber(the, &xsVar(vScratch), idFieldCount);
 	if (xsmcTest(xsVar(vScratch2)) || routeNumber(the, &xsArg(aHost), idLevelFloor) >= kRouteCongested) {
 		xsmcSetInteger(xsResult, -1);
 		return;
 	}
+	fields = routeNumber(the, &xsVar(vScratch), idFieldCount);
 	seq = routeNextSeq(routeNumber(the, &xsArg(aRoute), idSeq));
 	xsmcSetNumber(xsVar(vSeq), seq);
 	xsmcSet(xsArg(aRoute), idSeq, xsVar(vSeq));
@@ -313,7 +313,7 @@ void xs_route_push(xsMachine *the)
 	p.lastAt = (int32_t)lastAt;
 	p.fieldCount = (uint32_t)fields;
 	p.n = (uint32_t)n;
-	xsmcSetInteger(xsVar(vTag), (xsIntegerValue)((uint32_t)routeNumber(the, &xsArg(aRoute), idTag) | (uint32_t)routeNumber(the, &xsArg(aHost), idSharedFlag)));
+	xsmcSetNumber(xsVar(vTag), (double)((uint32_t)routeNumber(the, &xsArg(aRoute), idTag) | (uint32_t)routeNumber(the, &xsArg(aHost), idSharedFlag)));
 	xsmcGet(xsVar(vSlots), xsArg(aHost), idSlots);
 	xsmcSetNull(xsVar(vFrame));
 	xsmcSet(xsArg(aHost), idFrame, xsVar(vFrame));

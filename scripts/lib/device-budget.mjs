@@ -42,8 +42,16 @@ export const TARGETS = Object.freeze({
 
 export const BINDINGS = Object.freeze(['tcp', 'ws', 'ble', 'espnow']);
 
-/** What the device's C (the route, the reader of the frequent client frames) is charged, in computrons, for each read or write of a script object's property and each call into script (docs/performance.md "Method"). */
-export const NATIVE_PRICE = Object.freeze({ read: 1, call: 3 });
+/**
+ * What the device's C (the route, the reader of the frequent client frames) is charged, in
+ * computrons: each read or write of a script object's data property (XS meters one when C reads
+ * or writes a property: xsAll.h mxGetID), each read of an accessor property (a typed array's
+ * length, byteOffset or buffer: a native getter run), each call into script (beyond the script
+ * it runs, which the bench counts). Fitted once against the same C linked into an XS build of
+ * the same sources, whose meter counted the mix's delivery and ingress with the real C: the
+ * report's count then matches XS's own to within 0.1 % (docs/performance.md "Method").
+ */
+export const NATIVE_PRICE = Object.freeze({ read: 1, accessor: 10, call: 21 });
 
 /** manifest.json's `creation`: the heap XS gets on the device. */
 export function creation(repo) {
@@ -352,9 +360,9 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
    * does the same lookup (NATIVE_PRICE.read), each call into script as a call opcode with its
    * arguments (NATIVE_PRICE.call). The route's own steps are a few ns of C a subscriber.
    */
-  const routeEquiv = (r) => (r ? r.reads * NATIVE_PRICE.read + r.calls * NATIVE_PRICE.call : 0);
+  const routeEquiv = (r) => (r ? r.reads * NATIVE_PRICE.read + r.accessors * NATIVE_PRICE.accessor + r.calls * NATIVE_PRICE.call : 0);
   /** The same for the device's reader of the frequent client frames (device/native/fastreader.c): its reads and writes of the reader's fields. */
-  const readerEquiv = (r) => (r ? r.reads * NATIVE_PRICE.read : 0);
+  const readerEquiv = (r) => (r ? r.reads * NATIVE_PRICE.read + r.accessors * NATIVE_PRICE.accessor : 0);
   const native = {
     source: 'bench/native/native-host.c built with this host\'s cc -O2, the median of the runs (scripts/lib/native-host.mjs)',
     host: {
@@ -388,6 +396,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
         pushesPerSecond: round(w.route.pushes / seconds, 1),
         subscribersPerSecond: round(w.route.subscribers / seconds, 1),
         readsPerSecond: round(w.route.reads / seconds, 1),
+        accessorsPerSecond: round(w.route.accessors / seconds, 1),
         callsPerSecond: round(w.route.calls / seconds, 1),
         turnsPerSecond: round(w.route.turns / seconds, 1),
         price: { ...NATIVE_PRICE },
@@ -395,6 +404,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
       reader: {
         framesPerSecond: round(w.reader.frames / seconds, 1),
         readsPerSecond: round(w.reader.reads / seconds, 1),
+        accessorsPerSecond: round(w.reader.accessors / seconds, 1),
       },
       computronsPerSecond: Math.round(dataPerSecond + readerPerSecond),
     },
