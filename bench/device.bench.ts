@@ -915,7 +915,7 @@ export class NativeSampleRouterStandIn implements SampleRouter {
     const lastAt = route.lastAt;
     const gated = route.shedBase !== host.segmentsBase;
     const tag = route.tag | host.sharedFlag;
-    const slots = (host as unknown as { slots: readonly unknown[] }).slots;
+    const slots = host.slots;
     host.frame = null;
     host.routing = true;
     // lastAt, shedBase, segmentsBase, tag, sharedFlag, slots, frame, routing, data; the values' length (an accessor).

@@ -89,7 +89,8 @@ export class Egress implements RouteHost {
   constructor(
     private readonly clock: Clock,
     /** @internal */ readonly table: SubscriptionTable,
-    private readonly slots: readonly (Session | null)[],
+    /** @internal The session slots (a SampleRouter reads them: RouteHost). */
+    readonly slots: readonly (Session | null)[],
     private readonly health: HealthMetrics,
     private readonly host: EgressHost,
     maxFields: number,

@@ -109,6 +109,11 @@ export interface RouteHost {
   frame: Uint8Array | null;
   prefixed: Uint8Array | null;
   routing: boolean;
+  /** The push buffer (hub/bytes.ts SealedBytes: route.c reads its `bytes`, `rab`, `capacity` and `sealedAt` by name). */
+  readonly data: object;
+  /** The counters it adds to (hub/counters.ts: `rateGated`, `egressDrops`, `delivered`, `rows`). */
+  readonly counters: object;
+  readonly slots: readonly unknown[];
   readonly levelFloor: number;
   readonly tableBuffer: ArrayBufferLike;
   readonly layout: ArrayBufferLike;
