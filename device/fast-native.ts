@@ -4,7 +4,7 @@
 // device/ out and scripts/check-native.mjs type-checks it without Node types. The method's body is
 // only its native call, which xsc compiles into the host function itself (no step between).
 
-import { MAX_BUNDLE_SAMPLES } from '../hub/constants.js';
+import { blockNumbers } from '../hub/fast-reader.js';
 import { MAX_SAMPLE_NUMBERS } from '../hub/frame-types.js';
 import type { FrameReader } from '../hub/ports.js';
 
@@ -22,7 +22,7 @@ export class FrameReaderNative implements FrameReader {
 
   /** Samples of at most `keepWidth` numbers are kept (hub/fast-reader.ts FastReader: the same block). */
   constructor(keepWidth: number = MAX_SAMPLE_NUMBERS) {
-    const size = Math.max(MAX_SAMPLE_NUMBERS, MAX_BUNDLE_SAMPLES * Math.min(Math.max(1, keepWidth), MAX_SAMPLE_NUMBERS));
+    const size = blockNumbers(keepWidth);
     this.numbersBuffer = new ArrayBuffer(size * 8);
     this.capacity = size;
     this.block = { count: 0, width: 0, numbers: new Float64Array(this.numbersBuffer) };

@@ -33,6 +33,12 @@ const LO = 1 - HI;
 export const Fast = Object.freeze({ NONE: 0, ACK: FrameType.ACK, PING: FrameType.PING, BUNDLE: FrameType.BUNDLE } as const);
 const NONE = Fast.NONE;
 
+/** How many numbers a reader's BUNDLE block holds for samples of at most `keepWidth` numbers (FastReader, device/fast-native.ts). */
+export function blockNumbers(keepWidth: number): number {
+  // At least one sample of any width: a bundle too wide to keep is read sample by sample at the start.
+  return Math.max(MAX_SAMPLE_NUMBERS, MAX_BUNDLE_SAMPLES * Math.min(Math.max(1, keepWidth), MAX_SAMPLE_NUMBERS));
+}
+
 /**
  * The canonical forms of the frequent client frames, read in place: ACK {0: 12, 28: acked},
  * PING {0: 13, 31: t0}, BUNDLE {0: 8, 3: channel_id, 6: [[t, v…] …]} whose samples all have the
@@ -71,9 +77,7 @@ export class FastReader {
   private pos = 0;
 
   constructor(keepWidth: number = MAX_SAMPLE_NUMBERS) {
-    // At least one sample of any width: a bundle too wide to keep is read sample by sample at the start.
-    const size = Math.max(MAX_SAMPLE_NUMBERS, MAX_BUNDLE_SAMPLES * Math.min(Math.max(1, keepWidth), MAX_SAMPLE_NUMBERS));
-    this.block = { count: 0, width: 0, numbers: new Float64Array(size) };
+    this.block = { count: 0, width: 0, numbers: new Float64Array(blockNumbers(keepWidth)) };
   }
 
   /** Reads buf[start, end): the frame type when it is one of the three in canonical form, else Fast.NONE. */

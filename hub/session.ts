@@ -176,7 +176,8 @@ export class SubscriptionTable {
   /**
    * Where the columns a SampleRouter reads lie in the table's buffer (`grantedHz.buffer`), as byte
    * offsets: grantedHz, nextDue, lastValues, subscribers, firstPush, sourceDropped, decimation,
-   * lastLen; then the bytes of a subscribers entry (1 or 2), the rows, the conflation values and the slots; then subscriberCount (its entries as wide as subscribers').
+   * lastLen; then the bytes of a subscribers entry (1 or 2), the rows, the conflation values and
+   * the slots; then subscriberCount's offset (its entries as wide as subscribers').
    */
   readonly layout: Uint32Array;
 

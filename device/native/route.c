@@ -41,7 +41,7 @@ enum {
 };
 
 /* The property names the route reads and calls, found once (an identifier's number never changes in a machine). */
-static xsIdentifier idLink, idLevel, idNeverShed, idSize, idSend, idSentFrames, idTurn, idDataFrame, idFrame, idBuffer, idByteOffset, idLength;
+static xsIdentifier idLink, idLevel, idNeverShed, idSize, idSend, idSentFrames, idTurn, idFrame, idBuffer, idByteOffset, idLength;
 static xsIdentifier idCh, idCritical, idLevelFloor, idSeq, idIndex, idFieldCount, idShedBase, idSegmentsBase, idTag, idSharedFlag, idLastAt;
 static xsIdentifier idSlots, idTableBuffer, idLayout, idRouting, idCounters, idRateGated, idEgressDrops, idDelivered, idRows;
 static xsIdentifier idData, idRab, idCapacity, idSealedAt, idBytes, idPrefix, idPrefixed, idResize;
@@ -214,7 +214,6 @@ void xs_route_push(xsMachine *the)
 		idSend = xsID("send");
 		idSentFrames = xsID("sentFrames");
 		idTurn = xsID("turn");
-		idDataFrame = xsID("dataFrame");
 		idFrame = xsID("frame");
 		idBuffer = xsID("buffer");
 		idByteOffset = xsID("byteOffset");
