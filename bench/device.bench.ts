@@ -31,8 +31,9 @@ import { LinkFraming, TakePool, TcpLink, type DirectTransport } from '../binding
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
 import { BleLink, type BleTransport } from '../bindings/ble/link.js';
 import { CLIENT_REASSEMBLY, Fragmenter, fragmentSize, Reassembler } from '../bindings/ble/fragment.js';
-import { EspNowBinding, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus, type Radio, type RadioHandler } from '../bindings/espnow/link.js';
+import { EspNowBinding, EspNowLink, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus, type Radio, type RadioHandler } from '../bindings/espnow/link.js';
 import type { EspNowPairing } from '../bindings/espnow/pairing.js';
+import { EsObjects } from './espnow-sent.js';
 import type { OpBench, RetainedBench } from './case.js';
 import { BENCH_CATALOG } from './route.bench.js';
 import { AckTracker, DatagramCursor, DATAGRAM_MAX_BYTES, encodeBitmapAck, HEADER_BYTES, writeHeader } from '../bindings/espnow/datagram.js';
@@ -770,6 +771,8 @@ export interface WorldOptions {
    * as the Linux simulator target and the host write it.
    */
   readonly sampleWriter?: 'device' | 'script';
+  /** The ESP-NOW binding's class, in place of the one `sampleWriter` chooses (a build with the C linked in, to check the model). */
+  readonly EspNowBinding?: typeof EspNowBinding;
 }
 
 /**
@@ -1146,6 +1149,120 @@ export class NativeFrameReaderStandIn extends FastReader {
   }
 }
 
+/**
+ * The device's ESP-NOW C (device/native/espnowsent.c: the binding's `sent` and its links' `send`)
+ * as the bench counts it: each course runs in script between the world's pause() and resume(),
+ * line for line the C's (bench/espnow-sent.ts over the binding's real objects), each of its
+ * property accesses, typed-array elements and calls into script counted for the report to price;
+ * the script it calls is counted as it runs.
+ */
+export class NativeEspNowSentStandIn {
+  statuses = 0;
+  sends = 0;
+  /** The send status's course and the links' send's, each counted apart (the one is the binding's work, the other a delivery's). */
+  readonly model: EsObjects;
+  readonly sendModel: EsObjects;
+  /** What entering the binding's `sent` costs beyond a host function's call with as many arguments (as NativeSampleRouterStandIn.entry). */
+  entry = 0;
+  /** The same for a link's `send`. */
+  sendEntry = 0;
+  private probing = false;
+  /** The binding class whose `sent` and links' `send` are this stand-in, as the device's are the C (device/espnow-native.ts EspNowBindingNative). */
+  readonly Binding: typeof EspNowBinding;
+  constructor(private readonly world: DeviceWorld) {
+    this.model = new EsObjects(world);
+    this.sendModel = new EsObjects(world);
+    const standIn = this;
+    class EspNowLinkStandIn extends EspNowLink {
+      override send(frame: Uint8Array, tag: number, seq: number): boolean {
+        return standIn.send(this, frame, tag, seq);
+      }
+    }
+    class EspNowBindingStandIn extends EspNowBinding {
+      override sent(mac: number, ok: boolean): void {
+        standIn.sent(this, mac, ok);
+      }
+    }
+    Object.defineProperty(EspNowBindingStandIn.prototype, 'Link', { value: EspNowLinkStandIn });
+    this.Binding = EspNowBindingStandIn;
+  }
+
+  /** As NativeSampleRouterStandIn.measureEntry, through `binding`'s own `sent` and its first link's `send` (a binding of another class is left alone). */
+  measureEntry(binding: EspNowBinding): void {
+    if (!(binding instanceof this.Binding)) return;
+    const frame = new Uint8Array(1);
+    const link = binding.peers()[0];
+    this.probing = true;
+    meter();
+    binding.sent(0, true);
+    let script = meter();
+    meter();
+    Math.max(0, 0);
+    let host = meter();
+    this.entry = script > host ? script - host : 0;
+    if (link !== undefined) {
+      meter();
+      link.send(frame, 0, 0);
+      script = meter();
+      meter();
+      Math.max(0, 0, 0);
+      host = meter();
+      this.sendEntry = script > host ? script - host : 0;
+    }
+    this.probing = false;
+  }
+
+  sent(binding: EspNowBinding, mac: number, ok: boolean): void {
+    if (this.probing) return;
+    this.world.pause();
+    this.world.discount(this.entry);
+    this.statuses++;
+    this.model.sent(binding, mac, ok);
+    this.world.resume();
+  }
+
+  send(link: EspNowLink, frame: Uint8Array, tag: number, seq: number): boolean {
+    if (this.probing) return false;
+    this.world.pause();
+    this.world.discount(this.sendEntry);
+    this.sends++;
+    const took = this.sendModel.send(link, frame, tag, seq);
+    this.world.resume();
+    return took;
+  }
+}
+
+/** What one of the device's ESP-NOW courses in C did: its property accesses, typed-array elements and calls into script. */
+export interface EsTally {
+  reads: number;
+  elements: number;
+  calls: number;
+}
+
+/** What the device's ESP-NOW C did in the measured interval (NativeEspNowSentStandIn; zeros all in script): send statuses and sends, each course's tally. */
+export interface EspNowSentCounts {
+  statuses: number;
+  sends: number;
+  sent: EsTally;
+  send: EsTally;
+}
+
+function tallyOf(m: EsObjects | null): EsTally {
+  if (m === null) return { reads: 0, elements: 0, calls: 0 };
+  const c = m.counts;
+  return { reads: c.reads, elements: c.elements, calls: c.calls.reduce((a, b) => a + b, 0) };
+}
+
+function espnowCounts(s: NativeEspNowSentStandIn | null): EspNowSentCounts {
+  return { statuses: s?.statuses ?? 0, sends: s?.sends ?? 0, sent: tallyOf(s?.model ?? null), send: tallyOf(s?.sendModel ?? null) };
+}
+
+function espnowSince(s: NativeEspNowSentStandIn | null, from: EspNowSentCounts): EspNowSentCounts {
+  const now = espnowCounts(s);
+  const less = (a: EsTally, b: EsTally): EsTally => ({ reads: a.reads - b.reads, elements: a.elements - b.elements, calls: a.calls - b.calls });
+  return { statuses: now.statuses - from.statuses, sends: now.sends - from.sends, sent: less(now.sent, from.sent), send: less(now.send, from.send) };
+}
+
 const T_ACK = FrameType.ACK;
 const T_PING = FrameType.PING;
 const T_BUNDLE = FrameType.BUNDLE;
@@ -1187,12 +1304,15 @@ export class DeviceWorld {
   readonly nativeRoute: NativeSampleRouterStandIn | null;
   /** The device's reader of the frequent client frames, as the world counts it, once the hub made it (null: the hub reads in script). */
   nativeReader: NativeFrameReaderStandIn | null = null;
+  /** The device's ESP-NOW send status, as the world counts it (null: the binding's in script). */
+  readonly nativeEspNow: NativeEspNowSentStandIn | null;
 
   constructor(mix: readonly MixClient[] = DEFAULT_MIX, options: WorldOptions = {}, config: Partial<HubConfig> = {}) {
     this.options = options;
     this.config = config;
     this.nativeData = options.sampleWriter === 'script' ? null : new NativeSampleWriterStandIn(this);
     this.nativeRoute = options.sampleWriter === 'script' ? null : new NativeSampleRouterStandIn(this);
+    this.nativeEspNow = options.sampleWriter === 'script' ? null : new NativeEspNowSentStandIn(this);
     this.catalog = loadCatalog(options.catalog ?? DEFAULT_CATALOG);
     this.store.set(CREDENTIALS_KEY, encodeCredentials([{ tier: Tier.operator, credential: utf8(OPERATOR_CREDENTIAL) }]));
     this.radio = new BenchRadio(this);
@@ -1245,7 +1365,8 @@ export class DeviceWorld {
       for (const c of this.clients) if (c instanceof EspNowClient) peers.push({ mac: c.mac, lmk: new Uint8Array(16).fill(c.mac & 0xff) });
       // More stations than the default 7 encrypted peers take a build with ESP-IDF's limit raised (at most 17).
       const maxEncrypted = Math.max(ESPNOW_MAX_ENCRYPTED_PEERS, peers.length);
-      this.espnow = new EspNowBinding({ clock: this.clock, radio: this.radio, attach: (link) => this.hub.attach(link), peers, maxEncrypted, queueBytes: DEVICE_ESPNOW_QUEUE_BYTES });
+      const Binding = this.options.EspNowBinding ?? this.nativeEspNow?.Binding ?? EspNowBinding;
+      this.espnow = new Binding({ clock: this.clock, radio: this.radio, attach: (link) => this.hub.attach(link), peers, maxEncrypted, queueBytes: DEVICE_ESPNOW_QUEUE_BYTES });
     }
   }
 
@@ -1278,6 +1399,7 @@ export class DeviceWorld {
     this.nativeData?.measureEntry();
     this.nativeRoute?.measureEntry();
     this.nativeReader?.measureEntry();
+    if (this.espnow !== null) this.nativeEspNow?.measureEntry(this.espnow);
   }
 
   /** Computrons of the interval ending now: what pause() set aside plus what ran since, less the meter's own cost. */
@@ -1475,9 +1597,11 @@ export interface WorkloadResult {
   /** What the device's route did in the measured seconds (NativeSampleRouterStandIn; zeros all in script): pushes through it, subscribers, its reads of script objects' properties, its calls into script, the rarer turns among them. */
   readonly route: RouteCounts;
   /** What entering each stand-in for the device's C costs beyond a host function's call, taken off each call (measureEntry). */
-  readonly standInEntry: { readonly route: number; readonly data: number; readonly reader: number };
+  readonly standInEntry: { readonly route: number; readonly data: number; readonly reader: number; readonly espnow: number };
   /** What the device's reader of the frequent client frames read in the measured seconds (NativeFrameReaderStandIn; zeros all in script): frames, its reads and writes of the reader's fields, and of them the accessors. */
   readonly reader: { readonly frames: number; readonly reads: number; readonly accessors: number };
+  /** What the device's ESP-NOW send status did in the measured seconds (NativeEspNowSentStandIn; zeros all in script). */
+  readonly espnow: EspNowSentCounts;
 }
 
 export interface RouteCounts {
@@ -1511,6 +1635,7 @@ export function runDeviceWorkload(seconds: number, warmMs = 3000, sampleWriter: 
   const native0 = nd === null ? { frames: 0, values: 0 } : { frames: nd.frames, values: nd.values };
   const route0 = routeCounts(world.nativeRoute);
   const reader0 = { frames: world.nativeReader?.frames ?? 0, reads: world.nativeReader?.reads ?? 0, accessors: world.nativeReader?.accessors ?? 0 };
+  const espnow0 = espnowCounts(world.nativeEspNow);
   const s = world.split;
   world.run(seconds * 1000);
   const c = world.counts;
@@ -1540,7 +1665,8 @@ export function runDeviceWorkload(seconds: number, warmMs = 3000, sampleWriter: 
     sampleWriter,
     native: nd === null ? { frames: 0, values: 0 } : { frames: nd.frames - native0.frames, values: nd.values - native0.values },
     route: routeSince(world.nativeRoute, route0),
-    standInEntry: { route: world.nativeRoute?.entry ?? 0, data: world.nativeData?.entry ?? 0, reader: world.nativeReader?.entry ?? 0 },
+    standInEntry: { route: world.nativeRoute?.entry ?? 0, data: world.nativeData?.entry ?? 0, reader: world.nativeReader?.entry ?? 0, espnow: world.nativeEspNow?.entry ?? 0 },
+    espnow: espnowSince(world.nativeEspNow, espnow0),
     reader: { frames: (world.nativeReader?.frames ?? 0) - reader0.frames, reads: (world.nativeReader?.reads ?? 0) - reader0.reads, accessors: (world.nativeReader?.accessors ?? 0) - reader0.accessors },
   };
 }
@@ -1572,7 +1698,7 @@ export function perDelivery(
   binding: BindingName,
   seconds = 2,
   sampleWriter: 'device' | 'script' = 'device',
-): { computrons: number; deliveries: number; perDelivery: number; native: { frames: number; values: number }; route: RouteCounts } {
+): { computrons: number; deliveries: number; perDelivery: number; native: { frames: number; values: number }; route: RouteCounts; espnow: EspNowSentCounts } {
   const world = deliveryWorld(binding, sampleWriter);
   world.calibrate();
   world.split.reset();
@@ -1581,10 +1707,11 @@ export function perDelivery(
   const f0 = nd?.frames ?? 0;
   const v0 = nd?.values ?? 0;
   const route0 = routeCounts(world.nativeRoute);
+  const espnow0 = espnowCounts(world.nativeEspNow);
   world.run(seconds * 1000);
   const deliveries = world.hub.counters.delivered - before;
   const computrons = world.split.delivery + world.split.bindings;
-  return { computrons, deliveries, perDelivery: deliveries > 0 ? computrons / deliveries : NaN, native: { frames: (nd?.frames ?? 0) - f0, values: (nd?.values ?? 0) - v0 }, route: routeSince(world.nativeRoute, route0) };
+  return { computrons, deliveries, perDelivery: deliveries > 0 ? computrons / deliveries : NaN, native: { frames: (nd?.frames ?? 0) - f0, values: (nd?.values ?? 0) - v0 }, route: routeSince(world.nativeRoute, route0), espnow: espnowSince(world.nativeEspNow, espnow0) };
 }
 
 /** The per-delivery world of `binding`, started: 8 clients on it, each subscribed to imu at PER_DELIVERY_HZ. */

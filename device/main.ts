@@ -28,6 +28,7 @@ import { provisionCredentials, ProvisionSource } from './provision.js';
 import { openDeviceRobot } from './robot.js';
 import { attempt, keep, log, openNetworkListeners, random, tickEvery, TicksClock } from './runtime.js';
 import { openStopLineNative } from './stop-native.js';
+import { EspNowBindingNative } from './espnow-native.js';
 import { FrameReaderNative } from './fast-native.js';
 import { SampleRouterNative } from './route-native.js';
 import { SampleWriterNative } from './sample-native.js';
@@ -188,6 +189,7 @@ export default function main(): void {
           allowUnencrypted: e.allowUnencrypted,
           maxEncrypted: e.maxEncrypted,
           queueBytes: DEVICE_ESPNOW_QUEUE_BYTES,
+          Binding: EspNowBindingNative,
           // §11.2: a station that is not paired may still stop the robot.
           strayEstop: (bytes, start, end) => {
             hub.estopFrame(bytes, start, end);

@@ -25,6 +25,16 @@
  *                                                                  the table after (hex) and the log of calls;
  *                                                                  LAYOUT: 13 numbers joined by commas, TABLE and VALUES
  *                                                                  hex (this machine's order), MODEL 5 bytes a slot
+ *                                espsent MAC OK CELLS RESULTS   -> espnowSent through a store of numbers (EsStore): the
+ *                                                                  store after, then the log of calls. A cell is
+ *                                                                  OBJECT.SLOT.VALUE (a property below 100, element i at
+ *                                                                  100 + i; VALUE a double's bits in 16 hex digits, rN the
+ *                                                                  store's object N, n null), joined by commas; RESULTS
+ *                                                                  the calls' answers in order (hex, "-": none); the
+ *                                                                  binding is object 0; a call logs as WHAT.A.B.D (hex)
+ *                                espsend TAG SEQ CELLS RESULTS  -> espnowSend through the same store, the link object 0
+ *                                                                  and its frame object 1 (TAG hex, SEQ a whole number):
+ *                                                                  whether the link took it, the store, the log
  *   native-host time N         times N rounds of one imu SAMPLE frame's work (its CRC and its six
  *                              values), of one cmd_vel PUBLISH frame's CRC, of the CRC of 256 bytes
  *                              and of reading 32 values; prints JSON with the nanoseconds of each
@@ -42,6 +52,7 @@
 #include "../../device/native/samplewriter.h"
 #include "../../device/native/route.h"
 #include "../../device/native/fastreader.h"
+#include "../../device/native/espnowsent.h"
 
 /* The route's calls, as a model: each slot's session (a link or none, its level, its never-shed
  * queue empty or not, what its link's send and the hub's turn answer), every call logged. */
@@ -149,6 +160,200 @@ static int routeLine(const char *line)
 	return 0;
 }
 
+/* espnowsent.h's calls over a store of numbers: objects of properties and elements, the calls
+ * into script answered in order from RESULTS and logged. */
+#define ES_STORE_OBJECTS 40
+#define ES_STORE_ELEMENTS 1024
+#define ES_STORE_SLOTS (100 + ES_STORE_ELEMENTS)
+enum { esUndefined, esNumber, esRef, esNull };
+typedef struct {
+	EspSentCalls calls;
+	double v[ES_STORE_OBJECTS][ES_STORE_SLOTS];
+	uint8_t kind[ES_STORE_OBJECTS][ES_STORE_SLOTS];
+	int held[kEsObjects]; /* the store's object each of the course's holds, -1: none */
+	double results[64];
+	int nResults, nextResult;
+	char log[8192];
+	size_t at;
+} EsStore;
+
+static uint64_t esBits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static double esDouble(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+
+static int esSlot(EsStore *m, int o, int slot, double **v, uint8_t **k)
+{
+	int obj = o >= 0 && o < kEsObjects ? m->held[o] : -1;
+	if (obj < 0 || slot < 0 || slot >= ES_STORE_SLOTS)
+		return 0;
+	*v = &m->v[obj][slot];
+	*k = &m->kind[obj][slot];
+	return 1;
+}
+static int esHold(EsStore *m, int to, int from, int slot)
+{
+	double *v;
+	uint8_t *k;
+	if (!esSlot(m, from, slot, &v, &k) || *k != esRef) {
+		m->held[to] = -1;
+		return 0;
+	}
+	m->held[to] = (int)*v;
+	return 1;
+}
+static int esLoad(EspSentCalls *c, int to, int from, int f) { return esHold((EsStore *)c, to, from, f); }
+static void esLoadAt(EspSentCalls *c, int to, int from, uint32_t i) { esHold((EsStore *)c, to, from, 100 + (int)(i < ES_STORE_ELEMENTS ? i : ES_STORE_ELEMENTS)); }
+static double esRead(EsStore *m, int o, int slot)
+{
+	double *v;
+	uint8_t *k;
+	if (!esSlot(m, o, slot, &v, &k))
+		return NAN;
+	return *k == esNumber ? *v : *k == esNull ? 0 : NAN;
+}
+static void esWrite(EsStore *m, int o, int slot, double x, int kind)
+{
+	double *v;
+	uint8_t *k;
+	if (esSlot(m, o, slot, &v, &k)) {
+		*v = x;
+		*k = (uint8_t)kind;
+	}
+}
+static double esGet(EspSentCalls *c, int o, int f) { return esRead((EsStore *)c, o, f); }
+static void esSet(EspSentCalls *c, int o, int f, double v) { esWrite((EsStore *)c, o, f, v, esNumber); }
+static void esSetBool(EspSentCalls *c, int o, int f, int v) { esWrite((EsStore *)c, o, f, v ? 1 : 0, esNumber); }
+static void esSetRef(EspSentCalls *c, int o, int f, int ref)
+{
+	EsStore *m = (EsStore *)c;
+	if (ref < 0 || m->held[ref] < 0)
+		esWrite(m, o, f, 0, esNull);
+	else
+		esWrite(m, o, f, m->held[ref], esRef);
+}
+static double esAt(EspSentCalls *c, int o, uint32_t i) { return esRead((EsStore *)c, o, 100 + (int)(i < ES_STORE_ELEMENTS ? i : ES_STORE_ELEMENTS)); }
+static void esSetAt(EspSentCalls *c, int o, uint32_t i, double v) { esWrite((EsStore *)c, o, 100 + (int)(i < ES_STORE_ELEMENTS ? i : ES_STORE_ELEMENTS), v, esNumber); }
+static void esSetByte(EspSentCalls *c, int o, uint32_t i, uint8_t v) { esWrite((EsStore *)c, o, 100 + (int)(i < ES_STORE_ELEMENTS ? i : ES_STORE_ELEMENTS), v, esNumber); }
+static uint32_t esBytes(EspSentCalls *c, int o)
+{
+	double n = esRead((EsStore *)c, o, fLength);
+	return n >= 0 && n <= ES_STORE_ELEMENTS ? (uint32_t)n : 0;
+}
+static int esCopy(EspSentCalls *c, int to, uint32_t at, int from)
+{
+	EsStore *m = (EsStore *)c;
+	uint32_t n = esBytes(c, from), room = esBytes(c, to);
+	if (at > room || n > room - at)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		esWrite(m, to, 100 + (int)(at + i), esRead(m, from, 100 + (int)i), esNumber);
+	return 1;
+}
+static double esCall(EspSentCalls *c, int what, double a, double b, double d)
+{
+	EsStore *m = (EsStore *)c;
+	int n = snprintf(m->log + m->at, sizeof(m->log) - m->at, "%s%d.%016llx.%016llx.%016llx", m->at ? "," : "", what,
+		(unsigned long long)esBits(a), (unsigned long long)esBits(b), (unsigned long long)esBits(d));
+	if (n > 0 && (size_t)n < sizeof(m->log) - m->at)
+		m->at += (size_t)n;
+	if (what == kEsPump || what == kEsPumpLater || what == kEsInScript)
+		return 0;
+	return m->nextResult < m->nResults ? m->results[m->nextResult++] : NAN;
+}
+
+/* espsent MAC OK CELLS RESULTS, or (send) espsend TAG SEQ CELLS RESULTS: the link object 0, its frame object 1. */
+static int espSentLine(const char *line, int send)
+{
+	static char macHex[32], cells[262144], results[4096];
+	static EsStore m;
+	int ok;
+	char *q, *e;
+	if (sscanf(line, "%31s %d %262143s %4095s", macHex, &ok, cells, results) != 4)
+		return 1;
+	memset(&m, 0, sizeof(m));
+	for (int i = 0; i < kEsObjects; i++)
+		m.held[i] = -1;
+	if (send) {
+		m.held[kEsLink] = 0;
+		m.held[kEsFrame] = 1;
+	}
+	else
+		m.held[kEsBinding] = 0;
+	for (q = cells; *q;) {
+		long o = strtol(q, &e, 10), slot;
+		if (e == q || *e != '.' || o < 0 || o >= ES_STORE_OBJECTS)
+			return 1;
+		q = e + 1;
+		slot = strtol(q, &e, 10);
+		if (e == q || *e != '.' || slot < 0 || slot >= ES_STORE_SLOTS)
+			return 1;
+		q = e + 1;
+		if (*q == 'r') {
+			long ref = strtol(q + 1, &e, 10);
+			if (e == q + 1 || ref < 0 || ref >= ES_STORE_OBJECTS)
+				return 1;
+			m.v[o][slot] = (double)ref;
+			m.kind[o][slot] = esRef;
+		}
+		else if (*q == 'n') {
+			e = q + 1;
+			m.kind[o][slot] = esNull;
+		}
+		else {
+			unsigned long long u = strtoull(q, &e, 16);
+			if (e != q + 16)
+				return 1;
+			m.v[o][slot] = esDouble((uint64_t)u);
+			m.kind[o][slot] = esNumber;
+		}
+		q = e;
+		if (*q == ',')
+			q++;
+		else if (*q)
+			return 1;
+	}
+	if (results[0] != '-')
+		for (q = results; *q && m.nResults < 64;) {
+			unsigned long long u = strtoull(q, &e, 16);
+			if (e != q + 16)
+				return 1;
+			m.results[m.nResults++] = esDouble((uint64_t)u);
+			q = e;
+			if (*q == ',')
+				q++;
+		}
+	m.calls.load = esLoad;
+	m.calls.loadAt = esLoadAt;
+	m.calls.get = esGet;
+	m.calls.set = esSet;
+	m.calls.setBool = esSetBool;
+	m.calls.setRef = esSetRef;
+	m.calls.at = esAt;
+	m.calls.setAt = esSetAt;
+	m.calls.setByte = esSetByte;
+	m.calls.bytes = esBytes;
+	m.calls.copy = esCopy;
+	m.calls.call = esCall;
+	if (send)
+		printf("%d ", espnowSend(&m.calls, esDouble(strtoull(macHex, NULL, 16)), (double)ok));
+	else
+		espnowSent(&m.calls, esDouble(strtoull(macHex, NULL, 16)), ok);
+	ok = 0;
+	for (int o = 0; o < ES_STORE_OBJECTS; o++)
+		for (int s = 0; s < ES_STORE_SLOTS; s++) {
+			if (m.kind[o][s] == esUndefined)
+				continue;
+			printf("%s%d.%d.", ok++ ? "," : "", o, s);
+			if (m.kind[o][s] == esRef)
+				printf("r%d", (int)m.v[o][s]);
+			else if (m.kind[o][s] == esNull)
+				printf("n");
+			else
+				printf("%016llx", (unsigned long long)esBits(m.v[o][s]));
+		}
+	printf(" %s\n", m.at ? m.log : "-");
+	return 0;
+}
+
 static int check(void)
 {
 	char line[131072], hex[2048];
@@ -234,6 +439,10 @@ static int check(void)
 		}
 		else if (!strncmp(line, "route ", 6)) {
 			if (routeLine(line + 6))
+				return 2;
+		}
+		else if (!strncmp(line, "espsent ", 8) || !strncmp(line, "espsend ", 8)) {
+			if (espSentLine(line + 8, line[6] == 'd'))
 				return 2;
 		}
 		else

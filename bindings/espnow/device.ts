@@ -19,7 +19,7 @@
 import type { CatalogIndex } from '../../catalog/index.js';
 import type { Clock, Link, LinkSink } from '../../hub/ports.js';
 import type { EspNowNativeApi, NativeClassLookup, NativeLookup } from './embedded.js';
-import { EspNowBinding, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus, type Radio, type RadioHandler } from './link.js';
+import { EspNowBinding, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus, type EspNowOptions, type Radio, type RadioHandler } from './link.js';
 import type { EspNowPairing } from './pairing.js';
 
 // The XS globals (the SDK's xs.d.ts declares them the same way), scoped to this module.
@@ -187,6 +187,8 @@ export interface DeviceEspNowOptions extends DeviceRadioOptions {
   readonly strayEstop?: (bytes: Uint8Array, start: number, end: number) => void;
   /** Each peer's egress queue in bytes (EspNowOptions.queueBytes; the device's is DEVICE_ESPNOW_QUEUE_BYTES). */
   readonly queueBytes?: number;
+  /** The binding's class: EspNowBinding, or the device's with its send status in C (device/espnow-native.ts EspNowBindingNative). */
+  readonly Binding?: new (options: EspNowOptions) => EspNowBinding;
 }
 
 /**
@@ -196,7 +198,8 @@ export interface DeviceEspNowOptions extends DeviceRadioOptions {
 export function createDeviceEspNow(options: DeviceEspNowOptions): { radio: DeviceRadio; binding: EspNowBinding } {
   const radio = new DeviceRadio(options);
   try {
-    const binding = new EspNowBinding({
+    const Binding = options.Binding ?? EspNowBinding;
+    const binding = new Binding({
       clock: options.clock,
       radio,
       attach: options.attach,

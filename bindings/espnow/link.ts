@@ -871,8 +871,12 @@ export class EspNowBinding implements RadioHandler {
 
   // ------------------------------------------------------------------ egress
 
-  /** Sends the next datagram if the radio is free: ESTOP and retransmissions first, then round-robin. */
-  pump(): void {
+  /**
+   * Sends the next datagram if the radio is free: ESTOP and retransmissions first, then
+   * round-robin. `at`: the instant, when the caller has it (a send status, a tick: the datagram
+   * goes at the instant that freed the radio); else the clock's after the radio took it.
+   */
+  pump(at?: number): void {
     if (this.txBusy || this.radioWait || this.dry) return;
     // The streams in slot order, the broadcast stream last; the turn passes on from the last
     // served (after the broadcast stream, it is first again). An urgent datagram (ESTOP, a resend)
@@ -892,7 +896,7 @@ export class EspNowBinding implements RadioHandler {
     pick = 31 - Math.clz32(m & -m);
     if (urgent === 0) this.rrAfter = pick;
     if (pick >= this.slots) {
-      this.pumpBroadcast(pick, urgent, sole);
+      this.pumpBroadcast(pick, urgent, sole, at);
       return;
     }
     // The open link in that slot: the open links are in slot order, none later in `open` than
@@ -938,7 +942,7 @@ export class EspNowBinding implements RadioHandler {
         return;
       }
     }
-    const now = this.clock.now();
+    const now = at === undefined ? this.clock.now() : at;
     // §13.5.1: the watermark is the backlog this datagram found queued.
     const found = q.nBytes / q.capacityBytes;
     if (plain) {
@@ -992,7 +996,7 @@ export class EspNowBinding implements RadioHandler {
   }
 
   // pump, for the segment's broadcast stream (slot `pick`).
-  private pumpBroadcast(pick: number, urgent: number, sole: boolean): void {
+  private pumpBroadcast(pick: number, urgent: number, sole: boolean, at: number | undefined): void {
     const e = this.bcast as Egress;
     const q = e.queue;
     const plain = !e.hot;
@@ -1014,7 +1018,7 @@ export class EspNowBinding implements RadioHandler {
       this.radioWait = true;
       return;
     }
-    const now = this.clock.now();
+    const now = at === undefined ? this.clock.now() : at;
     const cap = q.capacityBytes;
     const found = q.nBytes / cap;
     const seq = plain ? e.commitQueued(COMMITTED_PLAIN) : e.commit();
@@ -1047,6 +1051,11 @@ export class EspNowBinding implements RadioHandler {
 
   // ------------------------------------------------------------------ radio events
 
+  /**
+   * The radio's send status of the datagram in flight. The device runs its common course in C
+   * (device/espnow-native.ts EspNowBindingNative), which hands every other status to this one
+   * under its second name, `sentInScript`.
+   */
   sent(mac: number, ok: boolean): void {
     this.radioWait = false;
     if (!this.txBusy) {
@@ -1082,7 +1091,7 @@ export class EspNowBinding implements RadioHandler {
         if (c[b] === id) c[b + METER_BUCKETS] = (c[b + METER_BUCKETS] as number) + (this.txLen - HEADER_BYTES);
       } else this.sendFailed(link);
     } else this.txLink = null;
-    if (!this.dry) this.pump();
+    if (!this.dry) this.pump(now);
   }
 
   // The datagram in flight of `link` failed: what must survive it is owed a resend.
@@ -1236,7 +1245,7 @@ export class EspNowBinding implements RadioHandler {
       }
     }
     const ceiling = paired ? this.pairings.ceiling(mac) : Tier.observer;
-    const link = new EspNowLink(this, slot, mac, this.queueBytes, this.queueFrames, now, ceiling);
+    const link = new this.Link(this, slot, mac, this.queueBytes, this.queueFrames, now, ceiling);
     const seq = this.nextSeqByMac.get(mac);
     if (seq !== undefined) link.egress.seq = seq;
     open.splice(slot, 0, link);
@@ -1283,7 +1292,7 @@ export class EspNowBinding implements RadioHandler {
     this.tickedAt = now;
     this.ticks++;
     this.radioWait = false;
-    if (!this.txBusy && !this.dry) this.pump();
+    if (!this.txBusy && !this.dry) this.pump(now);
   }
 
   // The tick's detector work: each link's level from its detectors as they now stand (their
@@ -1320,3 +1329,21 @@ export class EspNowBinding implements RadioHandler {
     if (wake < this.wakeAt) this.wakeAt = wake;
   }
 }
+
+export interface EspNowBinding {
+  /** @internal EspNowBinding.sent, under a name a subclass's own `sent` leaves reachable (device/espnow-native.ts). */
+  sentInScript(mac: number, ok: boolean): void;
+  /** @internal The class of the binding's links (a subclass's may be its own: device/espnow-native.ts). */
+  readonly Link: typeof EspNowLink;
+}
+Object.defineProperty(EspNowBinding.prototype, 'sentInScript', { value: EspNowBinding.prototype.sent });
+Object.defineProperty(EspNowBinding.prototype, 'Link', { value: EspNowLink });
+
+export interface EspNowLink {
+  /** @internal EspNowLink.send, under a name a subclass's own `send` leaves reachable (device/espnow-native.ts). */
+  sendInScript(frame: Uint8Array, tag: number, seq: number): boolean;
+}
+Object.defineProperty(EspNowLink.prototype, 'sendInScript', { value: EspNowLink.prototype.send });
+
+/** @internal Where a link's numbers keep its meter and its send-status latency (device/native/espnowsent.h reads them there). */
+export const ESPNOW_COLUMNS = Object.freeze({ meter: COL_METER, rtt: COL_RTT, meterBuckets: METER_BUCKETS });

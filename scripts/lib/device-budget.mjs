@@ -53,6 +53,19 @@ export const BINDINGS = Object.freeze(['tcp', 'ws', 'ble', 'espnow']);
  */
 export const NATIVE_PRICE = Object.freeze({ read: 1, accessor: 10, call: 21 });
 
+/**
+ * What the device's ESP-NOW C (device/native/espnowsent.c: the send status and a link's send) is
+ * charged, in computrons: each property it reads or writes by name, each typed-array element by
+ * index (XS meters the index access and the element's getter or setter, and converts the index),
+ * each call into script beyond the script it runs. Bytes the C reads and writes where they lie
+ * (a Uint8Array's data: the datagram's header, the frame copied into its queue) are not XS's and
+ * are not charged. Fitted against the same C linked into an XS build of the same sources, over
+ * five worlds (the per-delivery world at 10, 20, 40 and 80 Hz and the default mix): read and
+ * element as XS meters them one at a time, the call so that the report's count is never below
+ * XS's own and at most 5.2 % above it (docs/performance.md "Method").
+ */
+export const ESPNOW_PRICE = Object.freeze({ read: 2, element: 7, call: 27 });
+
 /** manifest.json's `creation`: the heap XS gets on the device. */
 export function creation(repo) {
   const m = JSON.parse(readFileSync(join(repo, 'manifest.json'), 'utf8'));
@@ -363,6 +376,8 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
   const routeEquiv = (r) => (r ? r.reads * NATIVE_PRICE.read + r.accessors * NATIVE_PRICE.accessor + r.calls * NATIVE_PRICE.call : 0);
   /** The same for the device's reader of the frequent client frames (device/native/fastreader.c): its reads and writes of the reader's fields. */
   const readerEquiv = (r) => (r ? r.reads * NATIVE_PRICE.read + r.accessors * NATIVE_PRICE.accessor : 0);
+  /** The same for one of the device's ESP-NOW courses (device/native/espnowsent.c), by ESPNOW_PRICE. */
+  const espEquiv = (t) => (t ? t.reads * ESPNOW_PRICE.read + t.elements * ESPNOW_PRICE.element + t.calls * ESPNOW_PRICE.call : 0);
   const native = {
     source: 'bench/native/native-host.c built with this host\'s cc -O2, the median of the runs (scripts/lib/native-host.mjs)',
     host: {
@@ -375,9 +390,10 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
 
   const w = await onXs(bundle, `__D.workload(${seconds}, ${warmMs}, 'device')`);
   const ws = await onXs(bundle, `__D.workload(${seconds}, ${warmMs}, 'script')`);
-  const dataPerSecond = (dataEquiv(w.native) + routeEquiv(w.route)) / seconds;
+  const dataPerSecond = (dataEquiv(w.native) + routeEquiv(w.route) + espEquiv(w.espnow.send)) / seconds;
   const readerPerSecond = readerEquiv(w.reader) / seconds;
-  const cps = w.perSecond.total + dataPerSecond + readerPerSecond;
+  const espSentPerSecond = espEquiv(w.espnow.sent) / seconds;
+  const cps = w.perSecond.total + dataPerSecond + readerPerSecond + espSentPerSecond;
   const workload = {
     seconds,
     warmMs,
@@ -387,7 +403,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
       delivery: Math.round(w.perSecond.delivery + dataPerSecond),
       ingress: Math.round(w.perSecond.ingress + readerPerSecond),
       tick: Math.round(w.perSecond.tick),
-      bindings: Math.round(w.perSecond.bindings),
+      bindings: Math.round(w.perSecond.bindings + espSentPerSecond),
     },
     native: {
       dataFramesPerSecond: round(w.native.frames / seconds, 1),
@@ -406,7 +422,15 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
         readsPerSecond: round(w.reader.reads / seconds, 1),
         accessorsPerSecond: round(w.reader.accessors / seconds, 1),
       },
-      computronsPerSecond: Math.round(dataPerSecond + readerPerSecond),
+      espnow: {
+        statusesPerSecond: round(w.espnow.statuses / seconds, 1),
+        sendsPerSecond: round(w.espnow.sends / seconds, 1),
+        sent: mapRound(w.espnow.sent),
+        send: mapRound(w.espnow.send),
+        price: { ...ESPNOW_PRICE },
+        computronsPerSecond: Math.round((espEquiv(w.espnow.sent) + espEquiv(w.espnow.send)) / seconds),
+      },
+      computronsPerSecond: Math.round(dataPerSecond + readerPerSecond + espSentPerSecond),
     },
     detail: {
       bindingsBy: mapRound(w.bindingsBy),
@@ -473,7 +497,7 @@ export async function deviceReport(repo, { quick = false, hostCoreMark = CALIBRA
   for (const b of BINDINGS) {
     const r = await onXs(bundle, `__D.perDelivery('${b}', ${quick ? 1 : 4}, 'device')`);
     const a = await onXs(bundle, `__D.perDelivery('${b}', ${quick ? 1 : 4}, 'script')`);
-    const eq = dataEquiv(r.native) + routeEquiv(r.route);
+    const eq = dataEquiv(r.native) + routeEquiv(r.route) + espEquiv(r.espnow.sent) + espEquiv(r.espnow.send);
     perDelivery[b] = round((r.computrons + eq) / r.deliveries, 1);
     perDeliveryAllScript[b] = round(a.perDelivery, 1);
     perDeliveryDetail[b] = { computrons: Math.round(r.computrons), nativeComputrons: Math.round(eq), deliveries: r.deliveries, dataFrames: r.native.frames, allScript: { computrons: Math.round(a.computrons), deliveries: a.deliveries } };

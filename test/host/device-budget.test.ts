@@ -19,6 +19,7 @@ interface Ceilings {
   pendant: { perPeriod: number; retained: { slots: number; chunkBytes: number } };
   uplink: { health: number; telemetryJson: number; telemetryCbor: number; retainedSlots: number; retainedChunkBytes: number };
   robotLink: { perImuSample: number; perPublish: number; perSecond: number; device: { perImuSample: number; perPublish: number; perSecond: number } };
+  espnowC: { perStatus: number; perSend: number };
 }
 
 interface Budget {
@@ -33,6 +34,7 @@ interface Budget {
   pendantCreation(repo: string): { slots: number; chunkBytes: number };
   creation(repo: string): { slots: number; chunkBytes: number };
   retainedUplink(bundle: string): Promise<{ slots: number; chunkBytes: number }>;
+  ESPNOW_PRICE: { read: number; element: number; call: number };
 }
 
 function within(measured: number, ceiling: number, what: string): void {
@@ -66,6 +68,14 @@ describe('device budget guard (XS engine)', function () {
       assert.ok(r.deliveries > 100, `${binding}: only ${r.deliveries} deliveries`);
       assert.ok(r.native.frames > 0 && r.native.frames * 8 === r.deliveries, `${binding}: the device's writer wrote ${r.native.frames} DATA frames for ${r.deliveries} deliveries to 8 subscribers`);
       within(r.perDelivery, ceilings.perDelivery[binding] as number, `computrons per delivery through ${binding} (the device's C left out)`);
+      if (binding === 'espnow') {
+        // The binding's C (device/native/espnowsent.c): the radio's send statuses and the links' sends, priced as the report prices them.
+        const p = budget.ESPNOW_PRICE;
+        const priced = (t: { reads: number; elements: number; calls: number }): number => t.reads * p.read + t.elements * p.element + t.calls * p.call;
+        assert.ok(r.espnow.statuses > 100 && r.espnow.sends > 100, `the ESP-NOW C saw ${r.espnow.statuses} send statuses and ${r.espnow.sends} sends`);
+        within(priced(r.espnow.sent) / r.espnow.statuses, ceilings.espnowC.perStatus, "the ESP-NOW C's computrons per send status, priced");
+        within(priced(r.espnow.send) / r.espnow.sends, ceilings.espnowC.perSend, "the ESP-NOW C's computrons per send, priced");
+      }
       const s = await budget.onXs(bundle, `__D.perDelivery('${binding}', 1, 'script')`);
       assert.equal(s.native.frames, 0);
       within(s.perDelivery, ceilings.perDeliveryAllScript[binding] as number, `computrons per delivery through ${binding}, all in script`);

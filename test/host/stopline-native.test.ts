@@ -96,14 +96,16 @@ describe('the native stop line and the task watchdog in the build', () => {
   it('builds the native modules and their wrappers for esp32 only, with the ESP-IDF components they call', () => {
     assert.ok((root['include'] as string[]).includes('./device/native/manifest.json'));
     const esp32 = native['platforms']['esp32'] as Json;
-    // The stop line, the robot link's byte work, the DATA writer, the push's route and the frequent client frames' reader
-    // (robot-native.test.ts, sample-native.test.ts, route-native.test.ts, fast-native.test.ts).
-    assert.deepEqual(esp32['modules']['*'], ['./stopline', './robotframe', './samplewriter', './route', './fastreader']);
+    // The stop line, the robot link's byte work, the DATA writer, the push's route, the frequent client frames' reader and
+    // the ESP-NOW binding's send status and sends (robot-native.test.ts, sample-native.test.ts, route-native.test.ts, fast-native.test.ts,
+    // espnow-sent-native.test.ts).
+    assert.deepEqual(esp32['modules']['*'], ['./stopline', './robotframe', './samplewriter', './route', './fastreader', './espnowsent']);
     assert.equal(esp32['modules']['device/stop-native'], '../stop-native');
     assert.equal(esp32['modules']['device/robot-native'], '../robot-native');
     assert.equal(esp32['modules']['device/sample-native'], '../sample-native');
     assert.equal(esp32['modules']['device/route-native'], '../route-native');
     assert.equal(esp32['modules']['device/fast-native'], '../fast-native');
+    assert.equal(esp32['modules']['device/espnow-native'], '../espnow-native');
     assert.deepEqual(esp32['dependency'], [{ idf: 'esp_driver_gpio' }, { idf: 'esp_timer' }]);
     assert.equal(native['modules'], undefined, 'nothing of it outside esp32');
     assert.match(native['platforms']['...']['warning'], /only on esp32/);
