@@ -212,13 +212,13 @@ function pump(c: EsCalls, now: number): void {
 /** espnowsent.h espnowSent: the binding's `sent(mac, ok)` through `c`. */
 export function espnowSent(c: EsCalls, mac: number, ok: boolean): void {
   if (!ok || c.get(B, F.txBusy) === 0 || !c.load(Es.TX, B, F.txLink) || c.get(Es.TX, F.closed) !== 0 || c.get(Es.TX, F.mac) !== mac) {
-    c.call(EsCall.IN_SCRIPT, mac, ok ? 1 : 0, 0);
+    c.call(EsCall.IN_SCRIPT, mac, ok ? 1 : 0, NaN);
     return;
   }
   const now = c.call(EsCall.NOW, 0, 0, 0);
   c.load(Es.TX_LOSS, Es.TX, F.loss);
   if (!(now >= 0 && now < c.get(Es.TX_LOSS, F.quietUntil))) {
-    c.call(EsCall.IN_SCRIPT, mac, ok ? 1 : 0, 0);
+    c.call(EsCall.IN_SCRIPT, mac, ok ? 1 : 0, now);
     return;
   }
   c.setBool(B, F.radioWait, false);
@@ -252,10 +252,11 @@ export function espnowSend(c: EsCalls, tag: number, seq: number): boolean {
   if (c.get(Es.QUEUE, F.nFrames) !== 0 || c.get(Es.EGRESS, F.hot) !== 0 || c.get(Es.EGRESS, F.committed) !== COMMITTED_PLAIN || length > cap || c.get(Es.QUEUE, F.capacityFrames) === 0) {
     return c.call(EsCall.SEND_IN_SCRIPT, tag, seq, 0) !== 0;
   }
-  const now = c.call(EsCall.NOW, 0, 0, 0);
   c.load(Es.MEM, Es.QUEUE, F.mem);
-  if (!c.copy(Es.MEM, cap + HEADER_BYTES + 1, Es.FRAME)) return c.call(EsCall.SEND_IN_SCRIPT, tag, seq, 0) !== 0;
+  if (c.bytes(Es.MEM) < cap + HEADER_BYTES + 1 + length) return c.call(EsCall.SEND_IN_SCRIPT, tag, seq, 0) !== 0;
+  const now = c.call(EsCall.NOW, 0, 0, 0);
   c.setByte(Es.MEM, cap + HEADER_BYTES, length & 0xff);
+  c.copy(Es.MEM, cap + HEADER_BYTES + 1, Es.FRAME);
   c.set(Es.QUEUE, F.head, 0);
   c.load(Es.LENS, Es.QUEUE, F.lens);
   c.setAt(Es.LENS, 0, length);
@@ -457,7 +458,8 @@ export class EsObjects implements EsCalls {
       default: {
         const ok = b !== 0;
         hooks?.resume();
-        (binding as Script).sentInScript!(a, ok);
+        if (d !== d) (binding as Script).sentInScript!(a, ok);
+        else (binding as Script).sentInScript!(a, ok, d);
       }
     }
     hooks?.pause();

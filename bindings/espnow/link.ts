@@ -873,8 +873,8 @@ export class EspNowBinding implements RadioHandler {
 
   /**
    * Sends the next datagram if the radio is free: ESTOP and retransmissions first, then
-   * round-robin. `at`: the instant, when the caller has it (a send status, a tick: the datagram
-   * goes at the instant that freed the radio); else the clock's after the radio took it.
+   * round-robin. `at`: the instant, when the caller has it (a send status: the datagram goes at
+   * the instant that freed the radio); else the clock's after the radio took it.
    */
   pump(at?: number): void {
     if (this.txBusy || this.radioWait || this.dry) return;
@@ -1054,16 +1054,16 @@ export class EspNowBinding implements RadioHandler {
   /**
    * The radio's send status of the datagram in flight. The device runs its common course in C
    * (device/espnow-native.ts EspNowBindingNative), which hands every other status to this one
-   * under its second name, `sentInScript`.
+   * under its second name, `sentInScript`, with the instant it read (`at`) when it read one.
    */
-  sent(mac: number, ok: boolean): void {
+  sent(mac: number, ok: boolean, at?: number): void {
     this.radioWait = false;
     if (!this.txBusy) {
       this.pump();
       return;
     }
     this.txBusy = false;
-    const now = this.clock.now();
+    const now = at === undefined ? this.clock.now() : at;
     const link = this.txLink;
     if (link === null) this.sentBroadcast(ok, now);
     else if (!link.closed && link.mac === mac) {
@@ -1292,7 +1292,7 @@ export class EspNowBinding implements RadioHandler {
     this.tickedAt = now;
     this.ticks++;
     this.radioWait = false;
-    if (!this.txBusy && !this.dry) this.pump(now);
+    if (!this.txBusy && !this.dry) this.pump();
   }
 
   // The tick's detector work: each link's level from its detectors as they now stand (their
@@ -1332,7 +1332,7 @@ export class EspNowBinding implements RadioHandler {
 
 export interface EspNowBinding {
   /** @internal EspNowBinding.sent, under a name a subclass's own `sent` leaves reachable (device/espnow-native.ts). */
-  sentInScript(mac: number, ok: boolean): void;
+  sentInScript(mac: number, ok: boolean, at?: number): void;
   /** @internal The class of the binding's links (a subclass's may be its own: device/espnow-native.ts). */
   readonly Link: typeof EspNowLink;
 }

@@ -27,6 +27,7 @@ enum {
 
 static const char *const names[kEsFields] = { ES_NAMES };
 static xsIdentifier ids[kEsFields];
+static int named;
 static xsIdentifier idClock, idNow, idRadio, idSend, idSendAgain, idDrained, idJudge, idSentInFlight, idPump, idSentInScript, idSendInScript, idQueued;
 
 typedef struct {
@@ -174,7 +175,10 @@ static double glueCall(EspSentCalls *c, int what, double a, double b, double d)
 		return xsmcTest(xsVar(vResult)) ? 1 : 0;
 	default:
 		xsmcSetBoolean(xsVar(vC), b != 0);
-		xsmcCall(xsVar(vResult), xsVar(kEsBinding), idSentInScript, &xsVar(vB), &xsVar(vC), NULL);
+		if (isnan(d))
+			xsmcCall(xsVar(vResult), xsVar(kEsBinding), idSentInScript, &xsVar(vB), &xsVar(vC), NULL);
+		else
+			xsmcCall(xsVar(vResult), xsVar(kEsBinding), idSentInScript, &xsVar(vB), &xsVar(vC), &xsVar(vD), NULL);
 		return 0;
 	}
 	return xsmcToNumber(xsVar(vResult));
@@ -184,7 +188,7 @@ static double glueCall(EspSentCalls *c, int what, double a, double b, double d)
 static void glueOpen(xsMachine *the, EspGlue *g)
 {
 	int i;
-	if (ids[0] == XS_NO_ID) {
+	if (!named) {
 		for (i = 0; i < kEsFields; i++)
 			ids[i] = xsID(names[i]);
 		idClock = xsID("clock");
@@ -199,6 +203,7 @@ static void glueOpen(xsMachine *the, EspGlue *g)
 		idSentInScript = xsID("sentInScript");
 		idSendInScript = xsID("sendInScript");
 		idQueued = xsID("queued");
+		named = 1;
 	}
 	g->the = the;
 	g->calls.load = glueLoad;

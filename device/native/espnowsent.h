@@ -79,7 +79,7 @@ enum {
 	kEsJudge,      /* loss.judge(a): the level */
 	kEsSentInFlight, /* loss.sentInFlight(a: seq, b: now): the level */
 	kEsPump,       /* binding.pump(a: the instant) */
-	kEsInScript,   /* binding.sentInScript(a: mac, b: ok) */
+	kEsInScript,   /* binding.sentInScript(a: mac, b: ok, d: the instant read, NaN: none) */
 	kEsPumpLater,  /* binding.pump(): the clock's instant after the radio took the datagram */
 	kEsSendInScript, /* link.sendInScript(the frame, a: tag, b: seq): 1 when the link took it */
 	kEsQueued,     /* queueLevel.queued(a: ratio, b: now): the level */
@@ -339,14 +339,14 @@ static inline void espnowSent(EspSentCalls *c, double mac, int ok)
 	double now, txAt, rtt, id, bucket;
 	uint32_t b;
 	if (!ok || c->get(c, kEsBinding, fTxBusy) == 0 || !c->load(c, kEsTx, kEsBinding, fTxLink) || c->get(c, kEsTx, fClosed) != 0 || c->get(c, kEsTx, fMac) != mac) {
-		c->call(c, kEsInScript, mac, ok, 0);
+		c->call(c, kEsInScript, mac, ok, NAN);
 		return;
 	}
 	now = c->call(c, kEsNow, 0, 0, 0);
 	c->load(c, kEsTxLoss, kEsTx, fLoss);
-	/* The datagram in flight is the link's last committed: a status that it went changes nothing the detector judges until its next deadline. */
+	/* The datagram in flight is the link's last committed: a status that it went changes nothing the detector judges until its next deadline. The script's own, at the instant read, otherwise. */
 	if (!(now >= 0 && now < c->get(c, kEsTxLoss, fQuietUntil))) {
-		c->call(c, kEsInScript, mac, ok, 0);
+		c->call(c, kEsInScript, mac, ok, now);
 		return;
 	}
 	c->setBool(c, kEsBinding, fRadioWait, 0);
@@ -394,12 +394,13 @@ static inline int espnowSend(EspSentCalls *c, double tag, double seq)
 	cap = esU32(c->get(c, kEsQueue, fCapacityBytes));
 	if (c->get(c, kEsQueue, fNFrames) != 0 || c->get(c, kEsEgress, fHot) != 0 || c->get(c, kEsEgress, fCommitted) != kEsCommittedPlain || length > cap || c->get(c, kEsQueue, fCapacityFrames) == 0)
 		return c->call(c, kEsSendInScript, tag, seq, 0) != 0;
-	now = c->call(c, kEsNow, 0, 0, 0);
-	/* FrameQueue.pushPacked, inline: into an empty queue of a stream whose datagram area is free, the frame is written where packing its datagram would copy it to. */
+	/* FrameQueue.pushPacked, inline: into an empty queue of a stream whose datagram area is free, the frame is written where packing its datagram would copy it to (a queue's bytes always have that room). */
 	c->load(c, kEsMem, kEsQueue, fMem);
-	if (!c->copy(c, kEsMem, cap + kEsHeaderBytes + 1, kEsFrame))
+	if (c->bytes(c, kEsMem) < cap + kEsHeaderBytes + 1 + length)
 		return c->call(c, kEsSendInScript, tag, seq, 0) != 0;
+	now = c->call(c, kEsNow, 0, 0, 0);
 	c->setByte(c, kEsMem, cap + kEsHeaderBytes, (uint8_t)length);
+	c->copy(c, kEsMem, cap + kEsHeaderBytes + 1, kEsFrame);
 	c->set(c, kEsQueue, fHead, 0);
 	c->load(c, kEsLens, kEsQueue, fLens);
 	c->setAt(c, kEsLens, 0, length);

@@ -34,7 +34,8 @@ void xs_fast_read(xsMachine *the)
 	FastOut out;
 	int type;
 	xsmcVars(vCount);
-	if (idValue == XS_NO_ID) {
+	/* The last name looked up tells that all were (a lookup that failed part way is done again). */
+	if (idNumbersBuffer == XS_NO_ID) {
 		idValue = xsID("value");
 		idChannelId = xsID("channelId");
 		idFinite = xsID("finite");

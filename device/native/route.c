@@ -206,7 +206,8 @@ void xs_route_push(xsMachine *the)
 	double seq, index, count, length, n, fields, lastAt, end;
 	uint32_t i, cell;
 	xsmcVars(vCount);
-	if (idLink == XS_NO_ID) {
+	/* The last name looked up tells that all were (a lookup that failed part way is done again). */
+	if (idResize == XS_NO_ID) {
 		idLink = xsID("link");
 		idLevel = xsID("level");
 		idNeverShed = xsID("neverShed");
