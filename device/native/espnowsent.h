@@ -258,7 +258,7 @@ static inline void esPump(EspSentCalls *c, double now)
 	c->set(c, kEsEgress, fCommittedGen, 0);
 	seq = esU32(c->get(c, kEsEgress, fSeq));
 	c->set(c, kEsEgress, fCommittedSeq, seq);
-	c->set(c, kEsEgress, fSeq, (seq + 1) & 0xffff);
+	c->set(c, kEsEgress, fSeq, (seq + 1) & kEsSeqMask);
 	c->set(c, kEsQueue, fHead, 0);
 	c->set(c, kEsQueue, fTail, 0);
 	c->set(c, kEsQueue, fHeadFrame, 0);

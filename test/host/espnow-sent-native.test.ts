@@ -23,7 +23,7 @@ import { CborWriter } from '../../hub/cbor.js';
 import { Tag, type Link, type LinkSink } from '../../hub/ports.js';
 import { EspNowBinding, EspNowLink, ESPNOW_COLUMNS, RadioStatus, type Radio, type RadioHandler } from '../../bindings/espnow/link.js';
 import { Mulberry32, SimAir, SimPeer } from '../../host-sim/links/espnow-air.js';
-import { Es, EsCall, ES_COL_METER, ES_COL_RTT, ES_FIELDS, EsObjects, esCounts, espnowSend, espnowSent, type EsCalls } from '../../bench/espnow-sent.js';
+import { Es, EsCall, EsField, ES_COL_METER, ES_COL_RTT, ES_FIELDS, EsObjects, esCounts, espnowSend, espnowSent, type EsCalls } from '../../bench/espnow-sent.js';
 import { buildBroken, useNativeHost } from '../lib/native-host.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -147,7 +147,7 @@ interface StoreCase {
   results: number[];
 }
 
-const F = Object.fromEntries(ES_FIELDS.map((n, i) => [n, i])) as Record<(typeof ES_FIELDS)[number], number>;
+const F = EsField;
 
 /** A random store shaped as a binding with up to three links (each of 10 objects), its answers to the calls random too. */
 export function storeCase(r: Mulberry32): StoreCase {
