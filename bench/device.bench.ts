@@ -27,7 +27,8 @@ import { FastReader } from '../hub/fast-reader.js';
 import type { HubCounters } from '../hub/counters.js';
 import type { SealedBytes } from '../hub/bytes.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_DEFAULTS, DEVICE_ESPNOW_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES } from '../device/config.js';
-import { LinkFraming, TakePool, TcpLink, type DirectTransport } from '../bindings/tcp/egress.js';
+import { LinkFraming, TakePool, TcpLink } from '../bindings/tcp/egress.js';
+import { SocketPort, type StreamSocket } from '../bindings/tcp/socket-port.js';
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
 import { BleLink, type BleTransport } from '../bindings/ble/link.js';
 import { CLIENT_REASSEMBLY, Fragmenter, fragmentSize, Reassembler } from '../bindings/ble/fragment.js';
@@ -219,16 +220,37 @@ export const PEER_ACK_EVERY = 16;
 export const PEER_ACK_PERIOD_MS = 50;
 /** The socket stand-in takes this much per write (the device adapter's take, bindings/tcp/device.ts DEVICE_TAKE_BYTES: one lwIP segment). */
 export const SOCKET_TAKE_BYTES = 1436;
+/** What the device's socket port lets lwIP hold unacknowledged (bindings/tcp/device.ts DEVICE_SOCKET_LIMIT_BYTES: two segments). */
+export const DEVICE_SOCKET_LIMIT_BYTES = 2872;
+/** The stand-in socket's send buffer: the SDK's ESP32 lwIP default (CONFIG_LWIP_TCP_SND_BUF_DEFAULT). */
+export const LWIP_SEND_BUFFER_BYTES = 8192;
+/** A client's TCP stack acknowledges received bytes it has not acknowledged on a segment of its own within this long (Linux's delayed ACK). */
+export const CLIENT_DELAYED_ACK_MS = 40;
 
 // ------------------------------------------------------------------------------------------
 // The world.
 
+/** Reads of any world's clock so far (DeviceWorld.take discounts those of each measured interval). */
+let clockReads = 0;
+
+/**
+ * The world's clock. The device's is a host function (device/clock-native.ts over
+ * device/native/clock.c), which costs XS the call alone: what this one costs beyond that (its
+ * body, the count of reads) is measured (DeviceWorld.calibrate) and not counted.
+ */
 class VirtualClock implements Clock {
   t = 1000;
   now(): number {
+    clockReads++;
     return this.t;
   }
 }
+
+/** The device's clock as XS calls it: a host function on the prototype (here a builtin that takes no argument). */
+class HostClockProbe {
+  declare now: () => number;
+}
+Object.defineProperty(HostClockProbe.prototype, 'now', { value: Math.random, writable: true, configurable: true });
 
 class FixedRandom implements Random {
   private x = 0x2545f491;
@@ -346,7 +368,7 @@ abstract class Client {
   readonly w = new CborWriter(new Uint8Array(1024));
   constructor(
     readonly spec: MixClient,
-    protected readonly world: DeviceWorld,
+    readonly world: DeviceWorld,
   ) {}
 
   /** Encodes `f` and hands it to the hub's side of this client's link, counted as ingress. */
@@ -447,10 +469,100 @@ abstract class Client {
   }
 }
 
-/** A socket that takes whatever the link yields; the client reads it as TCP or WebSocket. */
-class StreamClient extends Client implements DirectTransport {
+/**
+ * The stand-in for the SDK's lwIP TCP socket under the device's SocketPort (bindings/tcp/socket-port.ts),
+ * as a model with stated parameters: a send buffer of LWIP_SEND_BUFFER_BYTES, whose bytes the
+ * client's stack acknowledges whenever the client sends (the acknowledgement rides on its
+ * segment) and otherwise after CLIENT_DELAYED_ACK_MS; each acknowledgement of new bytes is one
+ * `onWritable(free)` on the device, which the port runs as the device does. The stack's copy and
+ * the client's reading are not counted; what calling `write` costs beyond the device's host
+ * function is measured and not counted either (as NativeSampleRouterStandIn.entry).
+ */
+class BenchSocket implements StreamSocket {
+  free = LWIP_SEND_BUFFER_BYTES;
+  /** Bytes written that the client's stack has not acknowledged, and since when. */
+  unacked = 0;
+  unackedSince = 0;
+  entry = 0;
+  private probing = false;
+  constructor(
+    private readonly client: StreamClient,
+    private readonly world: DeviceWorld,
+  ) {}
+
+  write(bytes: Uint8Array): number {
+    if (this.probing) return 0;
+    this.world.pause();
+    this.world.discount(this.entry);
+    if (this.unacked === 0) this.unackedSince = this.world.clock.t;
+    this.unacked += bytes.length;
+    this.free -= bytes.length;
+    if (this.free < 0) throw new Error('device bench: the socket port wrote past the send buffer');
+    this.client.read(bytes, bytes.length);
+    this.world.resume();
+    return this.free;
+  }
+
+  close(): void {}
+
+  /** The client's stack acknowledged everything written: the send buffer is free again. */
+  acknowledged(): number {
+    this.free += this.unacked;
+    this.unacked = 0;
+    return this.free;
+  }
+
+  /** As NativeSampleRouterStandIn.measureEntry, for one call of `write`. */
+  measureEntry(): void {
+    const b = new Uint8Array(1);
+    this.probing = true;
+    meter();
+    this.write(b);
+    const script = meter();
+    meter();
+    Math.max(0);
+    const host = meter();
+    this.probing = false;
+    this.entry = script > host ? script - host : 0;
+  }
+}
+
+/** The device's SocketPort over the bench's socket: the pump deferred to the world's settle, as the device's timer defers it. */
+class BenchPort extends SocketPort {
+  /** A pump is owed (the device's timer armed). */
+  due = false;
+  constructor(
+    link: TcpLink,
+    private readonly client: StreamClient,
+  ) {
+    super(link, DEVICE_SOCKET_LIMIT_BYTES);
+  }
+  open(socket: BenchSocket): void {
+    this.opened(socket);
+    // lwIP's first onWritable, at accept: the whole send buffer free.
+    this.writable(socket.free);
+  }
+  protected schedule(): void {
+    this.due = true;
+    this.client.world.kicked.push(this.client);
+  }
+  protected released(): void {}
+  /** The deferred pump's turn (the device's timer callback). */
+  pumpNow(): void {
+    this.due = false;
+    this.turn();
+  }
+  /** lwIP's onWritable after the client's stack acknowledged new bytes. */
+  acked(free: number): void {
+    this.writable(free);
+  }
+}
+
+/** A TCP or WebSocket client over the device's SocketPort; the client reads the stream as TCP or WebSocket. */
+class StreamClient extends Client {
   link: TcpLink | null = null;
-  kicked = false;
+  port: BenchPort | null = null;
+  socket: BenchSocket | null = null;
   private readonly inbound = new Uint8Array(2048);
   // Client-side parse state of the hub's stream.
   private need = 0;
@@ -479,54 +591,45 @@ class StreamClient extends Client implements DirectTransport {
       takePool: this.world.takePool ?? undefined,
     });
     this.link = link;
-    link.start(this);
+    const socket = new BenchSocket(this, this.world);
+    this.socket = socket;
+    const port = new BenchPort(link, this);
+    this.port = port;
+    port.open(socket);
     if (ws) {
       const req = utf8('GET / HTTP/1.1\r\nHost: hub\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
       link.input(req, 0, req.length);
     }
   }
 
-  kick(): void {
-    if (this.kicked) return;
-    this.kicked = true;
-    this.world.kicked.push(this);
-  }
-
-  close(_wsCode: number): void {
-    if (this.link) this.link.transportClosed();
-  }
-
-  /** The socket has room for what the device adapter lets it hold (its limit): bandwidth is not what this workload tests. */
-  room(): number {
-    return SOCKET_TAKE_BYTES;
-  }
-
-  /** The stack copies what it is given; the client reads it, outside the count. */
-  writeFrame(header: Uint8Array | null, frame: Uint8Array): void {
-    this.world.pause();
-    if (header !== null) this.read(header, header.length);
-    this.read(frame, frame.length);
-    this.world.resume();
-  }
-
-  /** The adapter's pump: pull until the link yields nothing (bindings), then read it (not counted). */
+  /** The deferred pump (the device's timer callback), counted as the binding's. */
   pump(): void {
-    this.kicked = false;
-    const link = this.link;
-    if (!link) return;
-    for (;;) {
-      meter();
-      const n = link.take(SOCKET_TAKE_BYTES);
-      this.world.split.bind(this.spec.binding, this.world.take());
-      if (n === 0) return;
-      this.read(link.out, n);
-      meter();
-      link.wrote();
-      this.world.split.bind(this.spec.binding, this.world.take());
-    }
+    const port = this.port;
+    if (port === null || !port.due) return;
+    meter();
+    port.pumpNow();
+    this.world.split.bind(this.spec.binding, this.world.take());
   }
 
-  private read(b: Uint8Array, n: number): void {
+  /** The client's stack acknowledges what it received: one onWritable on the device, counted as the binding's. */
+  private acknowledge(): void {
+    const socket = this.socket;
+    const port = this.port;
+    if (socket === null || port === null || socket.unacked === 0) return;
+    const free = socket.acknowledged();
+    meter();
+    port.acked(free);
+    this.world.split.bind(this.spec.binding, this.world.take());
+  }
+
+  override timers(now: number): void {
+    super.timers(now);
+    const socket = this.socket;
+    if (socket !== null && socket.unacked > 0 && now - socket.unackedSince >= CLIENT_DELAYED_ACK_MS) this.acknowledge();
+  }
+
+  /** The client reads what the socket carried (not counted). */
+  read(b: Uint8Array, n: number): void {
     let p = 0;
     if (this.spec.binding === 'ws' && this.httpEnd < 4) {
       // Skip the 101 answer: up to the blank line.
@@ -588,6 +691,8 @@ class StreamClient extends Client implements DirectTransport {
       b[p++] = 0;
     }
     copy(frame, length, b, p);
+    // The client's segment carries its stack's acknowledgement of what it has received.
+    this.acknowledge();
     meter();
     link.input(b, 0, p + length);
     this.world.split.ingest(this.spec.binding, this.world.take());
@@ -1374,8 +1479,13 @@ export class DeviceWorld {
   probe = 0;
   /** What one pause() and resume() add to an interval, subtracted per pair (set by calibrate()). */
   pauseCost = 0;
+  /** What one read of the world's clock costs beyond a call of the device's host function (set by calibrate()), subtracted per read. */
+  clockEntry = 0;
   private carry = 0;
   private pauses = 0;
+  /** clockReads when the last interval was taken, and the reads since made while paused. */
+  private readsMark = 0;
+  private readsPaused = 0;
 
   /** Measures the meter's own costs on this engine: an empty interval, and a pause()/resume() pair. */
   calibrate(): void {
@@ -1396,15 +1506,58 @@ export class DeviceWorld {
       paired += this.take();
     }
     this.pauseCost = paired / 16;
+    this.clockEntry = 0;
+    this.clockEntry = this.measureClockEntry();
     this.nativeData?.measureEntry();
     this.nativeRoute?.measureEntry();
     this.nativeReader?.measureEntry();
     if (this.espnow !== null) this.nativeEspNow?.measureEntry(this.espnow);
+    for (let i = 0; i < this.clients.length; i++) {
+      const c = this.clients[i];
+      if (c instanceof StreamClient && c.socket !== null) c.socket.measureEntry();
+    }
   }
 
-  /** Computrons of the interval ending now: what pause() set aside plus what ran since, less the meter's own cost. */
+  /** What a read of the world's clock costs beyond a call of the device's clock (a host function), from 8 reads of each. */
+  private measureClockEntry(): number {
+    const reads = clockReads;
+    const c = this.clock;
+    const h = new HostClockProbe();
+    meter();
+    c.now();
+    c.now();
+    c.now();
+    c.now();
+    c.now();
+    c.now();
+    c.now();
+    c.now();
+    const script = meter();
+    meter();
+    h.now();
+    h.now();
+    h.now();
+    h.now();
+    h.now();
+    h.now();
+    h.now();
+    h.now();
+    const host = meter();
+    clockReads = reads;
+    this.readsMark = reads;
+    this.readsPaused = 0;
+    return script > host ? (script - host) / 8 : 0;
+  }
+
+  /**
+   * Computrons of the interval ending now: what pause() set aside plus what ran since, less the
+   * meter's own cost and what the clock's reads in it cost beyond the device's host function.
+   */
   take(): number {
-    const c = meter() + this.carry - this.probe - this.pauses * this.pauseCost;
+    const reads = clockReads - this.readsMark - this.readsPaused;
+    this.readsMark = clockReads;
+    this.readsPaused = 0;
+    const c = meter() + this.carry - this.probe - this.pauses * this.pauseCost - reads * this.clockEntry;
     this.carry = 0;
     this.pauses = 0;
     return c > 0 ? c : 0;
@@ -1418,11 +1571,14 @@ export class DeviceWorld {
     if (!this.pausing) return;
     this.carry += meter();
     this.pauses++;
+    this.readsPaused -= clockReads;
   }
 
   /** Ends the uncounted stretch pause() began. */
   resume(): void {
-    if (this.pausing) meter();
+    if (!this.pausing) return;
+    this.readsPaused += clockReads;
+    meter();
   }
 
   /** Takes `computrons` off the interval's count (a stand-in's entry, beyond what the device's host function costs). */

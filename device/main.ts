@@ -26,7 +26,8 @@ import { CATALOG, CONFIG } from './boot.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_ESPNOW_QUEUE_BYTES, Pull, WifiMode, type DeviceConfig } from './config.js';
 import { provisionCredentials, ProvisionSource } from './provision.js';
 import { openDeviceRobot } from './robot.js';
-import { attempt, keep, log, openNetworkListeners, random, tickEvery, TicksClock } from './runtime.js';
+import { attempt, keep, log, openNetworkListeners, random, tickEvery } from './runtime.js';
+import { ClockNative } from './clock-native.js';
 import { openStopLineNative } from './stop-native.js';
 import { EspNowBindingNative } from './espnow-native.js';
 import { FrameReaderNative } from './fast-native.js';
@@ -72,7 +73,9 @@ function startWifi(config: DeviceConfig): void {
 
 export default function main(): void {
   const config = CONFIG;
-  const clock = new TicksClock();
+  // The time in C (device/native/clock.c): every part of the hub reads it, and a host function
+  // costs XS a call where the script clock over Time.ticks runs its own steps at every read.
+  const clock = new ClockNative();
   const store = new PreferenceStore(Preference);
 
   // 1. The stop line, driven to stop before anything else can fail.

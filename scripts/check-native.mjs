@@ -12,10 +12,10 @@
 //   3. device/native/robotframe.c (the robot link's CRC and values),
 //      device/native/samplewriter.c (a DATA frame's seq, t and values), device/native/route.c
 //      (a push's common route), device/native/fastreader.c (the frequent client frames read) and
-//      device/native/espnowsent.c (the ESP-NOW send status)
+//      device/native/espnowsent.c (the ESP-NOW send status) and device/native/clock.c (the clock)
 //      against the xsnap XS headers, and against the SDK's when $MODDABLE is set;
 //   4. bindings/espnow/device.ts, device/stop-native.ts, device/stop-path.ts and
-//      device/robot-native.ts, device/sample-native.ts, device/route-native.ts, device/fast-native.ts and device/espnow-native.ts with tsc (strict, ES2022, no Node or DOM types), since the host
+//      device/robot-native.ts, device/sample-native.ts, device/route-native.ts, device/fast-native.ts, device/espnow-native.ts and device/clock-native.ts with tsc (strict, ES2022, no Node or DOM types), since the host
 //      tsconfig.json leaves device adapters out.
 // Exits non-zero with the compiler's output on the first failure.
 //
@@ -44,6 +44,7 @@ const sampleWriterSource = join(repo, 'device/native/samplewriter.c');
 const routeSource = join(repo, 'device/native/route.c');
 const fastSource = join(repo, 'device/native/fastreader.c');
 const espSentSource = join(repo, 'device/native/espnowsent.c');
+const clockSource = join(repo, 'device/native/clock.c');
 const skipTs = args.includes('--skip-ts');
 
 const stubs = join(repo, 'bindings/espnow/native/stubs');
@@ -144,6 +145,10 @@ if (checkRobotFrame) {
   compile('espnowsent.c, xsnap XS headers', [xsnapIncludes], [], espSentSource, stopStubs);
   compile('espnowsent.c, xsnap XS headers, debug build', [xsnapIncludes], ['mxDebug=1'], espSentSource, stopStubs);
   if (sdk) compile(`espnowsent.c, SDK XS headers in ${sdk}`, [join(sdk, 'xs/includes')], [], espSentSource, stopStubs);
+  if (!existsSync(clockSource)) fail(`no such file: ${clockSource}`, '');
+  compile('clock.c, xsnap XS headers', [xsnapIncludes], [], clockSource, stopStubs);
+  compile('clock.c, xsnap XS headers, debug build', [xsnapIncludes], ['mxDebug=1'], clockSource, stopStubs);
+  if (sdk) compile(`clock.c, SDK XS headers in ${sdk}`, [join(sdk, 'xs/includes')], [], clockSource, stopStubs);
 }
 
 if (!skipTs) {
@@ -174,12 +179,13 @@ if (!skipTs) {
         join(repo, 'device/route-native.ts'),
         join(repo, 'device/fast-native.ts'),
         join(repo, 'device/espnow-native.ts'),
+        join(repo, 'device/clock-native.ts'),
         join(repo, 'bindings/espnow/link.ts'),
       ],
     }),
   );
   const r = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', config], { encoding: 'utf8', cwd: repo });
   rmSync(dir, { recursive: true, force: true });
-  if (r.status !== 0) fail('device.ts, stop-native.ts, robot-native.ts, sample-native.ts, route-native.ts, fast-native.ts, espnow-native.ts: tsc failed', `${r.stdout}${r.stderr}`);
-  process.stdout.write('  ok  device.ts, stop-native.ts, stop-path.ts, robot-native.ts, sample-native.ts, route-native.ts, fast-native.ts, espnow-native.ts: tsc strict ES2022 without Node types\n');
+  if (r.status !== 0) fail('device.ts, stop-native.ts, robot-native.ts, sample-native.ts, route-native.ts, fast-native.ts, espnow-native.ts, clock-native.ts: tsc failed', `${r.stdout}${r.stderr}`);
+  process.stdout.write('  ok  device.ts, stop-native.ts, stop-path.ts, robot-native.ts, sample-native.ts, route-native.ts, fast-native.ts, espnow-native.ts, clock-native.ts: tsc strict ES2022 without Node types\n');
 }

@@ -21,7 +21,8 @@ import type { WatermarkOptions } from '../detector.js';
 import type { HubAttach } from '../link.js';
 import { MAX_HUB_FRAME_BYTES } from '../../hub/frames.js';
 import { WS_MAX_HEADER_BYTES } from './framing.js';
-import { LinkFraming, TakePool, TcpLink, type DirectTransport } from './egress.js';
+import { LinkFraming, TakePool, TcpLink } from './egress.js';
+import { SocketPort } from './socket-port.js';
 
 /**
  * Egress queue capacity per connection on the device, where the hub writes frames of at most
@@ -98,24 +99,21 @@ function sha1(text: string): Uint8Array {
 // An unscheduled timer's intervals; the pump timer is re-armed by each kick.
 const IDLE_MS = 0x3fffffff;
 
-class DeviceTransport implements DirectTransport {
+/** One connection's socket (the SDK's lwIP TCP) and pump timer around its SocketPort. */
+class DeviceTransport extends SocketPort {
   private tcp: TCP | null = null;
-  private free = 0;
-  private total = 0;
-  private scheduled = false;
-  private giving = false;
   private readonly timer: Timer;
 
   constructor(
-    readonly link: TcpLink,
-    private readonly limit: number,
+    link: TcpLink,
+    limit: number,
     private readonly gone: (t: DeviceTransport) => void,
   ) {
+    super(link, limit);
     // One timer per connection, re-armed rather than re-created: a kick allocates nothing.
     this.timer = Timer.repeat(() => {
       Timer.schedule(this.timer);
-      this.scheduled = false;
-      this.pump();
+      this.turn();
     }, IDLE_MS);
     Timer.schedule(this.timer);
   }
@@ -142,44 +140,17 @@ class DeviceTransport implements DirectTransport {
       this.gone(this);
       return;
     }
-    this.link.start(this);
+    this.opened(this.tcp);
   }
 
-  /** What lwIP takes now within the limit: the link hands a frame straight over when it fits (no queue, no copy). */
-  room(): number {
-    if (!this.tcp || this.giving || this.scheduled) return 0;
-    let room = this.limit - (this.total - this.free);
-    if (room > this.free) room = this.free;
-    return room > 0 ? room : 0;
-  }
-
-  writeFrame(header: Uint8Array | null, frame: Uint8Array): void {
-    const tcp = this.tcp;
-    if (!tcp) return;
-    let left: number;
-    try {
-      if (header !== null) tcp.write(header);
-      left = tcp.write(frame);
-    } catch {
-      this.end();
-      return;
-    }
-    this.free = typeof left === 'number' ? left : 0;
-  }
-
-  kick(): void {
-    if (this.scheduled || this.giving) return;
-    this.scheduled = true;
-    // Deferred to the next turn of the run loop: the frames of one hub call go out in one write.
+  protected schedule(): void {
     Timer.schedule(this.timer, 0, IDLE_MS);
   }
 
-  close(_wsCode: number): void {
-    if (this.giving) return;
-    this.giving = true;
-    this.pump();
-    // lwIP sends what it already holds, then FIN; what the link still queues is dropped.
-    this.end();
+  protected released(): void {
+    this.tcp = null;
+    Timer.clear(this.timer);
+    this.gone(this);
   }
 
   private readable(): void {
@@ -188,52 +159,6 @@ class DeviceTransport implements DirectTransport {
     const got = tcp.read();
     if (typeof got === 'number' || !got) return;
     this.link.input(new Uint8Array(got), 0, got.byteLength);
-  }
-
-  private writable(free: number): void {
-    this.free = free;
-    if (free > this.total) this.total = free;
-    this.pump();
-  }
-
-  private pump(): void {
-    const tcp = this.tcp;
-    if (!tcp) return;
-    const link = this.link;
-    for (;;) {
-      let room = this.limit - (this.total - this.free);
-      if (room > this.free) room = this.free;
-      if (room <= 0) return;
-      // The link hands over exactly what goes, as a view of its own staging area: nothing is
-      // allocated or copied again here (lwIP copies it, TCP_WRITE_FLAG_COPY).
-      const n = link.take(room);
-      if (n === 0) return;
-      let left: number;
-      try {
-        left = tcp.write(link.out);
-      } catch {
-        // "would block" cannot happen (room ≤ free); anything else is a dead socket.
-        link.wrote();
-        this.end();
-        return;
-      }
-      link.wrote();
-      this.free = typeof left === 'number' ? left : 0;
-    }
-  }
-
-  private end(): void {
-    const tcp = this.tcp;
-    if (!tcp) return;
-    this.tcp = null;
-    Timer.clear(this.timer);
-    try {
-      tcp.close();
-    } catch {
-      // already closed by lwIP
-    }
-    this.link.transportClosed();
-    this.gone(this);
   }
 }
 

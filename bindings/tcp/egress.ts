@@ -656,11 +656,14 @@ export const LinkState = Object.freeze({
  * adapters are; the simulator's modelled socket pulls everything through the queue.
  */
 export interface DirectTransport extends LinkTransport {
-  /** Bytes the socket takes right now, within its adapter's limit. */
-  room(): number;
+  /**
+   * Bytes the socket takes right now, within its adapter's limit: a field the adapter keeps
+   * current (bindings/tcp/socket-port.ts), read for every frame the link hands straight over.
+   */
+  readonly room: number;
   /**
    * Takes one frame at once, after its framing header (null: none, a message transport sends
-   * the frame as one message); together at most `room()`. The stack copies them before
+   * the frame as one message); together at most `room`. The stack copies them before
    * returning.
    */
   writeFrame(header: Uint8Array | null, frame: Uint8Array): void;
@@ -749,7 +752,7 @@ const MS_PER_S = 1000;
 /** The transport as a DirectTransport, when it is one. */
 function directOf(transport: LinkTransport): DirectTransport | null {
   const d = transport as Partial<DirectTransport>;
-  return typeof d.room === 'function' && typeof d.writeFrame === 'function' ? (transport as DirectTransport) : null;
+  return typeof d.room === 'number' && typeof d.writeFrame === 'function' ? (transport as DirectTransport) : null;
 }
 
 /** The NACK frame the binding answers a refused frame with, encoded once for every link (only read). */
@@ -970,23 +973,23 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
       let bytes;
       if (this.framing === LENGTH_PREFIX) {
         bytes = frame.length + 2;
-        if (this.direct.room() < bytes) return this.enqueue(frame, tag);
+        if (this.direct.room < bytes) return this.enqueue(frame, tag);
         this.hdr2[0] = frame.length >>> 8;
         this.hdr2[1] = frame.length & 0xff;
         this.direct.writeFrame(this.hdr2, frame);
       } else if (this.framing !== WS_SERVER) {
         bytes = frame.length;
-        if (this.direct.room() < bytes) return this.enqueue(frame, tag);
+        if (this.direct.room < bytes) return this.enqueue(frame, tag);
         this.direct.writeFrame(null, frame);
       } else if (frame.length < 126) {
         bytes = frame.length + 2;
-        if (this.direct.room() < bytes) return this.enqueue(frame, tag);
+        if (this.direct.room < bytes) return this.enqueue(frame, tag);
         this.hdr2[0] = WS_FINAL_BINARY;
         this.hdr2[1] = frame.length;
         this.direct.writeFrame(this.hdr2, frame);
       } else {
         bytes = frame.length + 4;
-        if (this.direct.room() < bytes) return this.enqueue(frame, tag);
+        if (this.direct.room < bytes) return this.enqueue(frame, tag);
         const hdr = this.hdr;
         hdr[0] = WS_FINAL_BINARY;
         hdr[1] = 126;
@@ -1044,7 +1047,7 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
     // Nothing partly handed over and nothing waiting: the socket takes it at once, if it has room.
     const d = this.direct;
     const q = this.queue;
-    if (d !== null && q.held === 0 && len === frame.length && d.room() >= h + len) {
+    if (d !== null && q.held === 0 && len === frame.length && d.room >= h + len) {
       d.writeFrame(h > 0 ? (h === 2 ? this.hdr2 : this.hdr) : null, frame);
       const now = this.clock.now();
       this.acks.startedOne(now);
@@ -1177,7 +1180,10 @@ export class TcpLink implements BindingLink, FrameConsumer, WsConsumer {
    * take); returns how many.
    */
   take(max: number): number {
-    if (this.st === LinkState.CLOSED) return 0;
+    // Nothing queued or ahead: nothing to hand over, nothing to expire, and nothing dropped
+    // unjudged (a take judges every drop it makes). The device's socket asks at every
+    // acknowledgement the client's stack sends (bindings/tcp/socket-port.ts).
+    if (this.st === LinkState.CLOSED || this.queue.held === 0) return 0;
     // A message transport takes the record `nextMessageLength` sized: the samples were judged
     // stale then, and judging them again at a later instant could drop that very record.
     if (this.framing !== LinkFraming.MESSAGE) this.expireSamples();

@@ -81,7 +81,8 @@ class NetTransport implements DirectTransport {
     private readonly r: Resolved,
   ) {}
 
-  room(): number {
+  /** DirectTransport.room: Node drains the socket on its own, so it is read from the socket each time. */
+  get room(): number {
     const s = this.socket;
     if (this.giving || s.destroyed || !s.writable) return 0;
     const room = this.r.limit - s.writableLength;
@@ -202,7 +203,8 @@ class WsTransport implements DirectTransport {
     private readonly r: Resolved,
   ) {}
 
-  room(): number {
+  /** DirectTransport.room: Node drains the socket on its own, so it is read from the socket each time. */
+  get room(): number {
     const ws = this.ws;
     if (this.giving || ws.readyState !== ws.OPEN) return 0;
     const room = this.r.limit - ws.bufferedAmount;

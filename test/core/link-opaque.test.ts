@@ -63,7 +63,7 @@ describe('links carry frames as opaque bytes (the tag says what they are)', func
     const links: Link[] = [];
     const got: string[] = [];
     const transport: DirectTransport = {
-      room: () => 65536,
+      room: 65536,
       writeFrame(header, frame) {
         ok(header !== null && header.length === 2, 'a length prefix');
         equal(((header[0] as number) << 8) | (header[1] as number), frame.length, 'the prefix is the frame length');
@@ -88,7 +88,7 @@ describe('links carry frames as opaque bytes (the tag says what they are)', func
     const got: string[] = [];
     let upgraded = false;
     const transport: DirectTransport = {
-      room: () => 65536,
+      room: 65536,
       writeFrame(header, frame) {
         ok(header !== null, 'a WebSocket header');
         equal(header[0], 0x82, 'FIN, binary');

@@ -427,12 +427,11 @@ describe('tcp egress: TcpLink', () => {
   it('frames handed straight to the socket count as records handed over and frames started, with the queue\'s own', () => {
     const clock = new Clock();
     const hub = new FakeHub();
-    let room = 65536;
     const written: number[] = [];
     const socket = {
       kick(): void {},
       close(): void {},
-      room: () => room,
+      room: 65536,
       writeFrame(_header: Uint8Array | null, frame: Uint8Array): void {
         written.push(frame.length);
       },
@@ -446,7 +445,7 @@ describe('tcp egress: TcpLink', () => {
     equal(q.records, 0);
     equal(q.recordsOut, 3);
     equal(q.framesStarted, 3);
-    room = 0;
+    socket.room = 0;
     ok(link.send(f, DATA, 4));
     ok(link.send(f, DATA, 5));
     equal(q.records, 2, 'no room: queued');
@@ -455,7 +454,7 @@ describe('tcp egress: TcpLink', () => {
     deepEqual(pullFrames(link), [f, f]);
     equal(q.recordsOut, 5, 'the queued ones on top');
     equal(q.framesStarted, 5);
-    room = 65536;
+    socket.room = 65536;
     link.writeAhead(estopBytes(1));
     equal(written.length, 4, 'the ESTOP straight to the socket too');
     equal(q.framesStarted, 6, 'an ESTOP is a frame started');
@@ -1389,7 +1388,7 @@ describe('bindings/link: AckCounter timing ring in a shared array', () => {
     for (const estop of [false, true]) {
       const clock = new Clock();
       const hub = new FakeHub();
-      const socket = { kick(): void {}, close(): void {}, room: () => 65536, writeFrame(): void {} };
+      const socket = { kick(): void {}, close(): void {}, room: 65536, writeFrame(): void {} };
       const link = new TcpLink({ hub, clock, framing: LinkFraming.WS_SERVER, binding: 'ws', queueBytes: MIN_QUEUE_BYTES, sha1: () => new Uint8Array(20) });
       link.start(socket);
       const req = new TextEncoder().encode('GET / HTTP/1.1\r\nHost: hub\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');

@@ -98,14 +98,16 @@ describe('the native stop line and the task watchdog in the build', () => {
     const esp32 = native['platforms']['esp32'] as Json;
     // The stop line, the robot link's byte work, the DATA writer, the push's route, the frequent client frames' reader and
     // the ESP-NOW binding's send status and sends (robot-native.test.ts, sample-native.test.ts, route-native.test.ts, fast-native.test.ts,
-    // espnow-sent-native.test.ts).
-    assert.deepEqual(esp32['modules']['*'], ['./stopline', './robotframe', './samplewriter', './route', './fastreader', './espnowsent']);
+    // espnow-sent-native.test.ts), and the clock (check-native compiles it).
+    assert.deepEqual(esp32['modules']['*'], ['./stopline', './robotframe', './samplewriter', './route', './fastreader', './espnowsent', './clock']);
     assert.equal(esp32['modules']['device/stop-native'], '../stop-native');
     assert.equal(esp32['modules']['device/robot-native'], '../robot-native');
     assert.equal(esp32['modules']['device/sample-native'], '../sample-native');
     assert.equal(esp32['modules']['device/route-native'], '../route-native');
     assert.equal(esp32['modules']['device/fast-native'], '../fast-native');
     assert.equal(esp32['modules']['device/espnow-native'], '../espnow-native');
+    assert.equal(esp32['modules']['device/clock-native'], '../clock-native');
+    assert.ok((esp32['preload'] as string[]).includes('device/clock-native'));
     assert.deepEqual(esp32['dependency'], [{ idf: 'esp_driver_gpio' }, { idf: 'esp_timer' }]);
     assert.equal(native['modules'], undefined, 'nothing of it outside esp32');
     assert.match(native['platforms']['...']['warning'], /only on esp32/);
