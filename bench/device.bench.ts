@@ -21,7 +21,7 @@ import { encodeCredentials, CREDENTIALS_KEY } from '../hub/credentials.js';
 import { encodeFrame, FrameType, Key, PROTOCOL_VERSION, type Frame, type PubWish, type SubWish } from '../hub/frames.js';
 import { Hub, type HubConfig } from '../hub/hub.js';
 import { SessionState } from '../hub/session.js';
-import type { Clock, Link, Random, RobotPort, RouteHost, SampleBlock, SampleRouter, SampleWriter, Store } from '../hub/ports.js';
+import type { Clock, Link, LinkLevelFields, Random, RobotPort, RouteHost, SampleBlock, SampleRouter, SampleWriter, Store } from '../hub/ports.js';
 import { ScriptSampleWriter } from '../hub/fast-frames.js';
 import { FastReader } from '../hub/fast-reader.js';
 import type { HubCounters } from '../hub/counters.js';
@@ -32,7 +32,9 @@ import { SocketPort, type StreamSocket } from '../bindings/tcp/socket-port.js';
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
 import { BleLink, type BleTransport } from '../bindings/ble/link.js';
 import { CLIENT_REASSEMBLY, Fragmenter, fragmentSize, Reassembler } from '../bindings/ble/fragment.js';
-import { EspNowBinding, EspNowLink, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus, type Radio, type RadioHandler } from '../bindings/espnow/link.js';
+import { EspNowBinding, EspNowLink, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus } from '../bindings/espnow/link.js';
+import type { EspNowNativeApi } from '../bindings/espnow/embedded.js';
+import { MAC_BYTES, NativeRadio, POLL_BYTES, POLL_EMPTY, POLL_LAST, POLL_LENGTH, POLL_SENT, POLL_SENT_FAILED, readMac, writeMac } from '../bindings/espnow/native-radio.js';
 import type { EspNowPairing } from '../bindings/espnow/pairing.js';
 import { EsObjects } from './espnow-sent.js';
 import type { OpBench, RetainedBench } from './case.js';
@@ -808,43 +810,87 @@ class EspNowClient extends Client {
     this.seq = (this.seq + 1) & 0xffff;
     out[HEADER_BYTES] = length;
     copy(frame, length, out, HEADER_BYTES + 1);
-    meter();
-    (this.world.espnow as EspNowBinding).received(this.mac, out, HEADER_BYTES + 1 + length);
-    this.world.split.ingest('espnow', this.world.take());
+    this.world.espnowModule.receive(this.mac, out, HEADER_BYTES + 1 + length);
   }
 }
 
-/** The radio: one datagram in flight, its send status after RADIO_AIRTIME_MS, RADIO_LOSS of unicast ones failing. */
-class BenchRadio implements Radio {
-  handler: RadioHandler | null = null;
+/**
+ * The stand-in for the ESP-NOW native module (bindings/espnow/native/espnow.c) under the device's
+ * NativeRadio (bindings/espnow/native-radio.ts), as a model with stated parameters: one datagram
+ * in flight, its send status after RADIO_AIRTIME_MS, RADIO_LOSS of unicast ones failing; each
+ * send status and each peer's datagram wakes the VM (onReady) on its own, and the radio's drain
+ * polls it, as on the device at these rates. What the module does is native on the device and not
+ * counted; what calling `send` and `poll` costs beyond a host function is measured and not counted
+ * either (as NativeRadio's callers pay only a host function's call on the device).
+ */
+class BenchEspNowModule implements EspNowNativeApi {
   doneAt = Infinity;
+  onReady: () => void = () => {};
+  entrySend = 0;
+  entryPoll = 0;
+  private probing = false;
   private mac = 0;
   private ok = true;
   private readonly data = new Uint8Array(DATAGRAM_MAX_BYTES);
   private length = 0;
+  /** The event waiting for `poll` (POLL_EMPTY: none): a send status or a datagram, the station's MAC and the datagram. */
+  private event = POLL_EMPTY;
+  private eventMac = 0;
+  private readonly eventData = new Uint8Array(DATAGRAM_MAX_BYTES);
+  private readonly macNumber = new Float64Array(1);
+  private readonly macNumberBytes = new Uint8Array(this.macNumber.buffer);
   constructor(private readonly world: DeviceWorld) {}
-  setHandler(handler: RadioHandler): void {
-    this.handler = handler;
-  }
-  addPeer(_mac: number, _lmk: Uint8Array | null): number {
+
+  addPeer(_mac: Uint8Array, _encrypt: boolean, _lmk: Uint8Array | undefined): number {
     return RadioStatus.OK;
   }
-  removePeer(_mac: number): number {
+  removePeer(_mac: Uint8Array): number {
     return RadioStatus.OK;
   }
-  send(mac: number, data: Uint8Array, length: number): number {
-    if (this.doneAt !== Infinity) return RadioStatus.BUSY;
-    // The driver copies the datagram: native on the device, so not counted here.
+  send(mac: number | Uint8Array, data: Uint8Array, length: number): number {
+    if (this.probing) return 0;
     this.world.pause();
-    this.mac = mac;
-    this.length = length;
-    copy(data, length, this.data, 0);
-    this.ok = this.world.random.next() >= RADIO_LOSS;
-    this.doneAt = this.world.clock.now() + RADIO_AIRTIME_MS;
+    this.world.discount(this.entrySend);
+    let r: number = RadioStatus.OK;
+    if (this.doneAt !== Infinity) r = RadioStatus.BUSY;
+    else {
+      // The driver copies the datagram.
+      this.mac = typeof mac === 'number' ? mac : readMac(mac);
+      this.length = length;
+      copy(data, length, this.data, 0);
+      this.ok = this.world.random.next() >= RADIO_LOSS;
+      this.doneAt = this.world.clock.t + RADIO_AIRTIME_MS;
+    }
     this.world.resume();
-    return RadioStatus.OK;
+    return r;
   }
-  /** The datagram's airtime has passed: the peer has it (unless lost) and the radio reports. */
+  poll(into: Uint8Array): number {
+    if (this.probing) return 0;
+    this.world.pause();
+    this.world.discount(this.entryPoll);
+    let r = this.event;
+    if (r !== POLL_EMPTY) {
+      // As the module: the MAC's bytes, the datagram's, the MAC as a number past them; one event
+      // waits at a time here, so each is the last.
+      writeMac(this.eventMac, into);
+      if (r !== POLL_SENT && r !== POLL_SENT_FAILED) copy(this.eventData, r & POLL_LENGTH, into, MAC_BYTES);
+      this.macNumber[0] = this.eventMac;
+      copy(this.macNumberBytes, 8, into, POLL_BYTES);
+      this.event = POLL_EMPTY;
+      r |= POLL_LAST;
+    }
+    this.world.resume();
+    return r;
+  }
+  dropped(): number {
+    return 0;
+  }
+  postFailures(): number {
+    return 0;
+  }
+  close(): void {}
+
+  /** The datagram's airtime has passed: the peer has it (unless lost) and the radio reports, counted as the binding's. */
   complete(now: number): void {
     if (now < this.doneAt) return;
     this.doneAt = Infinity;
@@ -852,9 +898,42 @@ class BenchRadio implements Radio {
       const peer = this.world.peerByMac(this.mac);
       if (peer) peer.datagram(this.data, this.length, now);
     }
+    this.event = this.ok ? POLL_SENT : POLL_SENT_FAILED;
+    this.eventMac = this.mac;
     meter();
-    (this.handler as RadioHandler).sent(this.mac, this.ok);
+    this.onReady();
     this.world.split.bind('espnow', this.world.take());
+  }
+
+  /** A peer's datagram reaches the module: it wakes the VM, counted as the peer's ingress. */
+  receive(mac: number, data: Uint8Array, length: number): void {
+    this.event = length;
+    this.eventMac = mac;
+    copy(data, length, this.eventData, 0);
+    meter();
+    this.onReady();
+    this.world.split.ingest('espnow', this.world.take());
+  }
+
+  /** As NativeSampleRouterStandIn.measureEntry, for one call of `send` and one of `poll`. */
+  measureEntry(): void {
+    const b = new Uint8Array(1);
+    this.probing = true;
+    meter();
+    this.send(b, b, 0);
+    const send = meter();
+    meter();
+    Math.max(0, 0, 0);
+    const host3 = meter();
+    meter();
+    this.poll(b);
+    const poll = meter();
+    meter();
+    Math.max(0);
+    const host1 = meter();
+    this.probing = false;
+    this.entrySend = send > host3 ? send - host3 : 0;
+    this.entryPoll = poll > host1 ? poll - host1 : 0;
   }
 }
 
@@ -1066,10 +1145,19 @@ export class NativeSampleRouterStandIn implements SampleRouter {
         u8[sourceDropped + k] = 1;
         continue;
       }
-      this.calls++;
-      w.resume();
-      const level = link.level;
-      w.pause();
+      // route.c routeLevel: a link whose level stands has it in `lvl` (hub/ports.ts LinkLevelFields); any other runs its getter.
+      let level: number;
+      const d = (link as unknown as Partial<LinkLevelFields>).detector;
+      this.reads++;
+      if (d !== null && typeof d === 'object' && ((this.reads += 2), d.judgements === (link as unknown as LinkLevelFields).judgementsSeen)) {
+        this.reads++;
+        level = (link as unknown as LinkLevelFields).lvl;
+      } else {
+        this.calls++;
+        w.resume();
+        level = link.level;
+        w.pause();
+      }
       if (level >= 1 || u8[sourceDropped + k] === 1 || (this.reads += 2, s.neverShed.size > 0)) {
         this.calls++;
         this.turns++;
@@ -1384,7 +1472,9 @@ export class DeviceWorld {
   readonly clients: Client[] = [];
   kicked: StreamClient[] = [];
   private pumping: StreamClient[] = [];
-  readonly radio: BenchRadio;
+  /** The ESP-NOW native module's stand-in, and the device's radio over it. */
+  readonly espnowModule: BenchEspNowModule;
+  readonly radio: NativeRadio;
   espnow: EspNowBinding | null = null;
   /** The stream connections' egress memory, made at boot as the device makes it (bindings/tcp/device.ts deviceTakePool). */
   takePool: TakePool | null = null;
@@ -1420,7 +1510,11 @@ export class DeviceWorld {
     this.nativeEspNow = options.sampleWriter === 'script' ? null : new NativeEspNowSentStandIn(this);
     this.catalog = loadCatalog(options.catalog ?? DEFAULT_CATALOG);
     this.store.set(CREDENTIALS_KEY, encodeCredentials([{ tier: Tier.operator, credential: utf8(OPERATOR_CREDENTIAL) }]));
-    this.radio = new BenchRadio(this);
+    this.espnowModule = new BenchEspNowModule(this);
+    this.radio = new NativeRadio((onReady) => {
+      this.espnowModule.onReady = onReady;
+      return this.espnowModule;
+    });
     let mac = 0x24000000001;
     for (const spec of mix) {
       if (spec.binding === 'tcp' || spec.binding === 'ws') this.clients.push(new StreamClient(spec, this));
@@ -1516,6 +1610,7 @@ export class DeviceWorld {
       const c = this.clients[i];
       if (c instanceof StreamClient && c.socket !== null) c.socket.measureEntry();
     }
+    this.espnowModule.measureEntry();
   }
 
   /** What a read of the world's clock costs beyond a call of the device's clock (a host function), from 8 reads of each. */
@@ -1713,7 +1808,7 @@ export class DeviceWorld {
       const c = clients[k];
       if (c instanceof BleClient) c.complete(now);
     }
-    this.radio.complete(now);
+    this.espnowModule.complete(now);
     this.settle();
     // The clients.
     if (this.joystick !== null && now >= this.nextBundle) {

@@ -308,6 +308,19 @@ export interface Link {
   close(): void;
 }
 
+/**
+ * What a link may also keep so that the device's route (device/native/route.c) reads its level as
+ * a field instead of running the `level` getter, which would say the same: while
+ * `detector.judgements === judgementsSeen`, `level` is `lvl` (TcpLink and BleLink keep them;
+ * test/core/link-level-fields.test.ts holds both to it). A link without them is read through
+ * `level`.
+ */
+export interface LinkLevelFields {
+  readonly detector: { readonly judgements: number };
+  readonly judgementsSeen: number;
+  readonly lvl: number;
+}
+
 /** The core's side of an attached link: the binding feeds it frames and tells it of loss. */
 export interface LinkSink {
   /** One whole frame from the client (after the binding's framing/reassembly). */

@@ -19,25 +19,13 @@
 import type { CatalogIndex } from '../../catalog/index.js';
 import type { Clock, Link, LinkSink } from '../../hub/ports.js';
 import type { EspNowNativeApi, NativeClassLookup, NativeLookup } from './embedded.js';
-import { EspNowBinding, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus, type EspNowOptions, type Radio, type RadioHandler } from './link.js';
+import { EspNowBinding, ESPNOW_MAX_ENCRYPTED_PEERS, type EspNowOptions } from './link.js';
+import { NativeRadio } from './native-radio.js';
 import type { EspNowPairing } from './pairing.js';
 
 // The XS globals (the SDK's xs.d.ts declares them the same way), scoped to this module.
 declare const native: NativeLookup;
 declare const Native: NativeClassLookup;
-
-/** poll() results besides a datagram's length (native/espnow.c). */
-const POLL_EMPTY = -1;
-const POLL_SENT = 0x10000;
-const POLL_SENT_FAILED = 0x10001;
-/** Set in a datagram's result when it was addressed to the broadcast address (the length is the low byte). */
-const POLL_TO_BROADCAST = 0x100;
-const POLL_LENGTH = 0xff;
-/** poll() writes the MAC and then up to 250 bytes. */
-const POLL_BYTES = 256;
-const MAC_BYTES = 6;
-/** Events handled per wake-up: the ring (8) and the status, twice over; the rest posts again. */
-const DRAIN_LIMIT = 18;
 
 export const WifiInterface = Object.freeze({ STATION: 0, ACCESS_POINT: 1 } as const);
 
@@ -76,98 +64,10 @@ export interface DeviceRadioOptions {
   readonly pmk?: Uint8Array;
 }
 
-export function writeMac(mac: number, into: Uint8Array): void {
-  const hi = Math.floor(mac / 0x100000000);
-  const lo = mac >>> 0;
-  into[0] = (hi >>> 8) & 0xff;
-  into[1] = hi & 0xff;
-  into[2] = lo >>> 24;
-  into[3] = (lo >>> 16) & 0xff;
-  into[4] = (lo >>> 8) & 0xff;
-  into[5] = lo & 0xff;
-}
-
-export function readMac(from: Uint8Array): number {
-  const hi = ((from[0] as number) << 8) | (from[1] as number);
-  const lo = (((from[2] as number) << 24) | ((from[3] as number) << 16) | ((from[4] as number) << 8) | (from[5] as number)) >>> 0;
-  return hi * 0x100000000 + lo;
-}
-
-/** The binding's Radio over esp_now_*. Allocation-free after construction. */
-export class DeviceRadio implements Radio {
-  /** Exceptions a handler threw while draining (they must not reach the native callback). */
-  errors = 0;
-  /** Datagrams addressed to broadcast that claimed a paired station's MAC: dropped. */
-  spoofed = 0;
-  private readonly radio: EspNowNative;
-  /** The MACs in the radio's table as encrypted peers. */
-  private readonly encrypted = new Set<number>();
-  private handler: RadioHandler | null = null;
-  private readonly mac = new Uint8Array(MAC_BYTES);
-  private readonly pollBuf = new Uint8Array(POLL_BYTES);
-  private readonly datagram = this.pollBuf.subarray(MAC_BYTES);
-
+/** The binding's Radio over esp_now_*: the native module opened under a NativeRadio. */
+export class DeviceRadio extends NativeRadio {
   constructor(options: DeviceRadioOptions = {}) {
-    this.radio = new EspNowNative(
-      () => {
-        try {
-          this.drain();
-        } catch {
-          this.errors++;
-        }
-      },
-      options.wifiInterface ?? WifiInterface.STATION,
-      options.pmk,
-    );
-  }
-
-  setHandler(handler: RadioHandler): void {
-    this.handler = handler;
-  }
-
-  addPeer(mac: number, lmk: Uint8Array | null): number {
-    writeMac(mac, this.mac);
-    const status = this.radio.addPeer(this.mac, lmk !== null, lmk ?? undefined);
-    if (lmk !== null && (status === RadioStatus.OK || status === RadioStatus.EXISTS)) this.encrypted.add(mac);
-    return status;
-  }
-
-  removePeer(mac: number): number {
-    writeMac(mac, this.mac);
-    this.encrypted.delete(mac);
-    return this.radio.removePeer(this.mac);
-  }
-
-  send(mac: number, data: Uint8Array, length: number): number {
-    writeMac(mac, this.mac);
-    return this.radio.send(this.mac, data, length);
-  }
-
-  /** Hands the waiting radio events to the binding, oldest first, in the VM's thread. */
-  drain(): void {
-    const h = this.handler;
-    for (let n = 0; n < DRAIN_LIMIT; n++) {
-      const r = this.radio.poll(this.pollBuf);
-      if (r === POLL_EMPTY) return;
-      if (!h) continue;
-      const mac = readMac(this.pollBuf);
-      if (r === POLL_SENT || r === POLL_SENT_FAILED) h.sent(mac, r === POLL_SENT);
-      else if ((r & POLL_TO_BROADCAST) !== 0 && this.encrypted.has(mac)) this.spoofed++;
-      else h.received(mac, this.datagram, r & POLL_LENGTH);
-    }
-  }
-
-  /** Datagrams the native ring had to refuse: loss the hub's ACK bitmask already counts. */
-  dropped(): number {
-    return this.radio.dropped();
-  }
-
-  postFailures(): number {
-    return this.radio.postFailures();
-  }
-
-  close(): void {
-    this.radio.close();
+    super((onReady) => new EspNowNative(onReady, options.wifiInterface ?? WifiInterface.STATION, options.pmk));
   }
 }
 

@@ -15,13 +15,18 @@ export interface EspNowNativeApi {
   /** Adds a peer on the interface ESP-NOW was opened on; an encrypted one needs its 16-byte LMK. */
   addPeer(mac: Uint8Array, encrypt: boolean, lmk: Uint8Array | undefined): number;
   removePeer(mac: Uint8Array): number;
-  /** Starts one datagram of `length` bytes (≤ 250); BUSY until the previous one's status was polled in. */
-  send(mac: Uint8Array, data: Uint8Array, length: number): number;
+  /**
+   * Starts one datagram of `length` bytes (≤ 250) to `mac` (its 6 bytes, or the 48-bit number the
+   * binding keeps it as); BUSY until the previous one's status was polled in.
+   */
+  send(mac: number | Uint8Array, data: Uint8Array, length: number): number;
   /**
    * The next event into `into` (≥ 256 bytes): −1 nothing; 0x10000 / 0x10001 the send status
    * (ok / failed) for the MAC in into[0, 6); 1..250 a datagram of that length from the MAC in
    * into[0, 6), its bytes in into[6, …), with 0x100 or'ed in when it was addressed to the
-   * broadcast address (it cannot have been encrypted).
+   * broadcast address (it cannot have been encrypted); with 0x20000 or'ed into any event after
+   * which nothing else waits. Into 264 bytes or more it also writes the MAC as a number (a
+   * double in the machine's byte order) at [256, 264).
    */
   poll(into: Uint8Array): number;
   /** Datagrams lost inside the module: its ring was full, or they were over 250 bytes. */

@@ -44,7 +44,7 @@ enum {
 static xsIdentifier idLink, idLevel, idNeverShed, idSize, idSend, idSentFrames, idTurn, idFrame, idBuffer, idByteOffset, idLength;
 static xsIdentifier idCh, idCritical, idLevelFloor, idSeq, idIndex, idFieldCount, idShedBase, idSegmentsBase, idTag, idSharedFlag, idLastAt;
 static xsIdentifier idSlots, idTableBuffer, idLayout, idRouting, idCounters, idRateGated, idEgressDrops, idDelivered, idRows;
-static xsIdentifier idData, idRab, idCapacity, idSealedAt, idBytes, idPrefix, idPrefixed, idResize;
+static xsIdentifier idData, idRab, idCapacity, idSealedAt, idBytes, idPrefix, idPrefixed, idDetector, idJudgements, idJudgementsSeen, idLvl, idResize;
 
 typedef struct {
 	RouteCalls calls;
@@ -75,9 +75,23 @@ static int routeLink(RouteCalls *c, uint32_t slot)
 	return xsmcTypeOf(xsVar(vLink)) == xsReferenceType;
 }
 
+/*
+ * The link's level. A link that says its level stands (hub/ports.ts LinkLevelFields: its
+ * detector's `judgements` are the `judgementsSeen` it judged at) has it in `lvl`, read as a
+ * field; any other runs the `level` getter, which judges.
+ */
 static double routeLevel(RouteCalls *c)
 {
 	xsMachine *the = ((RouteGlue *)c)->the;
+	xsmcGet(xsVar(vScratch), xsVar(vLink), idDetector);
+	if (xsmcTypeOf(xsVar(vScratch)) == xsReferenceType) {
+		xsmcGet(xsVar(vScratch2), xsVar(vScratch), idJudgements);
+		xsmcGet(xsVar(vScratch), xsVar(vLink), idJudgementsSeen);
+		if (xsmcToNumber(xsVar(vScratch2)) == xsmcToNumber(xsVar(vScratch))) {
+			xsmcGet(xsVar(vScratch), xsVar(vLink), idLvl);
+			return xsmcToNumber(xsVar(vScratch));
+		}
+	}
 	xsmcGet(xsVar(vScratch), xsVar(vLink), idLevel);
 	return xsmcToNumber(xsVar(vScratch));
 }
@@ -210,6 +224,10 @@ void xs_route_push(xsMachine *the)
 	if (idResize == XS_NO_ID) {
 		idLink = xsID("link");
 		idLevel = xsID("level");
+		idDetector = xsID("detector");
+		idJudgements = xsID("judgements");
+		idJudgementsSeen = xsID("judgementsSeen");
+		idLvl = xsID("lvl");
 		idNeverShed = xsID("neverShed");
 		idSize = xsID("size");
 		idSend = xsID("send");

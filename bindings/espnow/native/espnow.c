@@ -43,6 +43,11 @@
 #define kPmkBytes (16)
 /* poll() writes the MAC at [0, 6) and the datagram at [6, 6 + length). */
 #define kPollBytes (kMacBytes + kDatagramMax)
+/* Into a buffer of at least this many bytes it also writes the MAC as a number (a double in the
+ * machine's byte order, which a Float64Array over those 8 bytes reads) at [kPollBytes, +8). */
+#define kPollMacNumberBytes (kPollBytes + 8)
+/* The largest MAC as a number: 48 bits. */
+#define kMacNumberLimit (281474976710656.0)
 
 /* RadioStatus (../link.ts). */
 enum {
@@ -62,6 +67,9 @@ enum {
 #define kPollSentFailed (0x10001)
 /* Or'ed into a datagram's length: it was addressed to the broadcast address. */
 #define kPollToBroadcast (0x100)
+/* Or'ed into any event: nothing else waits after it (a drain stops without polling again; what
+ * arrives later posts again, the flag being clear by then). */
+#define kPollLast (0x20000)
 
 typedef struct {
 	uint8_t mac[kMacBytes];
@@ -228,10 +236,25 @@ static EspNowRecord *espnowThis(xsMachine *the)
 	return r;
 }
 
+/* A MAC given as its 6 bytes, or as the number the binding keeps it as (the bytes big-endian). */
 static void espnowMac(xsMachine *the, xsSlot *slot, uint8_t *mac)
 {
 	void *data;
 	xsUnsignedValue count;
+	xsType type = xsmcTypeOf(*slot);
+	if ((xsNumberType == type) || (xsIntegerType == type)) {
+		double m = xsmcToNumber(*slot);
+		uint64_t v;
+		int i;
+		if (!(m >= 0) || !(m < kMacNumberLimit) || ((double)(uint64_t)m != m))
+			xsRangeError("MAC is a 48-bit whole number");
+		v = (uint64_t)m;
+		for (i = kMacBytes - 1; i >= 0; i--) {
+			mac[i] = (uint8_t)(v & 0xff);
+			v >>= 8;
+		}
+		return;
+	}
 	xsmcGetBufferReadable(*slot, &data, &count);
 	if (kMacBytes != count)
 		xsRangeError("MAC is 6 bytes");
@@ -406,7 +429,19 @@ void xs_espnow_poll(xsMachine *the)
 		r->head = (r->head + 1) % MODDEF_ESPNOW_RING;
 		r->count -= 1;
 	}
+	if ((kPollEmpty != result) && !r->statusReady && !r->count)
+		result |= kPollLast;
 	portEXIT_CRITICAL(&gEspNowMux);
+
+	if ((kPollEmpty != result) && (count >= kPollMacNumberBytes)) {
+		uint64_t v = 0;
+		double m;
+		int i;
+		for (i = 0; i < kMacBytes; i++)
+			v = (v << 8) | into[i];
+		m = (double)v;
+		memcpy(into + kPollBytes, &m, sizeof(m));
+	}
 
 	xsmcSetInteger(xsResult, result);
 }
