@@ -20,7 +20,7 @@ import { Tier } from '../../catalog/schema.js';
 import type { Clock } from '../../hub/ports.js';
 import type { HubAttach } from '../link.js';
 import { utf8ByteLength, utf8Write } from '../../hub/utf8.js';
-import { GattConnection } from './gatt-connection.js';
+import { GattConnection, gattWritten } from './gatt-connection.js';
 import { BleLink, type BleLinkOptions } from './link.js';
 import { BlePairing, bleTierCeiling, gattSecurity, type BlePairingName, type BleSecurityState } from './security.js';
 import { BLE_UUIDS } from './uuids.js';
@@ -90,7 +90,8 @@ export class BleBinding {
               uuid: BLE_UUIDS.write,
               properties: P.writeWithOutResponse | P.write,
               onWrite(value: ArrayBuffer, connection: GATTServerConnection): void {
-                self.onWrite(value, connection);
+                // NimBLE's host task waits for this callback: the core handles the frame and returns.
+                gattWritten(self.conns, value, connection);
               },
             },
             {
@@ -203,12 +204,6 @@ export class BleBinding {
     if (!conn) return;
     this.forget(conn);
     conn.link?.disconnected();
-  }
-
-  private onWrite(value: ArrayBuffer, connection: GATTServerConnection): void {
-    const conn = this.find(connection);
-    // NimBLE's host task waits for this callback: the core handles the frame and returns.
-    if (conn && conn.link) conn.link.written(new Uint8Array(value), 0, value.byteLength);
   }
 
   private onSubscribe(characteristic: GATTServerCharacteristic, connection: GATTServerConnection, on: boolean): void {

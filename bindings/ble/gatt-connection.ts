@@ -60,3 +60,20 @@ export class GattConnection<Ch = unknown, P extends GattPeer<Ch> = GattPeer<Ch>>
     this.connection.close();
   }
 }
+
+/**
+ * A GATT write from `connection` (the SDK's onWrite on the device, bindings/ble/device.ts): its
+ * bytes to that connection's link. The SDK hands every write over as a new ArrayBuffer; the one
+ * view made over it here is the only allocation per write besides the SDK's own buffer (the link
+ * and the core allocate nothing for it). The device budget counts what this costs per write
+ * (bench/device.bench.ts DeviceWorld.gattWriteCost).
+ */
+export function gattWritten<Ch, P extends GattPeer<Ch>>(conns: readonly GattConnection<Ch, P>[], value: ArrayBuffer, connection: P): void {
+  for (let i = 0; i < conns.length; i++) {
+    const c = conns[i] as GattConnection<Ch, P>;
+    if (c.connection === connection) {
+      if (c.link !== null) c.link.written(new Uint8Array(value), 0, value.byteLength);
+      return;
+    }
+  }
+}

@@ -27,7 +27,7 @@ import {
   type StopLine,
 } from '../../device/robot-link.js';
 import { PreferenceStore, STORE_VALUE_MAX_BYTES, StoreError, type PreferenceApi } from '../../device/store.js';
-import { GattConnection, type GattPeer } from '../../bindings/ble/gatt-connection.js';
+import { GattConnection, gattWritten, type GattPeer } from '../../bindings/ble/gatt-connection.js';
 import { BLE_NOTIFY_RETRY_MS, BLE_NOTIFY_TIMEOUT_MS, BleLink } from '../../bindings/ble/link.js';
 import { FragmentPosition, header } from '../../bindings/ble/fragment.js';
 import { FrameType } from '../../hub/frames.js';
@@ -1035,5 +1035,29 @@ describe('bindings/ble/gatt-connection: notify completions pace the queue', () =
     link.tick();
     assert.equal(link.counters.unconfirmed, 1, 'the lost completion counted done by the timeout');
     assert.equal(peer.calls.length, 3, 'and the next notification handed out');
+  });
+});
+
+describe('bindings/ble/gatt-connection: a GATT write reaches its own connection’s link', () => {
+  it('hands the write’s bytes to the link of the connection it came from, and nothing to the others', () => {
+    const a = gattLink();
+    const b = gattLink();
+    const got: number[][] = [];
+    const sinkOf = (link: BleLink): void => {
+      link.connect({ frame: (bytes, start, end) => got.push(Array.from(bytes.subarray(start, end))), lost: () => {}, levelChanged: () => {} });
+    };
+    sinkOf(a.link);
+    const seen: number[][] = [];
+    b.link.connect({ frame: (bytes, start, end) => seen.push(Array.from(bytes.subarray(start, end))), lost: () => {}, levelChanged: () => {} });
+    // An ONLY fragment (header 0) carrying three bytes, as the SDK hands it: a new ArrayBuffer.
+    const value = Uint8Array.of(0, 7, 8, 9).buffer;
+    gattWritten([b.conn, a.conn], value, a.peer);
+    assert.deepEqual(got, [[7, 8, 9]]);
+    assert.deepEqual(seen, []);
+    gattWritten([b.conn, a.conn], value, new FakeGattPeer());
+    assert.equal(got.length + seen.length, 1, 'a connection the binding does not know: nothing');
+    a.conn.link = null;
+    gattWritten([a.conn], value, a.peer);
+    assert.equal(got.length, 1, 'a connection whose link is gone: nothing');
   });
 });
