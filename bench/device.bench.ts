@@ -21,7 +21,7 @@ import { encodeCredentials, CREDENTIALS_KEY } from '../hub/credentials.js';
 import { encodeFrame, FrameType, Key, PROTOCOL_VERSION, type Frame, type PubWish, type SubWish } from '../hub/frames.js';
 import { Hub, type HubConfig } from '../hub/hub.js';
 import { SessionState } from '../hub/session.js';
-import type { Clock, Link, LinkLevelFields, Random, RobotPort, RouteHost, SampleBlock, SampleRouter, SampleWriter, Store } from '../hub/ports.js';
+import { NULL_LOG, type Clock, type Link, type LinkLevelFields, type Random, type RobotPort, type RouteHost, type SampleBlock, type SampleRouter, type SampleWriter, type Store } from '../hub/ports.js';
 import { ScriptSampleWriter } from '../hub/fast-frames.js';
 import { FastReader } from '../hub/fast-reader.js';
 import type { HubCounters } from '../hub/counters.js';
@@ -31,7 +31,9 @@ import { LinkFraming, TakePool, TcpLink } from '../bindings/tcp/egress.js';
 import { SocketPort, type StreamSocket } from '../bindings/tcp/socket-port.js';
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
 import { BleLink } from '../bindings/ble/link.js';
-import { GattConnection, gattWritten, type GattPeer } from '../bindings/ble/gatt-connection.js';
+import { GattConnection, gattWritten, tickConnections, type GattPeer } from '../bindings/ble/gatt-connection.js';
+import { ButtonSampler, DeviceTick, StopPathLatch, type ButtonInput } from '../device/tick.js';
+import { NativeStopPath, type StopLineNative } from '../device/stop-path.js';
 import { CLIENT_REASSEMBLY, Fragmenter, fragmentSize, Reassembler } from '../bindings/ble/fragment.js';
 import { EspNowBinding, EspNowLink, ESPNOW_MAX_ENCRYPTED_PEERS, RadioStatus } from '../bindings/espnow/link.js';
 import type { EspNowNativeApi } from '../bindings/espnow/embedded.js';
@@ -578,6 +580,8 @@ class StreamClient extends Client {
   constructor(spec: MixClient, world: DeviceWorld) {
     super(spec, world);
     this.headerLeft = spec.binding === 'ws' ? -1 : 2;
+    // The SDK's socket: made with the client, so the device's memory steps do not count it.
+    this.socket = new BenchSocket(this, world);
   }
 
   open(): void {
@@ -594,8 +598,7 @@ class StreamClient extends Client {
       takePool: this.world.takePool ?? undefined,
     });
     this.link = link;
-    const socket = new BenchSocket(this, this.world);
-    this.socket = socket;
+    const socket = this.socket as BenchSocket;
     const port = new BenchPort(link, this);
     this.port = port;
     port.open(socket);
@@ -712,6 +715,8 @@ class StreamClient extends Client {
  */
 class BenchGattPeer implements GattPeer<object> {
   readonly maximumWrite = BLE_MAXIMUM_WRITE;
+  /** The notify characteristic's host object. */
+  readonly characteristic = {};
   completeAt = Infinity;
   callback: ((status: number) => void) | null = null;
   entry = 0;
@@ -756,7 +761,7 @@ class BenchGattPeer implements GattPeer<object> {
 class BleClient extends Client {
   link: BleLink | null = null;
   readonly peer: BenchGattPeer;
-  readonly conn: GattConnection<object, BenchGattPeer>;
+  conn: GattConnection<object, BenchGattPeer> | null = null;
   private readonly fragmenter = new Fragmenter();
   private readonly write = new Uint8Array(BLE_MAXIMUM_WRITE);
   private readonly reassembler: Reassembler;
@@ -772,16 +777,18 @@ class BleClient extends Client {
       },
       CLIENT_REASSEMBLY,
     );
+    // The SDK's connection: made with the client, so the device's memory steps do not count it.
     this.peer = new BenchGattPeer(this, world);
-    this.conn = new GattConnection<object, BenchGattPeer>(this.peer, () => {});
-    // Subscribed: the notify characteristic is known (BleBinding.onSubscribe).
-    this.conn.characteristic = {};
   }
 
   open(): void {
+    // The device's GattConnection, subscribed (BleBinding.onConnect, onSubscribe).
+    const conn = new GattConnection<object, BenchGattPeer>(this.peer, () => {});
+    conn.characteristic = this.peer.characteristic;
+    this.conn = conn;
     // A paired (bonded) central: the connection's ceiling is the hub's (docs/security.md "BLE").
-    const link = BleLink.attach(this.world.hub, this.conn, this.world.clock, { queue: { bytes: DEVICE_BLE_QUEUE_BYTES }, tierCeiling: Tier.maintainer }, true);
-    this.conn.link = link;
+    const link = BleLink.attach(this.world.hub, conn, this.world.clock, { queue: { bytes: DEVICE_BLE_QUEUE_BYTES }, tierCeiling: Tier.maintainer }, true);
+    conn.link = link;
     this.link = link;
   }
 
@@ -815,6 +822,18 @@ class BleClient extends Client {
       // The device's GATT write glue before it (DeviceWorld.gattWriteCost).
       this.world.split.ingest('ble', this.world.take() + this.world.gattWriteCost);
     }
+  }
+}
+
+/** BleBinding's tick (bindings/ble/device.ts, which imports the SDK): the connections' links ticked, a warning once. */
+class BenchBleBinding {
+  private warned = false;
+  constructor(
+    private readonly conns: readonly GattConnection<object, BenchGattPeer>[],
+    private readonly clock: Clock,
+  ) {}
+  tick(now: number = this.clock.now()): void {
+    if (tickConnections(this.conns, now) && !this.warned) this.warned = true;
   }
 }
 
@@ -1839,6 +1858,30 @@ export class DeviceWorld {
     }
   }
 
+  /** The device's tick (device/tick.ts) over this world, made at its first tick. */
+  private deviceTick: DeviceTick | null = null;
+  /** What stands for the device's native inputs under it: the button and the stop line, each answering as a host function does. */
+  private readonly button: ButtonInput = { read: Math.abs as unknown as () => number };
+  private readonly stopLine = { take: Number, feed: Number } as unknown as StopLineNative;
+
+  /**
+   * device/tick.ts's DeviceTick as device/main.ts makes it, over the world's hub, BLE connections and
+   * ESP-NOW radio; stand-ins only for what is native on the device (the button, read as released; the
+   * stop line, with no trips: builtins, as host functions are).
+   */
+  private makeDeviceTick(): DeviceTick {
+    const hub = this.hub;
+    const sampler = new ButtonSampler(hub, this.clock, DEVICE_DEFAULTS.estop_level, DEVICE_DEFAULTS.estop_debounce_ms);
+    const conns: GattConnection<object, BenchGattPeer>[] = [];
+    for (let i = 0; i < this.clients.length; i++) {
+      const c = this.clients[i];
+      if (c instanceof BleClient && c.conn !== null) conns.push(c.conn);
+    }
+    const ble = conns.length > 0 ? new BenchBleBinding(conns, this.clock) : null;
+    const stopPath = new NativeStopPath(this.stopLine, new StopPathLatch(hub, sampler));
+    return new DeviceTick(hub, this.robot, { stopPath, button: this.button, sampler, ble, radio: this.espnow !== null ? this.radio : null, espnow: this.espnow, after: null }, NULL_LOG);
+  }
+
   /** `ms` milliseconds of the mix, one millisecond at a time. */
   run(ms: number): void {
     const end = this.clock.t + ms;
@@ -1876,28 +1919,17 @@ export class DeviceWorld {
       }
     }
     this.settle();
-    // The device's tick timer: the hub, then the bindings.
+    // The device's tick timer (device/tick.ts): the native stop paths' trips and heartbeat, the
+    // hub, then the button's poll and the radios' upkeep, all counted as the tick.
     if (now % DEVICE_DEFAULTS.tick_ms === 0) {
+      const tick = this.deviceTick ?? (this.deviceTick = this.makeDeviceTick());
       meter();
-      hub.tick();
+      tick.run();
       split.tick += this.take();
       if (this.afterTick !== null) {
         meter();
         this.afterTick();
         split.bind('uplink', this.take());
-      }
-      for (let k = 0; k < clients.length; k++) {
-        const c = clients[k];
-        if (c instanceof BleClient && c.link) {
-          meter();
-          c.link.tick(now);
-          split.bind('ble', this.take());
-        }
-      }
-      if (this.espnow) {
-        meter();
-        this.espnow.tick();
-        split.bind('espnow', this.take());
       }
       this.settle();
     }

@@ -22,6 +22,7 @@ import { SimulatedRobot } from './sim-robot.js';
 import { PreferenceStore } from './store.js';
 import { startDeviceUplink } from './uplink.js';
 import { createDeviceHub, storeConfiguredCredentials } from './wiring.js';
+import { DeviceTick } from './tick.js';
 
 export default function main(): void {
   const config = CONFIG;
@@ -50,8 +51,11 @@ export default function main(): void {
   log.event('ready', hub.latch.latched ? 1 : 0, config.slots);
 
   // 6. The tick, then the robot up to the hub's clock, then the uplink.
-  tickEvery(config.tickMs, hub, robot, () => {
-    robot.advance(clock.now());
-    if (uplink) uplink.tick();
-  });
+  const after = {
+    tick(): void {
+      robot.advance(clock.now());
+      if (uplink) uplink.tick();
+    },
+  };
+  tickEvery(config.tickMs, new DeviceTick(hub, robot, { stopPath: null, button: null, sampler: null, ble: null, radio: null, espnow: null, after }, log));
 }

@@ -35,6 +35,7 @@ import { SampleRouterNative } from './route-native.js';
 import { SampleWriterNative } from './sample-native.js';
 import { latchesAfterReset, NativeStopPath, ResetCause } from './stop-path.js';
 import { PreferenceStore } from './store.js';
+import { ButtonSampler, DeviceTick, StopPathLatch } from './tick.js';
 import { startDeviceUplink } from './uplink.js';
 import { createDeviceHub, espnowKeys, wifiTierCeiling } from './wiring.js';
 
@@ -103,37 +104,19 @@ export default function main(): void {
   //    counts as held for good: without its ESTOP input the robot must not run.
   const e = config.estop;
   const mode = e.pull === Pull.UP ? Digital.InputPullUp : e.pull === Pull.DOWN ? Digital.InputPullDown : Digital.Input;
-  let held = false;
-  let releasedSince = -1;
+  const sampler = new ButtonSampler(hub, clock, e.level, e.debounceMs);
   const button = attempt('estop-button', () => {
     return new Digital({
       pin: e.pin,
       mode,
       edge: Digital.Rising | Digital.Falling,
       onReadable(this: Digital): void {
-        sampleButton(this.read());
+        sampler.sample(this.read());
       },
     });
   });
-  function sampleButton(level: number): void {
-    if (level === e.level) {
-      releasedSince = -1;
-      if (!held) {
-        held = true;
-        hub.setButton(true);
-      }
-    } else if (held) {
-      const now = clock.now();
-      if (releasedSince < 0) releasedSince = now;
-      else if (now - releasedSince >= e.debounceMs) {
-        held = false;
-        releasedSince = -1;
-        hub.setButton(false);
-      }
-    }
-  }
   if (button) {
-    sampleButton(button.read());
+    sampler.sample(button.read());
     keep.push(button);
   } else hub.setButton(true);
 
@@ -143,7 +126,7 @@ export default function main(): void {
   //     while a trip is not yet latched. The JavaScript path above stays as the second path.
   let stopPath: NativeStopPath | null = null;
   if (stopNative) {
-    const path = new NativeStopPath(stopNative, { buttonPressed: () => sampleButton(e.level), estop: (source) => hub.estop(source) });
+    const path = new NativeStopPath(stopNative, new StopPathLatch(hub, sampler));
     stopPath = attempt('stop-native-line', () => {
       stopNative.line(config.stop.pin, config.stop.level, () => {
         try {
@@ -237,27 +220,6 @@ export default function main(): void {
   //    heartbeat the guard watches), the hub, then the button's poll and the radios' upkeep.
   //    A hub whose tick throws can no longer keep its deadman: it stops the robot.
   if (stopPath) attempt('stop-guard', () => stopPath.native.guard(config.stop.guardMs));
-  tickEvery(
-    config.tickMs,
-    hub,
-    robot.port,
-    () => {
-      if (button) sampleButton(button.read());
-      if (ble) ble.tick();
-      if (espnow) {
-        espnow.radio.drain();
-        espnow.binding.tick();
-      }
-      if (uplink) uplink.tick();
-    },
-    stopPath
-      ? () => {
-          try {
-            stopPath.tick();
-          } catch {
-            log.event('stop-native-error');
-          }
-        }
-      : null,
-  );
+  const ticker = new DeviceTick(hub, robot.port, { stopPath, button, sampler, ble, radio: espnow ? espnow.radio : null, espnow: espnow ? espnow.binding : null, after: uplink }, log);
+  tickEvery(config.tickMs, ticker);
 }

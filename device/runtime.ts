@@ -10,10 +10,10 @@ import Time from 'time';
 import Timer from 'timer';
 import { DeviceLinkKind, DeviceListener, deviceTakePool } from '../bindings/tcp/device.js';
 import { HttpDeviceServer } from '../bindings/tcp/http-device.js';
-import { EstopSource } from '../hub/estop-frame.js';
 import type { Hub } from '../hub/hub.js';
 import type { Clock, Log, Random, RobotPort } from '../hub/ports.js';
 import { DEVICE_MAX_HUB_FRAME_BYTES, type DeviceConfig } from './config.js';
+import type { DeviceTick } from './tick.js';
 
 /**
  * Monotonic integer milliseconds over Time.ticks, which on the ESP32 is a uint32 count of
@@ -85,36 +85,7 @@ export function openNetworkListeners(hub: Hub, clock: Clock, config: DeviceConfi
   }
 }
 
-/**
- * Ticks the hub every `tickMs`, then `links` (the bindings' and inputs' own upkeep). A hub whose
- * tick throws can no longer keep its deadman: it stops the robot. A throwing `links` is counted
- * and logged at powers of two, and never stops the hub's tick.
- */
-export function tickEvery(tickMs: number, hub: Hub, robot: RobotPort, links: () => void, first: (() => void) | null = null): void {
-  let tickErrors = 0;
-  let linkErrors = 0;
-  const ticker = Timer.repeat(() => {
-    // What must run before the hub (the native stop paths' trips, which catch their own errors).
-    if (first !== null) first();
-    try {
-      hub.tick();
-    } catch {
-      tickErrors++;
-      log.event('tick-error', tickErrors);
-      if (!hub.latch.latched) {
-        try {
-          hub.estop(EstopSource.WATCHDOG);
-        } catch {
-          robot.stop(EstopSource.WATCHDOG);
-        }
-      }
-    }
-    try {
-      links();
-    } catch {
-      linkErrors++;
-      if ((linkErrors & (linkErrors - 1)) === 0) log.event('link-tick-error', linkErrors);
-    }
-  }, tickMs);
-  keep.push(ticker);
+/** Runs `ticker` (device/tick.ts: the hub's tick and the upkeep around it) every `tickMs` on the SDK's timer. */
+export function tickEvery(tickMs: number, ticker: DeviceTick): void {
+  keep.push(Timer.repeat(() => ticker.run(), tickMs));
 }

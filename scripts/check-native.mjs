@@ -180,6 +180,7 @@ if (!skipTs) {
         join(repo, 'device/fast-native.ts'),
         join(repo, 'device/espnow-native.ts'),
         join(repo, 'device/clock-native.ts'),
+        join(repo, 'device/tick.ts'),
         join(repo, 'bindings/espnow/link.ts'),
       ],
     }),

@@ -20,7 +20,7 @@ import { Tier } from '../../catalog/schema.js';
 import type { Clock } from '../../hub/ports.js';
 import type { HubAttach } from '../link.js';
 import { utf8ByteLength, utf8Write } from '../../hub/utf8.js';
-import { GattConnection, gattWritten } from './gatt-connection.js';
+import { GattConnection, gattWritten, tickConnections } from './gatt-connection.js';
 import { BleLink, type BleLinkOptions } from './link.js';
 import { BlePairing, bleTierCeiling, gattSecurity, type BlePairingName, type BleSecurityState } from './security.js';
 import { BLE_UUIDS } from './uuids.js';
@@ -130,15 +130,9 @@ export class BleBinding {
 
   /** Reassembly timeouts, notification retries, the detectors' windows: call every hub tick. */
   tick(now: number = this.clock.now()): void {
-    // Backwards: a tick may end a connection (a refusal that makes the core close the session).
-    for (let i = this.conns.length - 1; i >= 0; i--) {
-      const link = this.conns[i]?.link;
-      if (!link) continue;
-      link.tick(now);
-      if (link.counters.unconfirmed > 0 && !this.warnedUnconfirmed) {
-        this.warnedUnconfirmed = true;
-        this.warn('BLE: notify completions are not arriving; notifications are paced by the timeout');
-      }
+    if (tickConnections(this.conns, now) && !this.warnedUnconfirmed) {
+      this.warnedUnconfirmed = true;
+      this.warn('BLE: notify completions are not arriving; notifications are paced by the timeout');
     }
   }
 

@@ -77,3 +77,19 @@ export function gattWritten<Ch, P extends GattPeer<Ch>>(conns: readonly GattConn
     }
   }
 }
+
+/**
+ * Every connection's link ticked at `now` (BleBinding.tick on the device, every hub tick),
+ * backwards: a tick may end a connection. True when a link has counted a notification whose
+ * completion never came (the stack's completions are not arriving).
+ */
+export function tickConnections<Ch, P extends GattPeer<Ch>>(conns: readonly GattConnection<Ch, P>[], now: number): boolean {
+  let unconfirmed = false;
+  for (let i = conns.length - 1; i >= 0; i--) {
+    const link = (conns[i] as GattConnection<Ch, P>).link;
+    if (link === null) continue;
+    link.tick(now);
+    if (link.unconfirmed > 0) unconfirmed = true;
+  }
+  return unconfirmed;
+}

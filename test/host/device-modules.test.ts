@@ -870,7 +870,9 @@ describe('device/wiring: the fleet uplink the device entries start (deviceUplink
     for (const entry of ['device/main.ts', 'device/main-lin.ts']) {
       const text = readFileSync(new URL(`../../../${entry}`, import.meta.url), 'utf8');
       assert.match(text, /startDeviceUplink\(hub, \{ clock, store, random, log \}, config, CATALOG\)/, entry);
-      assert.match(text, /if \(uplink\) uplink\.tick\(\);/, entry);
+      // Ticked last, after the hub (device/tick.ts DeviceTick, test/core/device-tick.test.ts).
+      assert.match(text, entry === 'device/main.ts' ? /after: uplink \}/ : /if \(uplink\) uplink\.tick\(\);/, entry);
+      assert.match(text, /tickEvery\(config\.tickMs, /, entry);
     }
   });
 });
