@@ -2,7 +2,7 @@
 // (docs/architecture.md). The device entry, the simulator and the tests each supply their own;
 // the core never imports a platform.
 
-/** Monotonic milliseconds. The device uses Moddable's `time` ticks; the simulator a virtual clock. */
+/** Monotonic milliseconds. The ESP32 uses its C clock (device/native/clock.c, whole ms since boot), the Linux simulator target Moddable's `time` ticks, the simulator a virtual clock. */
 export interface Clock {
   now(): number;
 }
