@@ -14,7 +14,7 @@
 // paired station's local master key goes with its esp_now_add_peer (`encrypt`, `lmk`). The radio
 // decrypts a paired station's datagrams and drops what does not decrypt. A datagram addressed to
 // the broadcast address cannot have been encrypted: one that claims to come from a paired
-// station is dropped here and counted (`spoofed`).
+// station is dropped by the radio (native-radio.ts NativeRadio) and counted (`spoofed`).
 
 import type { CatalogIndex } from '../../catalog/index.js';
 import type { Clock, Link, LinkSink } from '../../hub/ports.js';
