@@ -68,6 +68,21 @@ export function meter(): number {
   return metering && reset !== undefined && limit !== undefined ? reset(limit(), 0) : 0;
 }
 
+/**
+ * What one call of a stand-in costs beyond one call of the host function it stands for (`host`: a
+ * builtin given as many arguments): the stand-in's entry, which the world takes off each call.
+ * Each is called through an arrow of its own, so the arrows' calls cancel out.
+ */
+export function entryBeyondHost(standIn: () => unknown, host: () => unknown): number {
+  meter();
+  standIn();
+  const script = meter();
+  meter();
+  host();
+  const native = meter();
+  return script > native ? script - native : 0;
+}
+
 /** Whether meter() reads a real count (the XS engine under xsnap-worker). */
 export function metered(): boolean {
   return typeof G.resetMeter === 'function' && typeof G.currentMeterLimit === 'function';
@@ -517,18 +532,12 @@ class BenchSocket implements StreamSocket {
     return this.free;
   }
 
-  /** As NativeSampleRouterStandIn.measureEntry, for one call of `write`. */
+  /** The entry of one call of `write` (entryBeyondHost). */
   measureEntry(): void {
     const b = new Uint8Array(1);
     this.probing = true;
-    meter();
-    this.write(b);
-    const script = meter();
-    meter();
-    Math.max(0);
-    const host = meter();
+    this.entry = entryBeyondHost(() => this.write(b), () => Math.max(0));
     this.probing = false;
-    this.entry = script > host ? script - host : 0;
   }
 }
 
@@ -742,18 +751,12 @@ class BenchGattPeer implements GattPeer<object> {
     this.completeAt = Infinity;
   }
 
-  /** As NativeSampleRouterStandIn.measureEntry, for one call of `notify`. */
+  /** The entry of one call of `notify` (entryBeyondHost). */
   measureEntry(): void {
     const b = new Uint8Array(1);
     this.probing = true;
-    meter();
-    this.notify(b, b, Math.max);
-    const script = meter();
-    meter();
-    Math.max(0, 0, 0);
-    const host = meter();
+    this.entry = entryBeyondHost(() => this.notify(b, b, Math.max), () => Math.max(0, 0, 0));
     this.probing = false;
-    this.entry = script > host ? script - host : 0;
   }
 }
 
@@ -985,25 +988,13 @@ class BenchEspNowModule implements EspNowNativeApi {
     this.world.split.ingest('espnow', this.world.take());
   }
 
-  /** As NativeSampleRouterStandIn.measureEntry, for one call of `send` and one of `poll`. */
+  /** The entries of one call of `send` and one of `poll` (entryBeyondHost). */
   measureEntry(): void {
     const b = new Uint8Array(1);
     this.probing = true;
-    meter();
-    this.send(b, b, 0);
-    const send = meter();
-    meter();
-    Math.max(0, 0, 0);
-    const host3 = meter();
-    meter();
-    this.poll(b);
-    const poll = meter();
-    meter();
-    Math.max(0);
-    const host1 = meter();
+    this.entrySend = entryBeyondHost(() => this.send(b, b, 0), () => Math.max(0, 0, 0));
+    this.entryPoll = entryBeyondHost(() => this.poll(b), () => Math.max(0));
     this.probing = false;
-    this.entrySend = send > host3 ? send - host3 : 0;
-    this.entryPoll = poll > host1 ? poll - host1 : 0;
   }
 }
 
@@ -1048,14 +1039,8 @@ export class NativeSampleWriterStandIn implements SampleWriter {
   measureEntry(): void {
     const b = new Uint8Array(1);
     this.probing = true;
-    meter();
-    this.writeSample(b, 0, 0, 0, b.buffer, 0, 0);
-    const script = meter();
-    meter();
-    Math.max(0, 0, 0, 0, 0, 0, 0);
-    const host = meter();
+    this.entry = entryBeyondHost(() => this.writeSample(b, 0, 0, 0, b.buffer, 0, 0), () => Math.max(0, 0, 0, 0, 0, 0, 0));
     this.probing = false;
-    this.entry = script > host ? script - host : 0;
   }
 
   writeSample(b: Uint8Array, p: number, seq: number, t: number, values: ArrayBufferLike, at: number, count: number): number {
@@ -1113,14 +1098,8 @@ export class NativeSampleRouterStandIn implements SampleRouter {
   measureEntry(): void {
     const v = new Float64Array(1);
     this.probing = true;
-    meter();
-    this.route(this as unknown as RouteHost, v, 0, v, 0, 0);
-    const script = meter();
-    meter();
-    Math.max(0, 0, 0, 0, 0, 0);
-    const host = meter();
+    this.entry = entryBeyondHost(() => this.route(this as unknown as RouteHost, v, 0, v, 0, 0), () => Math.max(0, 0, 0, 0, 0, 0));
     this.probing = false;
-    this.entry = script > host ? script - host : 0;
   }
 
   route(host: RouteHost, route: object, t: number, values: Float64Array, count: number, now: number): number {
@@ -1383,14 +1362,8 @@ export class NativeFrameReaderStandIn extends FastReader {
   measureEntry(): void {
     const b = new Uint8Array(1);
     this.probing = true;
-    meter();
-    this.read(b, 0, 0);
-    const script = meter();
-    meter();
-    Math.max(0, 0, 0);
-    const host = meter();
+    this.entry = entryBeyondHost(() => this.read(b, 0, 0), () => Math.max(0, 0, 0));
     this.probing = false;
-    this.entry = script > host ? script - host : 0;
   }
 
   override read(buf: Uint8Array, start: number, end: number): number {
@@ -1456,22 +1429,8 @@ export class NativeEspNowSentStandIn {
     const frame = new Uint8Array(1);
     const link = binding.peers()[0];
     this.probing = true;
-    meter();
-    binding.sent(0, true);
-    let script = meter();
-    meter();
-    Math.max(0, 0);
-    let host = meter();
-    this.entry = script > host ? script - host : 0;
-    if (link !== undefined) {
-      meter();
-      link.send(frame, 0, 0);
-      script = meter();
-      meter();
-      Math.max(0, 0, 0);
-      host = meter();
-      this.sendEntry = script > host ? script - host : 0;
-    }
+    this.entry = entryBeyondHost(() => binding.sent(0, true), () => Math.max(0, 0));
+    if (link !== undefined) this.sendEntry = entryBeyondHost(() => link.send(frame, 0, 0), () => Math.max(0, 0, 0));
     this.probing = false;
   }
 
@@ -1707,27 +1666,13 @@ export class DeviceWorld {
     // An ONLY fragment (header 0) of a 7-byte frame: the link hands it to a sink it does not have.
     const buffer = new ArrayBuffer(8);
     const view = new Uint8Array(buffer);
-    meter();
-    onWrite(buffer, peer);
-    onWrite(buffer, peer);
-    onWrite(buffer, peer);
-    onWrite(buffer, peer);
-    onWrite(buffer, peer);
-    onWrite(buffer, peer);
-    onWrite(buffer, peer);
-    onWrite(buffer, peer);
-    const glue = meter();
-    meter();
-    link.written(view, 0, 8);
-    link.written(view, 0, 8);
-    link.written(view, 0, 8);
-    link.written(view, 0, 8);
-    link.written(view, 0, 8);
-    link.written(view, 0, 8);
-    link.written(view, 0, 8);
-    link.written(view, 0, 8);
-    const direct = meter();
-    return glue > direct ? (glue - direct) / 8 : 0;
+    const glue = (): void => {
+      for (let i = 0; i < 8; i++) onWrite(buffer, peer);
+    };
+    const direct = (): void => {
+      for (let i = 0; i < 8; i++) link.written(view, 0, 8);
+    };
+    return entryBeyondHost(glue, direct) / 8;
   }
 
   /** What a read of the world's clock costs beyond a call of the device's clock (a host function), from 8 reads of each. */
@@ -1735,30 +1680,18 @@ export class DeviceWorld {
     const reads = clockReads;
     const c = this.clock;
     const h = new HostClockProbe();
-    meter();
-    c.now();
-    c.now();
-    c.now();
-    c.now();
-    c.now();
-    c.now();
-    c.now();
-    c.now();
-    const script = meter();
-    meter();
-    h.now();
-    h.now();
-    h.now();
-    h.now();
-    h.now();
-    h.now();
-    h.now();
-    h.now();
-    const host = meter();
+    const excess = entryBeyondHost(
+      () => {
+        for (let i = 0; i < 8; i++) c.now();
+      },
+      () => {
+        for (let i = 0; i < 8; i++) h.now();
+      },
+    );
     clockReads = reads;
     this.readsMark = reads;
     this.readsPaused = 0;
-    return script > host ? (script - host) / 8 : 0;
+    return excess / 8;
   }
 
   /**

@@ -8,27 +8,12 @@ import { BleLink, type BleTransport } from '../../bindings/ble/link.js';
 import { LinkFraming, MIN_QUEUE_BYTES, TcpLink } from '../../bindings/tcp/egress.js';
 import { FrameType } from '../../hub/frames.js';
 import { Tag, tagOf, type Link, type LinkLevelFields, type LinkSink } from '../../hub/ports.js';
+import { Prng } from '../lib/fuzz.js';
 
 class Clock {
   t = 1000;
   now(): number {
     return this.t;
-  }
-}
-
-/** xorshift32: the same walk every run. */
-class Rng {
-  constructor(private x: number) {}
-  next(): number {
-    let x = this.x;
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    this.x = x >>> 0;
-    return this.x / 0x100000000;
-  }
-  int(n: number): number {
-    return Math.floor(this.next() * n);
   }
 }
 
@@ -60,7 +45,7 @@ function check(link: Link, standing: { n: number }, step: number): void {
 describe('hub/ports LinkLevelFields: a link whose level stands reads as its field', () => {
   it('TcpLink: the getter reads `lvl` at every step the fields say so', () => {
     for (const seed of [1, 7, 99]) {
-      const rng = new Rng(seed * 2654435761);
+      const rng = new Prng(seed * 2654435761);
       const clock = new Clock();
       const link = new TcpLink({ hub, clock, framing: LinkFraming.LENGTH_PREFIX, binding: 'tcp', queueBytes: MIN_QUEUE_BYTES });
       // A socket that takes frames straight over while it has room, and sometimes has none.
@@ -70,13 +55,13 @@ describe('hub/ports LinkLevelFields: a link whose level stands reads as its fiel
       const standing = { n: 0 };
       let sent = 0;
       for (let step = 0; step < 3000; step++) {
-        const op = rng.int(10);
+        const op = rng.below(10);
         if (op < 4) {
-          if (link.send(frame(20 + rng.int(300), step), rng.next() < 0.5 ? SAMPLE : KEEP, step)) sent++;
-        } else if (op === 4) transport.room = rng.next() < 0.3 ? 0 : 65536;
-        else if (op === 5) link.pull(buf, 0, 1 + rng.int(2000));
-        else if (op === 6) link.acked(Math.max(0, sent - rng.int(40)));
-        else clock.t += rng.int(op === 9 ? 800 : 30);
+          if (link.send(frame(20 + rng.below(300), step), rng.float() < 0.5 ? SAMPLE : KEEP, step)) sent++;
+        } else if (op === 4) transport.room = rng.float() < 0.3 ? 0 : 65536;
+        else if (op === 5) link.pull(buf, 0, 1 + rng.below(2000));
+        else if (op === 6) link.acked(Math.max(0, sent - rng.below(40)));
+        else clock.t += rng.below(op === 9 ? 800 : 30);
         // Now and then a quiet spell: everything handed over and acknowledged, time passes, the level judged.
         if (step % 150 === 149) {
           transport.room = 65536;
@@ -93,7 +78,7 @@ describe('hub/ports LinkLevelFields: a link whose level stands reads as its fiel
 
   it('BleLink: the getter reads `lvl` at every step the fields say so', () => {
     for (const seed of [3, 11, 42]) {
-      const rng = new Rng(seed * 2246822519);
+      const rng = new Prng(seed * 2246822519);
       const clock = new Clock();
       let pending = 0;
       const transport: BleTransport = {
@@ -107,13 +92,13 @@ describe('hub/ports LinkLevelFields: a link whose level stands reads as its fiel
       link.connect(hub.attach(link));
       const standing = { n: 0 };
       for (let step = 0; step < 3000; step++) {
-        const op = rng.int(10);
-        if (op < 4) link.send(frame(10 + rng.int(400), step), rng.next() < 0.5 ? SAMPLE : KEEP, step);
+        const op = rng.below(10);
+        if (op < 4) link.send(frame(10 + rng.below(400), step), rng.float() < 0.5 ? SAMPLE : KEEP, step);
         else if (op < 6 && pending > 0) {
           pending--;
-          link.notified(rng.next() < 0.95 ? 0 : 1);
+          link.notified(rng.float() < 0.95 ? 0 : 1);
         } else if (op === 6) link.tick(clock.now());
-        else clock.t += rng.int(op === 9 ? 600 : 25);
+        else clock.t += rng.below(op === 9 ? 600 : 25);
         check(link, standing, step);
       }
       ok(standing.n > 100, `seed ${seed}: the level stood at ${standing.n} steps`);
