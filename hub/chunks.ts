@@ -62,16 +62,17 @@ export function sendHealth(hub: Hub, s: Session, offset: number, now: number): v
     hub.egress.nack(s, Nack.FORBIDDEN, FrameType.HEALTH);
     return;
   }
-  let text = s.healthText;
+  const kept = hub.keeper.healthTexts;
+  let text = kept[s.slot] as string | null;
   if (offset === 0) text = JSON.stringify(hub.inspect.report(now));
   if (text === null || offset > text.length || !s.link) {
-    s.healthText = null;
+    kept[s.slot] = null;
     hub.egress.nack(s, Nack.MALFORMED, FrameType.HEALTH);
     return;
   }
   const end = healthChunk(hub.egress, s, text, offset);
-  if (end >= 0) s.healthText = end >= text.length ? null : text;
-  else s.healthText = offset === 0 ? null : text;
+  if (end >= 0) kept[s.slot] = end >= text.length ? null : text;
+  else kept[s.slot] = offset === 0 ? null : text;
 }
 
 /**

@@ -10,7 +10,7 @@ import { type HealthReport, type HubLoad, type LinkHealth, num } from './health.
 import type { Hub } from './hub.js';
 import { aggregateOccupancy, LADDER_KEEPING_UP_OCCUPANCY, LADDER_READER_STALL_MS, type LadderSessionView, type LadderSubView } from './ladder.js';
 import { AckForm, type Link } from './ports.js';
-import { type Session, SessionState } from './session.js';
+import { LOAD_AT, type Session, SessionState } from './session.js';
 import { WINDOW_BUCKETS } from './window60.js';
 import { StreamKind } from '../catalog/schema.js';
 
@@ -145,14 +145,16 @@ export class Load {
    * little queued and its transport moving. While one does, the hub's own egress is evidently
    * not the bottleneck: the backlog elsewhere is those links' (§10.3, §10.4).
    */
-  keepsUp(s: Session, link: Link, level: number, now: number): boolean {
-    return now - s.handedAt <= LADDER_READER_STALL_MS && level === 0 && link.occupancy() < LADDER_KEEPING_UP_OCCUPANCY && link.stalledMs() < LADDER_READER_STALL_MS;
+  keepsUp(handedAt: number, link: Link, level: number, now: number): boolean {
+    return now - handedAt <= LADDER_READER_STALL_MS && level === 0 && link.occupancy() < LADDER_KEEPING_UP_OCCUPANCY && link.stalledMs() < LADDER_READER_STALL_MS;
   }
 
   // Moves the ACTIVE sessions' hand-off marks on and counts the links keeping up: every one, and
   // the never-shed backlog into `load`; or, without `load`, up to the first.
   private handOffs(now: number, load: HubLoad | null): number {
     const slots = this.hub.slots;
+    let marks: Float64Array;
+    let m = 0;
     let backlog = 0;
     let keepingUp = 0;
     for (let i = 0; i < slots.length; i++) {
@@ -161,12 +163,15 @@ export class Load {
       backlog += s.neverShed.bytes;
       const link = s.link;
       if (s.state !== ACTIVE || !link) continue;
-      if (s.sentFrames !== s.loadMark) {
-        s.loadMark = s.sentFrames;
-        s.handedAt = now;
+      marks = s.guard.store;
+      m = s.guard.at + LOAD_AT;
+      if (marks[m] !== s.sentFrames) {
+        marks[m] = s.sentFrames;
+        marks[m + 1] = now;
       }
+      const handedAt = marks[m + 1] as number;
       // The level is read only for a session handed frames lately (reading it judges it).
-      if ((keepingUp === 0 || load !== null) && now - s.handedAt <= LADDER_READER_STALL_MS && this.keepsUp(s, link, link.level, now)) keepingUp++;
+      if ((keepingUp === 0 || load !== null) && now - handedAt <= LADDER_READER_STALL_MS && this.keepsUp(handedAt, link, link.level, now)) keepingUp++;
     }
     if (load !== null) load.neverShedBacklogBytes = backlog;
     return keepingUp;

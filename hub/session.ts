@@ -316,15 +316,23 @@ const BUDGET_AT = GUARD_ROW;
 const STALL_AT = BUDGET_AT + LINK_BUDGET_ROW;
 // Then when it went STALE (read only while it is).
 const STALE_AT = STALL_AT + STALL_ROW;
+/**
+ * Then its hand-off mark: sentFrames when the hub last measured its load, and when it last found
+ * frames handed since (-Infinity before any). The hub's tick and Load move it, reading the store
+ * inline (a call per session would cost more than fields did; on XS every field of a session is
+ * a heap slot).
+ */
+export const LOAD_AT = STALE_AT + 1;
+// Then its tier (read when planning, at a publication and at a park: not on the hot path).
+const TIER_AT = LOAD_AT + 2;
 // Then its two resume tokens' bytes, RESUME_TOKEN_BYTES each: the current one, then the prior.
-const TOKENS_AT = STALE_AT + 1;
+const TOKENS_AT = TIER_AT + 1;
 /** The numbers of a session's row of the hub's guard store (a transport's row is GUARD_ROW). */
 export const SESSION_ROW = TOKENS_AT + (2 * RESUME_TOKEN_BYTES) / 8;
 
 export class Session {
   readonly id: number;
   readonly slot: number;
-  readonly tier: number;
   state: SessionStateCode = SessionState.ACTIVE;
   link: Link | null = null;
   priorValid = false;
@@ -340,8 +348,6 @@ export class Session {
    * (Link.acked, Link.ackLag).
    */
   sentFrames = 0;
-  /** §5.18: the report a chunked HEALTH answer is cut from, kept until its last chunk went. */
-  healthText: string | null = null;
   /** A GRANT re-stating every grant is owed to this session (set by a re-plan). */
   grantOwed = false;
   /** Events wait in this session's EVENT queues for its link: the tick flushes them. */
@@ -358,7 +364,6 @@ export class Session {
   constructor(id: number, slot: number, tier: number, now: number, neverShed: FrameRing, guard: Guard) {
     this.id = id;
     this.slot = slot;
-    this.tier = tier;
     this.lastHeard = now;
     neverShed.clear();
     this.neverShed = neverShed;
@@ -367,6 +372,14 @@ export class Session {
     linkBudgetReset(guard.store, guard.at + BUDGET_AT);
     this.stallReset();
     this.staleSince = 0;
+    guard.store[guard.at + LOAD_AT] = 0;
+    guard.store[guard.at + LOAD_AT + 1] = -Infinity;
+    guard.store[guard.at + TIER_AT] = tier;
+  }
+
+  /** §6.10 the session's tier (in the guard's row: on XS every field of a session is a heap slot). */
+  get tier(): number {
+    return this.guard.store[this.guard.at + TIER_AT] as number;
   }
 
   publication(channelId: number): Publication | undefined {
@@ -376,10 +389,6 @@ export class Session {
     }
     return undefined;
   }
-
-  /** sentFrames when the hub last measured its load, and when it last found frames handed since. */
-  loadMark = 0;
-  handedAt = -Infinity;
 
   /** One more frame handed to the transport (counted modulo 2^32). */
   handed(): void {

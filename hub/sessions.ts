@@ -36,9 +36,16 @@ export class SessionKeeper {
    * on XS every typed array costs heap slots).
    */
   private readonly guards: Float64Array;
+  /**
+   * §5.18, per session slot: the report a chunked HEALTH answer is cut from, kept until its last
+   * chunk went (chunks.ts sendHealth); null none. Here, not on the session: on XS every field of
+   * a session is a heap slot, and only a maintainer's session ever holds one.
+   */
+  readonly healthTexts: (string | null)[];
 
   constructor(private readonly hub: Hub) {
     this.guards = new Float64Array(hub.slots.length * SESSION_ROW + CONN_GUARD_ROWS * GUARD_ROW);
+    this.healthTexts = new Array<string | null>(hub.slots.length).fill(null);
   }
 
   /**
@@ -115,6 +122,7 @@ export class SessionKeeper {
       // would be restarted (§12), and its intent bucket full (§9.3).
       const guard = new Guard(INTENT_RATE_PER_S, INTENT_BUCKET_DEPTH, now, this.guards, slot * SESSION_ROW);
       s = new Session(this.nextId++, slot, tier, now, egress.ringFor(slot), guard);
+      this.healthTexts[slot] = null;
       hub.random.fill(s.resumeToken);
       hub.slots[slot] = s;
       s.link = conn.link;
@@ -192,7 +200,7 @@ export class SessionKeeper {
     s.neverShed.clear();
     s.resetLink();
     s.sentFrames = conn.sent;
-    s.healthText = null;
+    this.healthTexts[s.slot] = null;
     s.eventsOwed = true;
     // §6.6: the token presented stays good until the client is heard with the new one's WELCOME.
     s.priorToken.set(token);
@@ -280,6 +288,7 @@ export class SessionKeeper {
     s.state = SessionState.CLOSED;
     hub.plan.dropAll(s);
     hub.slots[s.slot] = null;
+    this.healthTexts[s.slot] = null;
     if (hub.owner === s) hub.safety.setOwner(null);
     hub.log.event('session-close', s.id, reason);
     hub.plan.replan();
