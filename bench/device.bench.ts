@@ -28,7 +28,7 @@ import type { HubCounters } from '../hub/counters.js';
 import type { SealedBytes } from '../hub/bytes.js';
 import { DEVICE_BLE_QUEUE_BYTES, DEVICE_DEFAULTS, DEVICE_ESPNOW_QUEUE_BYTES, DEVICE_MAX_HUB_FRAME_BYTES } from '../device/config.js';
 import { LinkFraming, TakePool, TcpLink } from '../bindings/tcp/egress.js';
-import { SocketPort, type StreamSocket } from '../bindings/tcp/socket-port.js';
+import { SocketPort, type SocketDirectFields, type SocketDirectPort, type StreamSocket } from '../bindings/tcp/socket-port.js';
 import { writeLengthPrefix } from '../bindings/tcp/framing.js';
 import { BleLink } from '../bindings/ble/link.js';
 import { GattConnection, gattWritten, tickConnections, type GattPeer } from '../bindings/ble/gatt-connection.js';
@@ -1171,6 +1171,8 @@ export class NativeSampleRouterStandIn implements SampleRouter {
     let drops = 0;
     let delivered = 0;
     let frame: Uint8Array | null = null;
+    // The frame was written by this walk (route.c knows its bytes), not by a turn (its view is asked).
+    let framedHere = false;
     for (let i = 0; i < end; i++) {
       const slot = wide === 2 ? (this.u16[(subs >>> 1) + first + i] as number) : (u8[subs + first + i] as number);
       if (slot >= slotCount) continue;
@@ -1215,6 +1217,7 @@ export class NativeSampleRouterStandIn implements SampleRouter {
         w.pause();
         this.reads++;
         frame = host.frame;
+        framedHere = false;
         if (!went) continue;
       } else {
         clear++;
@@ -1222,11 +1225,17 @@ export class NativeSampleRouterStandIn implements SampleRouter {
           u8[decimation + 2 * k] = 1;
           u8[decimation + 2 * k + 1] = 0;
         }
-        if (frame === null) frame = this.frame(host, route, seq, t, values, n);
-        this.calls++;
-        w.resume();
-        const took = link.send(frame, tag, seq);
-        w.pause();
+        if (frame === null) {
+          frame = this.frame(host, route, seq, t, values, n);
+          framedHere = true;
+        }
+        let took = routeDirect(link as unknown as Partial<SocketDirectFields>, frame, framedHere, now, this, w);
+        if (!took) {
+          this.calls++;
+          w.resume();
+          took = link.send(frame, tag, seq);
+          w.pause();
+        }
         if (!took) {
           drops++;
           if (!gated) u8[sourceDropped + k] = 1;
@@ -1322,6 +1331,103 @@ export class NativeSampleRouterStandIn implements SampleRouter {
     rab.resize(length);
     this.world.pause();
   }
+}
+
+/** What routeDirect counts of the C's work: its reads and writes of properties, and its asks of a view's bytes. */
+export interface DirectCount {
+  reads: number;
+  accessors: number;
+}
+
+/**
+ * device/native/route.c routeDirect, in script, step for step: TcpLink.send's first branch for a
+ * link straight on the device's socket (bindings/tcp/socket-port.ts SocketDirectFields), the
+ * steady case only; false, before anything is written, for any other, and the link's `send` runs.
+ * `count` takes what the C reads and writes (priced as the route's), `world` (paused) is resumed
+ * around the socket's writes, which the C calls as the script would. test/host/socket-direct.test.ts
+ * holds it to TcpLink.send.
+ */
+export function routeDirect(link: Partial<SocketDirectFields>, frame: Uint8Array, framedHere: boolean, now: number, count: DirectCount | null, world: { resume(): void; pause(): void } | null): boolean {
+  const c = count ?? { reads: 0, accessors: 0 };
+  c.reads++;
+  const port = link.direct as SocketDirectPort | null | undefined;
+  if (port === null || typeof port !== 'object') return false;
+  c.reads++;
+  const socket = port.socket;
+  if (socket === null || typeof socket !== 'object') return false;
+  c.reads += 2;
+  if ((link.queue as { held: number }).held !== 0) return false;
+  c.reads += 3;
+  const acks = link.acks as SocketDirectFields['acks'];
+  let started = acks.started;
+  if (!(started >= 0 && started === Math.floor(started) && started < (link.windowEnd as number))) return false;
+  c.reads++;
+  const framing = link.framing;
+  if (!framedHere) c.accessors++;
+  const bytes = frame.length;
+  let h0: number;
+  let h1: number;
+  if (framing === 0 && bytes <= 0xffff) {
+    h0 = bytes >>> 8;
+    h1 = bytes & 0xff;
+  } else if (framing === 1 && bytes < 126) {
+    h0 = 0x82;
+    h1 = bytes;
+  } else return false;
+  c.reads++;
+  if (!(port.room >= bytes + 2)) return false;
+  if (!(now >= 0 && now <= 0xffffffff && now === Math.floor(now))) return false;
+  c.reads += 3;
+  const tp = link.throughput as SocketDirectFields['throughput'];
+  if (!(now - tp.windowStart < tp.windowMs && now >= tp.windowStart)) return false;
+  c.reads += 2;
+  const d = link.detector;
+  if (d === null || typeof d !== 'object' || d.queue !== 0) return false;
+  c.reads++;
+  if (!(started + 1 < (link.lagFrom as number))) return false;
+  c.reads += 2;
+  let ring = acks.handedAt;
+  let mask = acks.mask;
+  if (ring === null || typeof ring !== 'object' || !(mask >= 0 && mask <= 0xffffffff && mask === Math.floor(mask))) return false;
+  c.reads++;
+  c.accessors++;
+  const hdr = link.hdr2 as Uint8Array;
+  if (hdr.length < 2) return false;
+  hdr[0] = h0;
+  hdr[1] = h1;
+  let left: unknown;
+  let wrote = false;
+  world?.resume();
+  try {
+    socket.write(hdr);
+    left = socket.write(frame);
+    wrote = true;
+  } catch {
+    wrote = false;
+  }
+  world?.pause();
+  if (wrote) {
+    c.reads += 4;
+    const free = typeof left === 'number' ? left : 0;
+    port.free = free;
+    let space = port.limit - (port.total - free);
+    if (space > free) space = free;
+    port.room = space > 0 ? space : 0;
+  } else {
+    c.reads += 4;
+    world?.resume();
+    port.end();
+    world?.pause();
+    started = acks.started;
+    mask = acks.mask;
+    ring = acks.handedAt;
+  }
+  c.reads += 6;
+  (ring as Float64Array)[(started % 0x100000000) & mask] = now;
+  acks.started = started + 1;
+  tp.bytes = tp.bytes + bytes + 2;
+  (link as SocketDirectFields).movedAt = now;
+  return true;
 }
 
 /** The route's fields the device's route reads and writes (hub/session.ts ChannelRoute). */

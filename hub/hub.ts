@@ -25,7 +25,7 @@ import { Nack } from './nack.js';
 import { Plan } from './plan.js';
 import { NULL_LOG, type Clock, type HeapUsed, type Link, type LinkSink, type Log, type Random, type RobotPort, type SampleRouter, type Store } from './ports.js';
 import { Safety } from './safety.js';
-import { LOAD_AT, makeRoutes, type ChannelRoute, Session, SessionState, type SubscriptionTable } from './session.js';
+import { makeRoutes, type ChannelRoute, Session, SessionState, type SubscriptionTable } from './session.js';
 import { SessionKeeper } from './sessions.js';
 
 export { HubCounters } from './counters.js';
@@ -356,9 +356,6 @@ export class Hub {
     let s: Session | null;
     let link: Link | null;
     let level = 0;
-    // Each ACTIVE session's hand-off mark, in its guard's row (session.ts LOAD_AT).
-    let marks: Float64Array;
-    let m = 0;
     for (i = 0; i < slots.length; i++) {
       s = slots[i] as Session | null;
       if (!s) continue;
@@ -413,13 +410,8 @@ export class Hub {
         if (s.eventsOwed) next = now;
       }
       if (loadDue && s.state === SessionState.ACTIVE) {
-        marks = s.guard.store;
-        m = s.guard.at + LOAD_AT;
-        if (marks[m] !== s.sentFrames) {
-          marks[m] = s.sentFrames;
-          marks[m + 1] = now;
-        }
-        if (!keeping) keeping = this.inspect.keepsUp(marks[m + 1] as number, link, level, now);
+        at = this.inspect.handOff(s, now);
+        if (!keeping) keeping = this.inspect.keepsUp(at, link, level, now);
       }
     }
     // docs/operations.md "Health, admission and overload": the hub's own load moves the ladder; a new rung re-plans and announces grants.

@@ -140,6 +140,22 @@ export class Load {
   }
 
   /**
+   * A load sweep's look at an ACTIVE session: moves its hand-off mark on (the frames handed to its
+   * transport, in its guard's row: session.ts LOAD_AT) and returns when it last found frames
+   * handed since (-Infinity before any).
+   */
+  handOff(s: Session, now: number): number {
+    const marks = s.guard.store;
+    const m = s.guard.at + LOAD_AT;
+    if (marks[m] !== s.sentFrames) {
+      marks[m] = s.sentFrames;
+      marks[m + 1] = now;
+      return now;
+    }
+    return marks[m + 1] as number;
+  }
+
+  /**
    * A session keeping up (its hand-off mark moved on): handed frames within the last second, its
    * link at level 0 (clear of congestion: a queue bounded in time reads congested, not full),
    * little queued and its transport moving. While one does, the hub's own egress is evidently
@@ -153,8 +169,6 @@ export class Load {
   // the never-shed backlog into `load`; or, without `load`, up to the first.
   private handOffs(now: number, load: HubLoad | null): number {
     const slots = this.hub.slots;
-    let marks: Float64Array;
-    let m = 0;
     let backlog = 0;
     let keepingUp = 0;
     for (let i = 0; i < slots.length; i++) {
@@ -163,13 +177,7 @@ export class Load {
       backlog += s.neverShed.bytes;
       const link = s.link;
       if (s.state !== ACTIVE || !link) continue;
-      marks = s.guard.store;
-      m = s.guard.at + LOAD_AT;
-      if (marks[m] !== s.sentFrames) {
-        marks[m] = s.sentFrames;
-        marks[m + 1] = now;
-      }
-      const handedAt = marks[m + 1] as number;
+      const handedAt = this.handOff(s, now);
       // The level is read only for a session handed frames lately (reading it judges it).
       if ((keepingUp === 0 || load !== null) && now - handedAt <= LADDER_READER_STALL_MS && this.keepsUp(handedAt, link, link.level, now)) keepingUp++;
     }

@@ -318,9 +318,8 @@ const STALL_AT = BUDGET_AT + LINK_BUDGET_ROW;
 const STALE_AT = STALL_AT + STALL_ROW;
 /**
  * Then its hand-off mark: sentFrames when the hub last measured its load, and when it last found
- * frames handed since (-Infinity before any). The hub's tick and Load move it, reading the store
- * inline (a call per session would cost more than fields did; on XS every field of a session is
- * a heap slot).
+ * frames handed since (-Infinity before any), moved by load.ts Load.handOff (here, not in fields:
+ * on XS every field of a session is a heap slot).
  */
 export const LOAD_AT = STALE_AT + 1;
 // Then its tier (read when planning, at a publication and at a park: not on the hot path).

@@ -13,6 +13,41 @@
 
 import type { DirectTransport, TcpLink } from './egress.js';
 
+/**
+ * What the device's route in C (device/native/route.c routeDirect) reads and writes, by name, to
+ * hand a push's DATA frame straight to the socket as TcpLink.send's first branch does, for a link
+ * whose `direct` is a SocketPort: the link's numbers, then the port's. The C takes only the
+ * steady case (nothing queued, the ack window open, a length prefix or a WebSocket frame under 126
+ * bytes, room for it, a whole-ms time, the throughput window open, the watermark at 0, the ack lag
+ * not yet watched) and leaves anything else to the link's `send`; what it leaves behind is what
+ * `send` leaves (test/host/socket-direct.test.ts holds the bench's model of the C to it). A
+ * rename here without the C makes the C find nothing and call `send` every time.
+ */
+export interface SocketDirectFields {
+  direct: SocketDirectPort | null;
+  readonly queue: { readonly held: number };
+  readonly acks: { started: number; readonly mask: number; readonly handedAt: Float64Array | Uint32Array | null };
+  readonly windowEnd: number;
+  /** 0 a length prefix, 1 a WebSocket server (LinkFraming). */
+  readonly framing: number;
+  /** The link's 2-byte header buffer. */
+  readonly hdr2: Uint8Array;
+  readonly throughput: { readonly windowStart: number; readonly windowMs: number; bytes: number };
+  readonly detector: { readonly queue: number };
+  readonly lagFrom: number;
+  movedAt: number;
+}
+
+/** The port's side of SocketDirectFields (SocketPort's fields, and its `end`). */
+export interface SocketDirectPort {
+  readonly socket: StreamSocket | null;
+  room: number;
+  free: number;
+  readonly limit: number;
+  readonly total: number;
+  end(): void;
+}
+
 /** What the port needs of a socket: the SDK's ECMA-419 TCP socket over lwIP. */
 export interface StreamSocket {
   /** Copies `bytes` into the stack; returns the send-buffer bytes still free; throws when it cannot (a dead socket). */

@@ -14,6 +14,10 @@
  *   returns the deliveries, or -1 for a push the script routes (a critical channel, or a link
  *           level floor of 1 or more), untouched
  *
+ * A send to a Wi-Fi link straight on the device's socket, in the steady case, is written to the
+ * socket here (routeDirect), as TcpLink.send's first branch writes it; any other send calls the
+ * link's `send`.
+ *
  * Every column the route reads or writes is checked against the table's buffer once per push,
  * and every row it touches against the table's own shape, before the loop; a RangeError is
  * thrown rather than read or write outside one. The table's address is taken again after every
@@ -33,7 +37,8 @@ enum {
 	aHost, aRoute, aT, aValues, aCount, aNow
 };
 enum {
-	vSession, vLink, vFrame, vK, vSlot, vLevel, vScratch, vScratch2, vSeq, vN, vSlots, vTable, vTag, vCounters, vData, vRab, vLen, vCount
+	vSession, vLink, vFrame, vK, vSlot, vLevel, vScratch, vScratch2, vSeq, vN, vSlots, vTable, vTag, vCounters, vData, vRab, vLen,
+	vPort, vSocket, vAcks, vRing, vHeader, vThroughput, vCount
 };
 
 enum {
@@ -44,16 +49,26 @@ enum {
 static xsIdentifier idLink, idLevel, idNeverShed, idSize, idSend, idSentFrames, idTurn, idFrame, idBuffer, idByteOffset, idLength;
 static xsIdentifier idCh, idCritical, idLevelFloor, idSeq, idIndex, idFieldCount, idShedBase, idSegmentsBase, idTag, idSharedFlag, idLastAt;
 static xsIdentifier idSlots, idTableBuffer, idLayout, idRouting, idCounters, idRateGated, idEgressDrops, idDelivered, idRows;
-static xsIdentifier idData, idRab, idCapacity, idSealedAt, idBytes, idPrefix, idPrefixed, idDetector, idJudgements, idJudgementsSeen, idLvl, idResize;
+static xsIdentifier idData, idRab, idCapacity, idSealedAt, idBytes, idPrefix, idPrefixed, idDetector, idJudgements, idJudgementsSeen, idLvl;
+static xsIdentifier idDirect, idSocket, idQueue, idHeld, idAcks, idStarted, idWindowEnd, idFraming, idRoom, idThroughput, idWindowStart, idWindowMs;
+static xsIdentifier idLagFrom, idHandedAt, idMask, idHdr2, idWrite, idEnd, idFree, idLimit, idTotal, idMovedAt, idResize;
 
 typedef struct {
 	RouteCalls calls;
 	xsMachine *the;
 	uint32_t layout[lCount];
 	int framed;
+	/* The frame's bytes when this push wrote it; 0 when a turn did (its view is asked). */
+	uint32_t frameBytes;
 	double seq;
+	double now;
 	uint32_t n;
 } RouteGlue;
+
+/* bindings/tcp/egress.ts: a link's framing (LinkFraming) and a WebSocket binary frame's first byte. */
+#define kFramingLengthPrefix 0
+#define kFramingWsServer 1
+#define kWsFinalBinary 0x82
 
 static void routeColumns(RouteCalls *c, RouteColumns *t)
 {
@@ -149,6 +164,136 @@ static void routeFrame(RouteGlue *g)
 	xsmcSet(xsVar(vData), idSealedAt, xsVar(vLen));
 	xsmcSet(xsArg(aHost), idFrame, xsVar(vFrame));
 	g->framed = 1;
+	g->frameBytes = end;
+}
+
+/* A number property of `object`. */
+static double routeNumber(xsMachine *the, xsSlot *object, xsIdentifier id)
+{
+	xsmcGet(xsVar(vScratch2), *object, id);
+	return xsmcToNumber(xsVar(vScratch2));
+}
+
+/* object[id] = n */
+static void routeSetNumber(xsMachine *the, xsSlot *object, xsIdentifier id, double n)
+{
+	xsmcSetNumber(xsVar(vScratch2), n);
+	xsmcSet(*object, id, xsVar(vScratch2));
+}
+
+/*
+ * TcpLink.send's first branch (bindings/tcp/egress.ts), for a link straight on the device's socket
+ * (bindings/tcp/socket-port.ts SocketPort, the link's `direct`; its `socket` the SDK's lwIP
+ * socket): the frame's 2-byte header and the frame written to the socket, the port's room and the
+ * link's numbers moved as the script moves them, the push's `now` the send's. Only the steady
+ * case is taken here: nothing queued, the ack window open, a length prefix or a WebSocket frame
+ * under 126 bytes, room for both, a whole-ms time the link's ack ring keeps, the throughput window
+ * open, the watermark at 0 and the ack lag not yet watched (TcpLink's `lagFrom`). For anything
+ * else this returns 0 before it has written anything, and the link's own `send` runs. A write
+ * that throws ends the socket as SocketPort.writeFrame does (its `end`), and the frame counts as
+ * handed over, as in the script. The names it reads are bindings/tcp/socket-port.ts
+ * SocketDirectFields.
+ */
+static int routeDirect(RouteGlue *g)
+{
+	xsMachine *the = g->the;
+	double now = g->now, started, windowEnd, room, lagFrom, mask, at, left, space;
+	double framing, windowStart, windowMs;
+	void *bytes;
+	xsUnsignedValue length;
+	uint32_t frameBytes;
+	uint8_t h0, h1;
+	volatile int wrote = 0;
+	xsmcGet(xsVar(vPort), xsVar(vLink), idDirect);
+	if (xsmcTypeOf(xsVar(vPort)) != xsReferenceType)
+		return 0;
+	xsmcGet(xsVar(vSocket), xsVar(vPort), idSocket);
+	if (xsmcTypeOf(xsVar(vSocket)) != xsReferenceType)
+		return 0;
+	xsmcGet(xsVar(vScratch), xsVar(vLink), idQueue);
+	if (routeNumber(the, &xsVar(vScratch), idHeld) != 0)
+		return 0;
+	xsmcGet(xsVar(vAcks), xsVar(vLink), idAcks);
+	started = routeNumber(the, &xsVar(vAcks), idStarted);
+	windowEnd = routeNumber(the, &xsVar(vLink), idWindowEnd);
+	if (!(started >= 0 && started == floor(started) && started < windowEnd))
+		return 0;
+	framing = routeNumber(the, &xsVar(vLink), idFraming);
+	frameBytes = g->frameBytes;
+	if (frameBytes == 0) {
+		xsmcGetBufferReadable(xsVar(vFrame), &bytes, &length);
+		frameBytes = (uint32_t)length;
+	}
+	if (framing == kFramingLengthPrefix && frameBytes <= 0xffff) {
+		h0 = (uint8_t)(frameBytes >> 8);
+		h1 = (uint8_t)(frameBytes & 0xff);
+	}
+	else if (framing == kFramingWsServer && frameBytes < 126) {
+		h0 = kWsFinalBinary;
+		h1 = (uint8_t)frameBytes;
+	}
+	else
+		return 0;
+	room = routeNumber(the, &xsVar(vPort), idRoom);
+	if (!(room >= (double)frameBytes + 2))
+		return 0;
+	/* (now >>> 0) === now: a time the ack ring keeps as it is (else AckCounter.widen first). */
+	if (!(now >= 0 && now <= 4294967295.0 && now == floor(now)))
+		return 0;
+	xsmcGet(xsVar(vThroughput), xsVar(vLink), idThroughput);
+	windowStart = routeNumber(the, &xsVar(vThroughput), idWindowStart);
+	windowMs = routeNumber(the, &xsVar(vThroughput), idWindowMs);
+	if (!(now - windowStart < windowMs && now >= windowStart))
+		return 0;
+	xsmcGet(xsVar(vScratch), xsVar(vLink), idDetector);
+	if (xsmcTypeOf(xsVar(vScratch)) != xsReferenceType || routeNumber(the, &xsVar(vScratch), idQueue) != 0)
+		return 0;
+	lagFrom = routeNumber(the, &xsVar(vLink), idLagFrom);
+	if (!(started + 1 < lagFrom))
+		return 0;
+	xsmcGet(xsVar(vRing), xsVar(vAcks), idHandedAt);
+	mask = routeNumber(the, &xsVar(vAcks), idMask);
+	if (xsmcTypeOf(xsVar(vRing)) != xsReferenceType || !(mask >= 0 && mask <= 0xffffffff && mask == floor(mask)))
+		return 0;
+	xsmcGet(xsVar(vHeader), xsVar(vLink), idHdr2);
+	xsmcGetBufferWritable(xsVar(vHeader), &bytes, &length);
+	if (length < 2)
+		return 0;
+	/* Everything checked: from here on this is the send. */
+	((uint8_t *)bytes)[0] = h0;
+	((uint8_t *)bytes)[1] = h1;
+	xsTry {
+		xsmcCall(xsVar(vScratch), xsVar(vSocket), idWrite, &xsVar(vHeader), NULL);
+		xsmcCall(xsVar(vScratch), xsVar(vSocket), idWrite, &xsVar(vFrame), NULL);
+		wrote = 1;
+	}
+	xsCatch {
+		wrote = 0;
+	}
+	if (wrote) {
+		/* SocketPort.writeFrame: what lwIP says is free, and the room within the port's limit. */
+		left = xsmcTypeOf(xsVar(vScratch)) == xsNumberType || xsmcTypeOf(xsVar(vScratch)) == xsIntegerType ? xsmcToNumber(xsVar(vScratch)) : 0;
+		routeSetNumber(the, &xsVar(vPort), idFree, left);
+		space = routeNumber(the, &xsVar(vPort), idLimit) - (routeNumber(the, &xsVar(vPort), idTotal) - left);
+		if (space > left)
+			space = left;
+		routeSetNumber(the, &xsVar(vPort), idRoom, space > 0 ? space : 0);
+	}
+	else {
+		/* A dead socket: the port ends it (the link is told), and the link counts the frame as the script does, its numbers read again. */
+		xsmcCall(xsVar(vScratch), xsVar(vPort), idEnd, NULL);
+		started = routeNumber(the, &xsVar(vAcks), idStarted);
+		mask = routeNumber(the, &xsVar(vAcks), idMask);
+		xsmcGet(xsVar(vRing), xsVar(vAcks), idHandedAt);
+	}
+	/* One frame started (its time for the round trip), its bytes in the throughput window, the link moved. */
+	at = (double)((uint32_t)fmod(started, 4294967296.0) & (uint32_t)mask);
+	xsmcSetNumber(xsVar(vScratch2), now);
+	xsmcSetIndex(xsVar(vRing), (xsIntegerValue)at, xsVar(vScratch2));
+	routeSetNumber(the, &xsVar(vAcks), idStarted, started + 1);
+	routeSetNumber(the, &xsVar(vThroughput), idBytes, routeNumber(the, &xsVar(vThroughput), idBytes) + frameBytes + 2);
+	routeSetNumber(the, &xsVar(vLink), idMovedAt, now);
+	return 1;
 }
 
 static int routeSend(RouteCalls *c)
@@ -157,6 +302,8 @@ static int routeSend(RouteCalls *c)
 	xsMachine *the = g->the;
 	if (!g->framed)
 		routeFrame(g);
+	if (routeDirect(g))
+		return 1;
 	xsmcCall(xsVar(vScratch), xsVar(vLink), idSend, &xsVar(vFrame), &xsVar(vTag), &xsVar(vSeq), NULL);
 	return xsmcTest(xsVar(vScratch));
 }
@@ -179,6 +326,7 @@ static int routeTurn(RouteCalls *c, uint32_t k, uint32_t slot, double level)
 	/* The turn may have written the push's frame (Egress.frame): the sends after it take that one. */
 	xsmcGet(xsVar(vFrame), xsArg(aHost), idFrame);
 	((RouteGlue *)c)->framed = xsmcTypeOf(xsVar(vFrame)) == xsReferenceType;
+	((RouteGlue *)c)->frameBytes = 0;
 	return xsmcTest(xsVar(vScratch));
 }
 
@@ -193,13 +341,6 @@ static const double *routeValues(RouteCalls *c)
 	xsmcGet(xsVar(vScratch), xsArg(aValues), idBuffer);
 	xsmcGetBufferReadable(xsVar(vScratch), &data, &bytes);
 	return (const double *)(const void *)((const uint8_t *)data + at);
-}
-
-/* A number property of `object`. */
-static double routeNumber(xsMachine *the, xsSlot *object, xsIdentifier id)
-{
-	xsmcGet(xsVar(vScratch2), *object, id);
-	return xsmcToNumber(xsVar(vScratch2));
 }
 
 /* counters[id] += n */
@@ -264,6 +405,28 @@ void xs_route_push(xsMachine *the)
 		idBytes = xsID("bytes");
 		idPrefix = xsID("prefix");
 		idPrefixed = xsID("prefixed");
+		idDirect = xsID("direct");
+		idSocket = xsID("socket");
+		idQueue = xsID("queue");
+		idHeld = xsID("held");
+		idAcks = xsID("acks");
+		idStarted = xsID("started");
+		idWindowEnd = xsID("windowEnd");
+		idFraming = xsID("framing");
+		idRoom = xsID("room");
+		idThroughput = xsID("throughput");
+		idWindowStart = xsID("windowStart");
+		idWindowMs = xsID("windowMs");
+		idLagFrom = xsID("lagFrom");
+		idHandedAt = xsID("handedAt");
+		idMask = xsID("mask");
+		idHdr2 = xsID("hdr2");
+		idWrite = xsID("write");
+		idEnd = xsID("end");
+		idFree = xsID("free");
+		idLimit = xsID("limit");
+		idTotal = xsID("total");
+		idMovedAt = xsID("movedAt");
 		idResize = xsID("resize");
 	}
 	/* A critical channel, or a level floor under every link: the script's. (routeNumber takes vScratch2: the test first.) */
@@ -339,6 +502,8 @@ void xs_route_push(xsMachine *the)
 	xsmcSet(xsArg(aHost), idRouting, xsVar(vScratch));
 	g.the = the;
 	g.framed = 0;
+	g.frameBytes = 0;
+	g.now = p.now;
 	g.seq = seq;
 	g.n = p.n;
 	xsmcGet(xsVar(vData), xsArg(aHost), idData);
