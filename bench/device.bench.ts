@@ -790,9 +790,10 @@ class BleClient extends Client {
     conn.characteristic = this.peer.characteristic;
     this.conn = conn;
     // A paired (bonded) central: the connection's ceiling is the hub's (docs/security.md "BLE").
-    const link = BleLink.attach(this.world.hub, conn, this.world.clock, { queue: { bytes: DEVICE_BLE_QUEUE_BYTES }, tierCeiling: Tier.maintainer }, true);
+    const link = BleLink.attach(this.world.hub, conn, this.world.clock, { queue: { bytes: DEVICE_BLE_QUEUE_BYTES }, tierCeiling: Tier.maintainer, wake: this.world.ble }, true);
     conn.link = link;
     this.link = link;
+    this.world.ble.conns.push(conn);
   }
 
   /** A notification reached the client (not counted). */
@@ -831,12 +832,13 @@ class BleClient extends Client {
 /** BleBinding's tick (bindings/ble/device.ts, which imports the SDK): the connections' links ticked, a warning once. */
 class BenchBleBinding {
   private warned = false;
-  constructor(
-    private readonly conns: readonly GattConnection<object, BenchGattPeer>[],
-    private readonly clock: Clock,
-  ) {}
+  /** BleBinding's: when its links' ticks next have work (bindings/ble/link.ts TickWake). */
+  dueAt = -Infinity;
+  readonly conns: GattConnection<object, BenchGattPeer>[] = [];
+  constructor(private readonly clock: Clock) {}
   tick(now: number = this.clock.now()): void {
-    if (tickConnections(this.conns, now) && !this.warned) this.warned = true;
+    if (now < this.dueAt) return;
+    if (tickConnections(this.conns, now, this) && !this.warned) this.warned = true;
   }
 }
 
@@ -1597,6 +1599,8 @@ const T_BUNDLE = FrameType.BUNDLE;
 
 export class DeviceWorld {
   readonly clock = new VirtualClock();
+  /** BleBinding's tick over the BLE clients' connections (each adds its own as it opens). */
+  readonly ble = new BenchBleBinding(this.clock);
   readonly random = new FixedRandom();
   readonly catalog: CatalogIndex;
   /** Made by boot(): in the constructor unless `deferBoot`. */
@@ -1911,12 +1915,7 @@ export class DeviceWorld {
   private makeDeviceTick(): DeviceTick {
     const hub = this.hub;
     const sampler = new ButtonSampler(hub, this.clock, DEVICE_DEFAULTS.estop_level, DEVICE_DEFAULTS.estop_debounce_ms);
-    const conns: GattConnection<object, BenchGattPeer>[] = [];
-    for (let i = 0; i < this.clients.length; i++) {
-      const c = this.clients[i];
-      if (c instanceof BleClient && c.conn !== null) conns.push(c.conn);
-    }
-    const ble = conns.length > 0 ? new BenchBleBinding(conns, this.clock) : null;
+    const ble = this.ble.conns.length > 0 ? this.ble : null;
     const stopPath = new NativeStopPath(this.stopLine, new StopPathLatch(hub, sampler));
     return new DeviceTick(hub, this.robot, { stopPath, button: this.button, sampler, ble, radio: this.espnow !== null ? this.radio : null, espnow: this.espnow, after: null }, NULL_LOG);
   }

@@ -128,9 +128,16 @@ export class BleBinding {
     });
   }
 
+  /**
+   * When the links' ticks next have work (link.ts TickWake: the links lower it, tickConnections
+   * sets it): a tick before it has nothing to do.
+   */
+  dueAt = -Infinity;
+
   /** Reassembly timeouts, notification retries, the detectors' windows: call every hub tick. */
   tick(now: number = this.clock.now()): void {
-    if (tickConnections(this.conns, now) && !this.warnedUnconfirmed) {
+    if (now < this.dueAt) return;
+    if (tickConnections(this.conns, now, this) && !this.warnedUnconfirmed) {
       this.warnedUnconfirmed = true;
       this.warn('BLE: notify completions are not arriving; notifications are paced by the timeout');
     }
@@ -166,7 +173,7 @@ export class BleBinding {
     const conn = new GattConnection<GATTServerCharacteristic, GATTServerConnection>(connection, (c) => this.forget(c));
     this.conns.push(conn);
     // Observer until the stack reports the connection secured (onSecured).
-    conn.link = BleLink.attach(this.hub, conn, this.clock, { ...this.linkOptions, tierCeiling: Tier.observer }, false);
+    conn.link = BleLink.attach(this.hub, conn, this.clock, { ...this.linkOptions, tierCeiling: Tier.observer, wake: this }, false);
   }
 
   /** The stack finished encrypting the connection (a new pairing, or a bonded central's keys): its ceiling follows. */

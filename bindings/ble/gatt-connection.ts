@@ -11,7 +11,7 @@
 // stands in for a completion that never comes.
 //
 // Platform-free (the connection is typed by what is used of it), so a Node test can drive it.
-import type { BleLink, BleTransport } from './link.js';
+import type { BleLink, BleTransport, TickWake } from './link.js';
 
 /** The status a notify that threw, or a callback handed something other than a number, reports (NimBLE statuses are positive). */
 export const BLE_STATUS_THREW = -1;
@@ -81,15 +81,24 @@ export function gattWritten<Ch, P extends GattPeer<Ch>>(conns: readonly GattConn
 /**
  * Every connection's link ticked at `now` (BleBinding.tick on the device, every hub tick),
  * backwards: a tick may end a connection. True when a link has counted a notification whose
- * completion never came (the stack's completions are not arriving).
+ * completion never came (the stack's completions are not arriving). `wake` (the links'
+ * BleLinkOptions.wake) becomes the earliest of the links' next tick times: before it, the binding
+ * skips this (each link would find nothing due).
  */
-export function tickConnections<Ch, P extends GattPeer<Ch>>(conns: readonly GattConnection<Ch, P>[], now: number): boolean {
+export function tickConnections<Ch, P extends GattPeer<Ch>>(conns: readonly GattConnection<Ch, P>[], now: number, wake: TickWake): boolean {
   let unconfirmed = false;
+  // (Declared once, out of the loop: a block that declares its own opens a scope on XS.)
+  let link: BleLink | null;
+  let due = Infinity;
+  wake.dueAt = Infinity;
   for (let i = conns.length - 1; i >= 0; i--) {
-    const link = (conns[i] as GattConnection<Ch, P>).link;
+    link = (conns[i] as GattConnection<Ch, P>).link;
     if (link === null) continue;
     link.tick(now);
     if (link.unconfirmed > 0) unconfirmed = true;
+    if (link.dueAt < due) due = link.dueAt;
   }
+  // What the ticks made due (an event lowers `wake` too) stays.
+  if (due < wake.dueAt) wake.dueAt = due;
   return unconfirmed;
 }

@@ -42,7 +42,19 @@ export const BLE_SAMPLE_BUDGET_DEFAULT_MS = 100;
 /** No BLE sample budget is shorter, ms: two connection events at 7.5 ms, the shortest interval. */
 export const BLE_SAMPLE_BUDGET_FLOOR_MS = 15;
 
+/**
+ * When a binding's tick next has work for its links (BleBinding's): each link lowers it whenever
+ * something makes its own tick due sooner (an event lowers the link's `dueAt`), and the binding's
+ * tick sets it to the earliest of its links' after ticking them (bindings/ble/gatt-connection.ts
+ * tickConnections), so that a tick before it skips the links, which would each find nothing due.
+ */
+export interface TickWake {
+  dueAt: number;
+}
+
 export interface BleLinkOptions {
+  /** The binding's tick time, which the link lowers with its own (TickWake). */
+  readonly wake?: TickWake;
   readonly queue?: NotifyQueueOptions;
   /** Client → hub reassembly limits (default HUB_REASSEMBLY). */
   readonly reassembly?: ReassemblyLimits;
@@ -159,7 +171,10 @@ export class BleLink implements ReassemblySink, BindingLink {
   // tick works it out again (`idle`). Events only lower it. A tick never sets it later than
   // dueAfterMs after itself: a notification handed out since times out after it (so a hand-out
   // need not lower it), and one in flight then is timed by it.
-  private dueAt = -Infinity;
+  /** @internal */
+  dueAt = -Infinity;
+  // The binding's tick time (BleLinkOptions.wake), lowered with `dueAt`; null without one.
+  private readonly wake: TickWake | null;
   // The detector judged an input since the link last compared its level (tick, level).
   private fed = false;
   // While the detector's queue signal is known to be 0 (a refusal raises it, and a take that
@@ -200,6 +215,15 @@ export class BleLink implements ReassemblySink, BindingLink {
     this.throughput = new ThroughputEstimator(now);
     this.windowDue = now + (THROUGHPUT_WINDOW_MS - 1);
     this.movedAt = now;
+    this.wake = options.wake ?? null;
+    if (this.wake !== null) this.wake.dueAt = -Infinity;
+  }
+
+  // Something makes the tick due at `at` or sooner: the link's, and its binding's.
+  private soon(at: number): void {
+    if (at < this.dueAt) this.dueAt = at;
+    const w = this.wake;
+    if (w !== null && at < w.dueAt) w.dueAt = at;
   }
 
   /** @internal ReassemblySink: a whole frame from the client, for the core. */
@@ -266,7 +290,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (this.shutDown) return;
     this.reassembler.push(value, start, end, this.clock.now());
     // A partial frame begun: its timeout is the tick's to watch. (No locals: this runs for every write.)
-    if (this.reassembler.expiresAt - 1 < this.dueAt) this.dueAt = this.reassembler.expiresAt - 1;
+    if (this.reassembler.expiresAt - 1 < this.dueAt) this.soon(this.reassembler.expiresAt - 1);
   }
 
   /** The notification in flight completed: status 0 sent, anything else failed. */
@@ -383,6 +407,8 @@ export class BleLink implements ReassemblySink, BindingLink {
       else if (this.detector.quietUntil < due) due = this.detector.quietUntil;
     }
     this.dueAt = due;
+    const w = this.wake;
+    if (w !== null && due < w.dueAt) w.dueAt = due;
   }
 
   // ------------------------------------------------------------------ Link
@@ -464,7 +490,7 @@ export class BleLink implements ReassemblySink, BindingLink {
       this.detector.refused(now);
       this.zeroUntil = NaN;
       this.fed = true;
-      this.dueAt = -Infinity;
+      this.soon(-Infinity);
       return false;
     }
     if (empty) this.movedAt = now;
@@ -579,7 +605,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     if (now === this.takeOwedAt) this.repayTake(now);
     this.judgedAt = now;
     this.fed = false;
-    this.dueAt = -Infinity;
+    this.soon(-Infinity);
     const d = this.detector;
     // Before its next deadline the detector's tick finds nothing new (its own test, without the call).
     if (!(now < d.quietUntil)) {
@@ -598,7 +624,7 @@ export class BleLink implements ReassemblySink, BindingLink {
   private shut(): void {
     this.shutDown = true;
     this.directBelow = 0;
-    this.dueAt = -Infinity;
+    this.soon(-Infinity);
     this.queue.clear();
     this.reassembler.reset();
   }
@@ -657,7 +683,7 @@ export class BleLink implements ReassemblySink, BindingLink {
           this.detector.stale(now);
           if (this.zeroUntil === this.zeroUntil) this.zeroUntil = this.detector.quietUntil;
           this.fed = true;
-          this.dueAt = -Infinity;
+          this.soon(-Infinity);
           if (found < 0) found = ahead;
         }
         const before = found < 0 ? q.fill : 0;
@@ -687,11 +713,11 @@ export class BleLink implements ReassemblySink, BindingLink {
       this.detector.queued(r, now);
       this.zeroUntil = NaN;
       this.heard();
-      this.dueAt = -Infinity;
+      this.soon(-Infinity);
     }
     this.sampled = r;
     // Frames left: each tick reads the fragment size (dueAt).
-    if (r !== 0) this.dueAt = -Infinity;
+    if (r !== 0) this.soon(-Infinity);
   }
 
   /**
@@ -711,7 +737,7 @@ export class BleLink implements ReassemblySink, BindingLink {
     d.drained(found, after, now);
     this.zeroUntil = after > 0 ? NaN : d.quietUntil;
     this.heard();
-    this.dueAt = -Infinity;
+    this.soon(-Infinity);
   }
 
   /**
@@ -731,13 +757,13 @@ export class BleLink implements ReassemblySink, BindingLink {
     // With the queue left empty, drained ignores what the take found.
     this.detector.drained(0, 0, now);
     if (this.zeroUntil === this.zeroUntil) this.zeroUntil = this.detector.quietUntil;
-    this.dueAt = -Infinity;
+    this.soon(-Infinity);
   }
 
   private retryLater(now: number): void {
     const at = now + this.retryMs;
     this.retryAt = at;
-    if (at < this.dueAt) this.dueAt = at;
+    if (at < this.dueAt) this.soon(at);
   }
 
   /** A notification of `bytes` frame bytes completed at `now`. */
