@@ -1352,16 +1352,17 @@ export interface DirectCount {
 export function routeDirect(link: Partial<SocketDirectFields>, frame: Uint8Array, framedHere: boolean, now: number, count: DirectCount | null, world: { resume(): void; pause(): void } | null): boolean {
   const c = count ?? { reads: 0, accessors: 0 };
   c.reads++;
+  // (An XS reference is an object or a function: a BLE link's `direct` is a method.)
   const port = link.direct as SocketDirectPort | null | undefined;
-  if (port === null || typeof port !== 'object') return false;
+  if (port === null || (typeof port !== 'object' && typeof port !== 'function')) return false;
   c.reads++;
   const socket = port.socket;
-  if (socket === null || typeof socket !== 'object') return false;
+  if (socket === null || (typeof socket !== 'object' && typeof socket !== 'function')) return false;
   c.reads += 2;
   if ((link.queue as { held: number }).held !== 0) return false;
   c.reads += 3;
   const acks = link.acks as SocketDirectFields['acks'];
-  let started = acks.started;
+  const started = acks.started;
   if (!(started >= 0 && started === Math.floor(started) && started < (link.windowEnd as number))) return false;
   c.reads++;
   const framing = link.framing;
@@ -1388,9 +1389,9 @@ export function routeDirect(link: Partial<SocketDirectFields>, frame: Uint8Array
   c.reads++;
   if (!(started + 1 < (link.lagFrom as number))) return false;
   c.reads += 2;
-  let ring = acks.handedAt;
-  let mask = acks.mask;
-  if (ring === null || typeof ring !== 'object' || !(mask >= 0 && mask <= 0xffffffff && mask === Math.floor(mask))) return false;
+  const ring = acks.handedAt;
+  const mask = acks.mask;
+  if (ring === null || typeof ring !== 'object' || !(mask >= 0 && mask <= 0x7fffffff && mask === Math.floor(mask))) return false;
   c.reads++;
   c.accessors++;
   const hdr = link.hdr2 as Uint8Array;
@@ -1416,15 +1417,14 @@ export function routeDirect(link: Partial<SocketDirectFields>, frame: Uint8Array
     if (space > free) space = free;
     port.room = space > 0 ? space : 0;
   } else {
-    c.reads += 4;
+    // A dead socket: the port ends it and the link is told (TcpLink.transportClosed leaves the
+    // ack counter as it is); the frame counts as the script counts it.
+    c.reads++;
     world?.resume();
     port.end();
     world?.pause();
-    started = acks.started;
-    mask = acks.mask;
-    ring = acks.handedAt;
   }
-  c.reads += 6;
+  c.reads += 5;
   (ring as Float64Array)[(started % 0x100000000) & mask] = now;
   acks.started = started + 1;
   tp.bytes = tp.bytes + bytes + 2;

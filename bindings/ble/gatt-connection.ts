@@ -91,12 +91,18 @@ export function tickConnections<Ch, P extends GattPeer<Ch>>(conns: readonly Gatt
   let link: BleLink | null;
   let due = Infinity;
   wake.dueAt = Infinity;
-  for (let i = conns.length - 1; i >= 0; i--) {
-    link = (conns[i] as GattConnection<Ch, P>).link;
-    if (link === null) continue;
-    link.tick(now);
-    if (link.unconfirmed > 0) unconfirmed = true;
-    if (link.dueAt < due) due = link.dueAt;
+  try {
+    for (let i = conns.length - 1; i >= 0; i--) {
+      link = (conns[i] as GattConnection<Ch, P>).link;
+      if (link === null) continue;
+      link.tick(now);
+      if (link.unconfirmed > 0) unconfirmed = true;
+      if (link.dueAt < due) due = link.dueAt;
+    }
+  } catch (e) {
+    // A link's tick threw (the device's tick counts it): every tick runs again until one completes.
+    wake.dueAt = -Infinity;
+    throw e;
   }
   // What the ticks made due (an event lowers `wake` too) stays.
   if (due < wake.dueAt) wake.dueAt = due;

@@ -20,8 +20,12 @@ import type { DirectTransport, TcpLink } from './egress.js';
  * steady case (nothing queued, the ack window open, a length prefix or a WebSocket frame under 126
  * bytes, room for it, a whole-ms time, the throughput window open, the watermark at 0, the ack lag
  * not yet watched) and leaves anything else to the link's `send`; what it leaves behind is what
- * `send` leaves (test/host/socket-direct.test.ts holds the bench's model of the C to it). A
- * rename here without the C makes the C find nothing and call `send` every time.
+ * `send` leaves, with the push's clock reading as the send's (the device's clock counts whole
+ * ms: a push that crosses one records its sends 1 ms earlier than `send` would).
+ * test/host/socket-direct.test.ts holds the bench's model of the C to `send`, and the names
+ * route.c looks up to these objects: a rename here must be made in route.c too (a name the C
+ * reads before it decides would only make it decline; one it writes after, it would write
+ * wrongly).
  */
 export interface SocketDirectFields {
   direct: SocketDirectPort | null;

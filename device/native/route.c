@@ -197,11 +197,11 @@ static void routeSetNumber(xsMachine *the, xsSlot *object, xsIdentifier id, doub
 static int routeDirect(RouteGlue *g)
 {
 	xsMachine *the = g->the;
-	double now = g->now, started, windowEnd, room, lagFrom, mask, at, left, space;
+	double now = g->now, started, windowEnd, room, lagFrom, mask, left, space;
 	double framing, windowStart, windowMs;
 	void *bytes;
 	xsUnsignedValue length;
-	uint32_t frameBytes;
+	uint32_t frameBytes, at;
 	uint8_t h0, h1;
 	volatile int wrote = 0;
 	xsmcGet(xsVar(vPort), xsVar(vLink), idDirect);
@@ -253,7 +253,7 @@ static int routeDirect(RouteGlue *g)
 		return 0;
 	xsmcGet(xsVar(vRing), xsVar(vAcks), idHandedAt);
 	mask = routeNumber(the, &xsVar(vAcks), idMask);
-	if (xsmcTypeOf(xsVar(vRing)) != xsReferenceType || !(mask >= 0 && mask <= 0xffffffff && mask == floor(mask)))
+	if (xsmcTypeOf(xsVar(vRing)) != xsReferenceType || !(mask >= 0 && mask <= 0x7fffffff && mask == floor(mask)))
 		return 0;
 	xsmcGet(xsVar(vHeader), xsVar(vLink), idHdr2);
 	xsmcGetBufferWritable(xsVar(vHeader), &bytes, &length);
@@ -280,16 +280,14 @@ static int routeDirect(RouteGlue *g)
 		routeSetNumber(the, &xsVar(vPort), idRoom, space > 0 ? space : 0);
 	}
 	else {
-		/* A dead socket: the port ends it (the link is told), and the link counts the frame as the script does, its numbers read again. */
+		/* A dead socket: the port ends it and the link is told (TcpLink.transportClosed, which
+		   leaves the ack counter as it is); the link counts the frame as the script does. */
 		xsmcCall(xsVar(vScratch), xsVar(vPort), idEnd, NULL);
-		started = routeNumber(the, &xsVar(vAcks), idStarted);
-		mask = routeNumber(the, &xsVar(vAcks), idMask);
-		xsmcGet(xsVar(vRing), xsVar(vAcks), idHandedAt);
 	}
 	/* One frame started (its time for the round trip), its bytes in the throughput window, the link moved. */
-	at = (double)((uint32_t)fmod(started, 4294967296.0) & (uint32_t)mask);
+	at = (uint32_t)fmod(started, 4294967296.0) & (uint32_t)mask;
 	xsmcSetNumber(xsVar(vScratch2), now);
-	xsmcSetIndex(xsVar(vRing), (xsIntegerValue)at, xsVar(vScratch2));
+	xsmcSetIndex(xsVar(vRing), (xsIndex)at, xsVar(vScratch2));
 	routeSetNumber(the, &xsVar(vAcks), idStarted, started + 1);
 	routeSetNumber(the, &xsVar(vThroughput), idBytes, routeNumber(the, &xsVar(vThroughput), idBytes) + frameBytes + 2);
 	routeSetNumber(the, &xsVar(vLink), idMovedAt, now);
