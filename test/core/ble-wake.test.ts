@@ -161,6 +161,33 @@ describe("BLE: the binding's tick skipped while nothing is due (TickWake)", () =
     ok(ran > 1000, `ran ${ran} ticks`);
   });
 
+  it("a link's tick that throws leaves the wake at every tick, until a tick completes", () => {
+    const s = side(true);
+    for (let ms = 0; ms < 50; ms++) {
+      s.clock.t++;
+      if (s.clock.t >= s.wake.dueAt) tickConnections(s.conns, s.clock.t, s.wake);
+    }
+    ok(s.wake.dueAt > s.clock.t, 'quiet');
+    const link = s.links[0] as BleLink;
+    const tick = link.tick;
+    link.tick = (): void => {
+      throw new Error('upkeep failed');
+    };
+    s.clock.t = s.wake.dueAt;
+    let threw = false;
+    try {
+      tickConnections(s.conns, s.clock.t, s.wake);
+    } catch {
+      threw = true;
+    }
+    ok(threw);
+    equal(s.wake.dueAt, -Infinity, 'the next tick runs');
+    link.tick = tick;
+    s.clock.t++;
+    tickConnections(s.conns, s.clock.t, s.wake);
+    ok(s.wake.dueAt > s.clock.t, 'quiet again once a tick completes');
+  });
+
   it('an event lowers the wake: a notification sent on a quiet link makes the next tick run', () => {
     const s = side(true);
     for (let ms = 0; ms < 50; ms++) {
