@@ -5,7 +5,7 @@
 // withdrawn publications).
 import { ADMISSION_LADDER_RETRY_AFTER_MS, ADMISSION_RETRY_AFTER_MS, AdmissionReason } from '../../hub/admission.js';
 import { STREAM_INGRESS_OVERAGE_NACK_PER_S } from '../../hub/constants.js';
-import { FrameType, type AckFrame, type GrantFrame, type HealthFrame, type PongFrame } from '../../hub/frames.js';
+import { FrameType, GoodbyeReason, type AckFrame, type GrantFrame, type HealthFrame, type NackFrame, type PongFrame } from '../../hub/frames.js';
 import { createHubLoad, findInReport, nonNumericLeaves } from '../../hub/health.js';
 import { Hub, LOAD_PERIOD_MS } from '../../hub/hub.js';
 import { healthSummary } from '../../hub/load.js';
@@ -279,6 +279,33 @@ describe('hub health (docs/operations.md "Health, admission and overload")', () 
       );
       equal(r.ackLag.measured, 1, 'ESP-NOW has no ack lag');
       for (const f of small.link.frames(FrameType.HEALTH)) ok(((f as HealthFrame).text ?? '').length <= 210);
+    });
+
+    it("keeps a chunked HEALTH answer's text for its own session only: a new session in the slot starts without it", () => {
+      const fx = makeHub();
+      const first = new TestClient(fx.hub, new BitmapTestLink(1 << 20, 250));
+      first.hello({ credential: MAINTAINER_CREDENTIAL });
+      first.send({ type: FrameType.HEALTH });
+      const head = first.take(FrameType.HEALTH) as HealthFrame[];
+      equal(head.length, 1);
+      const next = (head[0]!.text ?? '').length;
+      ok(head[0]!.total !== undefined && next > 0 && next < head[0]!.total, 'the first of several chunks');
+      equal(fx.hub.sessions().length, 1);
+      first.send({ type: FrameType.GOODBYE, reason: GoodbyeReason.SHUTDOWN });
+      equal(fx.hub.sessions().length, 0, 'closed');
+      const second = new TestClient(fx.hub, new BitmapTestLink(1 << 20, 250));
+      second.hello({ credential: MAINTAINER_CREDENTIAL });
+      // The next chunk of the first session's reading is no chunk of this one's.
+      second.send({ type: FrameType.HEALTH, offset: next });
+      const answer = second.take();
+      equal(answer.filter((f) => f.type === FrameType.HEALTH).length, 0);
+      deepEqual(
+        answer.filter((f) => f.type === FrameType.NACK).map((n) => (n as NackFrame).code),
+        [Nack.MALFORMED],
+      );
+      // Its own reading chunks as ever.
+      const { text } = fetchHealth(second);
+      ok((JSON.parse(text) as { metrics: Metrics }).metrics !== undefined);
     });
 
     it('records intent→echo latency and the egress wait of never-shed frames', () => {
