@@ -163,8 +163,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('fail' as const), write: fc.integer({ min: 1, max: 2 }) }) },
 );
 
-/** Takes both rigs through `ops`; returns how many sends went the direct way and how many did not. */
-function run(framing: LinkFramingCode, ops: readonly Op[], ackWindowFrames?: number): { direct: number; declined: number } {
+/** Takes both rigs through `ops`; returns them, and how many sends went the direct way and how many did not. */
+function run(framing: LinkFramingCode, ops: readonly Op[], ackWindowFrames?: number): { a: Rig; b: Rig; seq: number; direct: number; declined: number } {
   const a = rig(framing, ackWindowFrames);
   const b = rig(framing, ackWindowFrames);
   assert.deepEqual(state(a), state(b), 'two fresh rigs');
@@ -197,33 +197,13 @@ function run(framing: LinkFramingCode, ops: readonly Op[], ackWindowFrames?: num
     assert.deepEqual(state(a), state(b), `after ${JSON.stringify(o)}`);
     assert.deepEqual(a.socket.bytes, b.socket.bytes, `the same bytes on the wire after ${JSON.stringify(o)}`);
   }
-  return { direct, declined };
+  return { a, b, seq, direct, declined };
 }
 
 /** Both rigs through `ops`, then one send of a frame of `fields` values each way: it must be declined, and both must end the same. */
 function declines(framing: LinkFramingCode, ops: readonly Op[], fields: number, ackWindowFrames?: number): void {
-  run(framing, ops, ackWindowFrames);
-  const a = rig(framing, ackWindowFrames);
-  const b = rig(framing, ackWindowFrames);
-  // (run() checked the ops on rigs of its own; these take them again, then the send.)
-  let seq = 0;
-  for (const o of ops) {
-    for (const r of [a, b]) {
-      if (o.kind === 'step') r.clock.t += o.ms;
-      else if (o.kind === 'ack') r.link.acked(Math.max(0, started(r) - o.back));
-      else if (o.kind === 'writable') {
-        const held = SEND_BUFFER - r.socket.free;
-        r.socket.free = SEND_BUFFER - Math.min(held, o.keep);
-        r.port.fireWritable(r.socket.free);
-      } else if (o.kind === 'turn') r.port.fireTurn();
-    }
-    if (o.kind === 'send') {
-      seq++;
-      const f = data(seq, o.fields);
-      assert.equal(a.link.send(f, DATA, seq), b.link.send(f, DATA, seq));
-    }
-  }
-  seq++;
+  const { a, b, seq: before } = run(framing, ops, ackWindowFrames);
+  const seq = before + 1;
   const frame = data(seq, fields);
   const writes = a.socket.writes;
   assert.equal(routeDirect(a.link as unknown as SocketDirectFields, frame, true, a.clock.t, null, null), false, 'declined');
